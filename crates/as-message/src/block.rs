@@ -1,0 +1,561 @@
+//! Content blocks (`agentscope.message._block`).
+//!
+//! Blocks serialize with their `type` tag first, then their fields in declaration order.
+//! Reading dispatches on `type`; a block without `type` is tried against each kind in
+//! AgentScope's union order (text, thinking, hint, tool_call, tool_result, data), as pydantic does.
+
+use schemars::JsonSchema;
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+
+use crate::id::generate_id;
+use crate::json::{JsonMap, error_at, nested, type_name};
+use crate::permission::PermissionRule;
+
+/// The `type` tag of a content block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum BlockType {
+    /// [`TextBlock`]
+    Text,
+    /// [`ThinkingBlock`]
+    Thinking,
+    /// [`HintBlock`]
+    Hint,
+    /// [`ToolCallBlock`]
+    ToolCall,
+    /// [`ToolResultBlock`]
+    ToolResult,
+    /// [`DataBlock`]
+    Data,
+}
+
+impl BlockType {
+    /// The wire tag (`"tool_call"`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Text => "text",
+            Self::Thinking => "thinking",
+            Self::Hint => "hint",
+            Self::ToolCall => "tool_call",
+            Self::ToolResult => "tool_result",
+            Self::Data => "data",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "text" => Self::Text,
+            "thinking" => Self::Thinking,
+            "hint" => Self::Hint,
+            "tool_call" => Self::ToolCall,
+            "tool_result" => Self::ToolResult,
+            "data" => Self::Data,
+            _ => return None,
+        })
+    }
+}
+
+/// Plain text.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TextBlock {
+    /// The text.
+    pub text: String,
+    /// Block id.
+    #[serde(default = "generate_id")]
+    pub id: String,
+}
+
+impl TextBlock {
+    /// A text block with a fresh id.
+    pub fn new(text: impl Into<String>) -> Self {
+        Self { text: text.into(), id: generate_id() }
+    }
+}
+
+/// Model reasoning. Unknown keys (e.g. Anthropic's `signature`) are kept, in order, after `id`.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct ThinkingBlock {
+    /// The reasoning text.
+    pub thinking: String,
+    /// Block id.
+    pub id: String,
+    /// Extra provider fields, kept verbatim.
+    #[serde(flatten)]
+    pub extra: JsonMap,
+}
+
+impl ThinkingBlock {
+    /// A thinking block with a fresh id and no extras.
+    pub fn new(thinking: impl Into<String>) -> Self {
+        Self { thinking: thinking.into(), id: generate_id(), extra: JsonMap::new() }
+    }
+}
+
+impl<'de> Deserialize<'de> for ThinkingBlock {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let map = JsonMap::deserialize(d)?;
+        thinking_from_map(map)
+    }
+}
+
+fn thinking_from_map<E: serde::de::Error>(mut map: JsonMap) -> Result<ThinkingBlock, E> {
+    map.shift_remove("type");
+    let thinking = match map.shift_remove("thinking") {
+        Some(Value::String(s)) => s,
+        Some(other) => return Err(error_at("thinking", format!("expected a string, got {}", type_name(&other)))),
+        None => return Err(E::missing_field("thinking")),
+    };
+    let id = match map.shift_remove("id") {
+        Some(Value::String(s)) => s,
+        Some(other) => return Err(error_at("id", format!("expected a string, got {}", type_name(&other)))),
+        None => generate_id(),
+    };
+    Ok(ThinkingBlock { thinking, id, extra: map })
+}
+
+/// Inline base64 data.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Base64Source {
+    /// Base64 text (not validated, like 2.0.4).
+    pub data: String,
+    /// MIME type, free text.
+    pub media_type: String,
+}
+
+/// Data referenced by URL. The URL is normalised by WHATWG rules on construction and on read.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct UrlSource {
+    /// The normalised URL.
+    #[serde(deserialize_with = "deserialize_url")]
+    pub url: String,
+    /// MIME type, free text.
+    pub media_type: String,
+}
+
+impl UrlSource {
+    /// Builds a URL source, normalising the URL (`https://example.com` becomes `https://example.com/`).
+    ///
+    /// ```
+    /// let s = as_message::UrlSource::new("HTTP://Example.COM:80/x", "text/html").unwrap();
+    /// assert_eq!(s.url, "http://example.com/x");
+    /// assert!(as_message::UrlSource::new("relative/path", "text/html").is_err());
+    /// ```
+    pub fn new(url: &str, media_type: impl Into<String>) -> crate::Result<Self> {
+        let url = normalize_url(url)
+            .map_err(|m| crate::MessageError::new(crate::MessageErrorKind::InvalidValue, "url", m))?;
+        Ok(Self { url, media_type: media_type.into() })
+    }
+}
+
+/// Normalises a URL as pydantic's `AnyUrl` does (WHATWG, via the `url` crate).
+pub fn normalize_url(raw: &str) -> Result<String, String> {
+    let trimmed = raw.trim_matches(|c: char| c == ' ' || c.is_ascii_control());
+    url::Url::parse(trimmed).map(|u| u.as_str().to_owned()).map_err(|e| format!("invalid url {raw:?}: {e}"))
+}
+
+fn deserialize_url<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let s = String::deserialize(d)?;
+    normalize_url(&s).map_err(|m| D::Error::custom(format!("invalid value: {m}")))
+}
+
+/// Where a data block's bytes are.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Source {
+    /// Inline base64.
+    Base64(Base64Source),
+    /// A URL.
+    Url(UrlSource),
+}
+
+impl<'de> Deserialize<'de> for Source {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let map = JsonMap::deserialize(d)?;
+        let kind = match map.get("type") {
+            Some(Value::String(t)) => Some(t.clone()),
+            Some(other) => return Err(error_at("type", format!("expected a string, got {}", type_name(other)))),
+            None => None,
+        };
+        match kind.as_deref() {
+            Some("base64") => nested(Value::Object(map)).map(Source::Base64),
+            Some("url") => nested(Value::Object(map)).map(Source::Url),
+            Some(other) => {
+                Err(error_at("type", format!("unknown source type {other:?}, expected \"base64\" or \"url\"")))
+            }
+            None if map.contains_key("data") => nested(Value::Object(map)).map(Source::Base64),
+            None => nested(Value::Object(map)).map(Source::Url),
+        }
+    }
+}
+
+/// An image, audio, file or other data.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DataBlock {
+    /// Block id (written before `source`).
+    #[serde(default = "generate_id")]
+    pub id: String,
+    /// The data.
+    pub source: Source,
+    /// Optional file name.
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+impl DataBlock {
+    /// A data block with a fresh id.
+    pub fn new(source: Source, name: Option<String>) -> Self {
+        Self { id: generate_id(), source, name }
+    }
+}
+
+/// A text or data block: what hints, tool outputs and summaries may hold.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum TextOrData {
+    /// Text.
+    Text(TextBlock),
+    /// Data.
+    Data(DataBlock),
+}
+
+impl<'de> Deserialize<'de> for TextOrData {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let map = JsonMap::deserialize(d)?;
+        text_or_data_from_map(map)
+    }
+}
+
+fn text_or_data_from_map<E: serde::de::Error>(map: JsonMap) -> Result<TextOrData, E> {
+    match map.get("type") {
+        Some(Value::String(t)) if t == "text" => nested(Value::Object(map)).map(TextOrData::Text),
+        Some(Value::String(t)) if t == "data" => nested(Value::Object(map)).map(TextOrData::Data),
+        Some(Value::String(t)) => {
+            Err(error_at("type", format!("block type {t:?} is not allowed here, expected \"text\" or \"data\"")))
+        }
+        Some(other) => Err(error_at("type", format!("expected a string, got {}", type_name(other)))),
+        None => {
+            if map.contains_key("text") {
+                nested(Value::Object(map)).map(TextOrData::Text)
+            } else {
+                nested(Value::Object(map)).map(TextOrData::Data)
+            }
+        }
+    }
+}
+
+/// A string, or a list of text and data blocks (hint content, tool output, summary).
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum TextOrBlocks {
+    /// A plain string.
+    Text(String),
+    /// A list of blocks.
+    Blocks(Vec<TextOrData>),
+}
+
+impl Default for TextOrBlocks {
+    fn default() -> Self {
+        Self::Text(String::new())
+    }
+}
+
+impl From<&str> for TextOrBlocks {
+    fn from(s: &str) -> Self {
+        Self::Text(s.to_owned())
+    }
+}
+
+impl From<String> for TextOrBlocks {
+    fn from(s: String) -> Self {
+        Self::Text(s)
+    }
+}
+
+impl TextOrBlocks {
+    /// The text: the string itself, or the texts of the text blocks joined by `\n`.
+    pub fn text(&self) -> String {
+        match self {
+            Self::Text(s) => s.clone(),
+            Self::Blocks(b) => b
+                .iter()
+                .filter_map(|b| match b {
+                    TextOrData::Text(t) => Some(t.text.as_str()),
+                    TextOrData::Data(_) => None,
+                })
+                .collect::<Vec<_>>()
+                .join("\n"),
+        }
+    }
+
+    /// True for `""` and `[]`.
+    pub fn is_empty(&self) -> bool {
+        match self {
+            Self::Text(s) => s.is_empty(),
+            Self::Blocks(b) => b.is_empty(),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for TextOrBlocks {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match Value::deserialize(d)? {
+            Value::String(s) => Ok(Self::Text(s)),
+            Value::Array(items) => {
+                let mut out = Vec::with_capacity(items.len());
+                for (i, item) in items.into_iter().enumerate() {
+                    let Value::Object(map) = item else {
+                        return Err(error_at(
+                            &format!("[{i}]"),
+                            format!("expected a block object, got {}", type_name(&item)),
+                        ));
+                    };
+                    out.push(
+                        text_or_data_from_map::<D::Error>(map)
+                            .map_err(|e| prefix_err::<D::Error>(&format!("[{i}]"), e))?,
+                    );
+                }
+                Ok(Self::Blocks(out))
+            }
+            other => Err(D::Error::custom(format!(
+                "expected a string or a list of text/data blocks, got {}",
+                type_name(&other)
+            ))),
+        }
+    }
+}
+
+fn prefix_err<E: serde::de::Error>(prefix: &str, e: E) -> E {
+    let msg = e.to_string();
+    if let Some(rest) = msg.strip_prefix('@') {
+        if let Some(end) = rest.find("@ ") {
+            let inner = &rest[..end];
+            let sep = if inner.starts_with('[') { "" } else { "." };
+            return E::custom(format!("@{prefix}{sep}{inner}@ {}", &rest[end + 2..]));
+        }
+    }
+    E::custom(format!("@{prefix}@ {msg}"))
+}
+
+/// A system reminder or other hint injected into the conversation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct HintBlock {
+    /// The hint: a string or text/data blocks.
+    pub hint: TextOrBlocks,
+    /// Block id.
+    #[serde(default = "generate_id")]
+    pub id: String,
+    /// Who sent it (a name, `"system"`, or none).
+    #[serde(default)]
+    pub source: Option<String>,
+}
+
+/// Lifecycle of a tool call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolCallState {
+    /// Not yet checked.
+    #[default]
+    Pending,
+    /// Waiting for the user's confirmation.
+    Asking,
+    /// Allowed to run.
+    Allowed,
+    /// Handed to an external executor.
+    Submitted,
+    /// Done (a result exists or it was refused).
+    Finished,
+}
+
+/// Outcome of a tool call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolResultState {
+    /// Completed normally.
+    Success,
+    /// Failed; the output explains.
+    Error,
+    /// Cancelled or interrupted by the user.
+    Interrupted,
+    /// Refused by the permission engine or the user.
+    Denied,
+    /// Still streaming.
+    #[default]
+    Running,
+}
+
+/// A tool call made by the model. `input` is the raw JSON text of the arguments.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolCallBlock {
+    /// Provider tool-call id (required).
+    pub id: String,
+    /// Tool name.
+    pub name: String,
+    /// The raw JSON text of the arguments (possibly incomplete while streaming).
+    pub input: String,
+    /// Lifecycle state.
+    #[serde(default)]
+    pub state: ToolCallState,
+    /// Rules suggested to the user when asking for confirmation.
+    #[serde(default)]
+    pub suggested_rules: Vec<PermissionRule>,
+}
+
+impl ToolCallBlock {
+    /// A pending call.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, input: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            name: name.into(),
+            input: input.into(),
+            state: ToolCallState::Pending,
+            suggested_rules: Vec::new(),
+        }
+    }
+}
+
+/// The result of a tool call; `id` equals the call's id.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolResultBlock {
+    /// The paired call's id.
+    pub id: String,
+    /// Tool name.
+    pub name: String,
+    /// Output: a string or text/data blocks.
+    pub output: TextOrBlocks,
+    /// Outcome.
+    #[serde(default)]
+    pub state: ToolResultState,
+    /// Free-form metadata.
+    #[serde(default)]
+    pub metadata: JsonMap,
+}
+
+impl ToolResultBlock {
+    /// A finished result with a text output.
+    pub fn new(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        output: impl Into<TextOrBlocks>,
+        state: ToolResultState,
+    ) -> Self {
+        Self { id: id.into(), name: name.into(), output: output.into(), state, metadata: JsonMap::new() }
+    }
+}
+
+/// Any content block of a [`crate::Msg`].
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentBlock {
+    /// Text.
+    Text(TextBlock),
+    /// Reasoning.
+    Thinking(ThinkingBlock),
+    /// Hint.
+    Hint(HintBlock),
+    /// Tool call.
+    ToolCall(ToolCallBlock),
+    /// Tool result.
+    ToolResult(ToolResultBlock),
+    /// Data.
+    Data(DataBlock),
+}
+
+impl ContentBlock {
+    /// The block's `type` tag.
+    pub fn block_type(&self) -> BlockType {
+        match self {
+            Self::Text(_) => BlockType::Text,
+            Self::Thinking(_) => BlockType::Thinking,
+            Self::Hint(_) => BlockType::Hint,
+            Self::ToolCall(_) => BlockType::ToolCall,
+            Self::ToolResult(_) => BlockType::ToolResult,
+            Self::Data(_) => BlockType::Data,
+        }
+    }
+
+    /// The block's id.
+    pub fn id(&self) -> &str {
+        match self {
+            Self::Text(b) => &b.id,
+            Self::Thinking(b) => &b.id,
+            Self::Hint(b) => &b.id,
+            Self::ToolCall(b) => &b.id,
+            Self::ToolResult(b) => &b.id,
+            Self::Data(b) => &b.id,
+        }
+    }
+
+    /// A text block with a fresh id.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::Text(TextBlock::new(text))
+    }
+}
+
+impl From<TextOrData> for ContentBlock {
+    fn from(b: TextOrData) -> Self {
+        match b {
+            TextOrData::Text(t) => Self::Text(t),
+            TextOrData::Data(d) => Self::Data(d),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ContentBlock {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let map = JsonMap::deserialize(d)?;
+        content_block_from_map(map)
+    }
+}
+
+fn content_block_from_map<E: serde::de::Error>(map: JsonMap) -> Result<ContentBlock, E> {
+    let kind = match map.get("type") {
+        Some(Value::String(t)) => match BlockType::parse(t) {
+            Some(k) => Some(k),
+            None => {
+                return Err(error_at(
+                    "type",
+                    format!(
+                        "unknown block type {t:?}, expected one of text, thinking, hint, tool_call, tool_result, data"
+                    ),
+                ));
+            }
+        },
+        Some(other) => return Err(error_at("type", format!("expected a string, got {}", type_name(other)))),
+        None => None,
+    };
+    match kind {
+        Some(k) => block_of_kind(k, map),
+        None => {
+            // pydantic smart-mode union: the first member that validates wins.
+            let order = [
+                BlockType::Text,
+                BlockType::Thinking,
+                BlockType::Hint,
+                BlockType::ToolCall,
+                BlockType::ToolResult,
+                BlockType::Data,
+            ];
+            for k in order {
+                if let Ok(b) = block_of_kind::<E>(k, map.clone()) {
+                    return Ok(b);
+                }
+            }
+            Err(E::custom(
+                "the object matches no content block type (text, thinking, hint, tool_call, tool_result, data)",
+            ))
+        }
+    }
+}
+
+fn block_of_kind<E: serde::de::Error>(k: BlockType, map: JsonMap) -> Result<ContentBlock, E> {
+    Ok(match k {
+        BlockType::Text => ContentBlock::Text(nested(Value::Object(map))?),
+        BlockType::Thinking => ContentBlock::Thinking(thinking_from_map(map)?),
+        BlockType::Hint => ContentBlock::Hint(nested(Value::Object(map))?),
+        BlockType::ToolCall => ContentBlock::ToolCall(nested(Value::Object(map))?),
+        BlockType::ToolResult => ContentBlock::ToolResult(nested(Value::Object(map))?),
+        BlockType::Data => ContentBlock::Data(nested(Value::Object(map))?),
+    })
+}

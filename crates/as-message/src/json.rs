@@ -1,0 +1,195 @@
+//! JSON helpers shared by every wire type: the canonical writer, the path-reporting reader,
+//! and pydantic-style lax number coercion.
+
+use serde::de::{DeserializeOwned, Error as _};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+
+use crate::error::{MessageError, MessageErrorKind};
+
+/// A free-form JSON object whose key order and number text are preserved
+/// (`metadata`, `middle_context`, `parameters`, thinking extras).
+pub type JsonMap = serde_json::Map<String, Value>;
+
+/// Writes `value` as pydantic's `model_dump_json()` would: compact, raw UTF-8, declaration order.
+///
+/// ```
+/// let msg = as_message::Msg::user("user", "hi");
+/// let json = as_message::to_json(&msg);
+/// assert!(json.starts_with(r#"{"name":"user","content":[{"type":"text","text":"hi","#));
+/// ```
+pub fn to_json<T: Serialize + ?Sized>(value: &T) -> String {
+    // Serializing our wire types cannot fail: every map key is a string and no impl errors.
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+/// Writes `value` canonically into a byte buffer (see [`to_json`]).
+pub fn to_json_vec<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
+    serde_json::to_vec(value).unwrap_or_default()
+}
+
+/// Reads a wire type from JSON text, reporting the JSON path of the first error.
+///
+/// ```
+/// let err = as_message::from_json::<as_message::Msg>(r#"{"name":"u","role":"user"}"#).unwrap_err();
+/// assert!(err.message().contains("content"), "{err}");
+/// ```
+pub fn from_json<T: DeserializeOwned>(text: &str) -> Result<T, MessageError> {
+    from_json_slice(text.as_bytes())
+}
+
+/// Reads a wire type from JSON bytes (see [`from_json`]).
+pub fn from_json_slice<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, MessageError> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = display_path(e.path());
+        let inner = e.into_inner();
+        split_nested(path, inner.to_string())
+    })?;
+    de.end().map_err(|e| MessageError::new(MessageErrorKind::InvalidJson, "", e.to_string()))?;
+    Ok(value)
+}
+
+/// Reads a wire type from an already-parsed JSON value (see [`from_json`]).
+pub fn from_value<T: DeserializeOwned>(value: Value) -> Result<T, MessageError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = display_path(e.path());
+        split_nested(path, e.into_inner().to_string())
+    })
+}
+
+fn display_path(p: &serde_path_to_error::Path) -> String {
+    let s = p.to_string();
+    if s == "." { String::new() } else { s }
+}
+
+/// Errors raised inside hand-written `Deserialize` impls carry their inner path as
+/// `@path@ message`; join that onto the outer path so the user sees one full path.
+fn split_nested(outer: String, msg: String) -> MessageError {
+    let (inner, msg) = parse_nested(&msg);
+    let path = join_path(&outer, &inner);
+    let msg = strip_position(&msg);
+    let kind =
+        if msg.starts_with("invalid value: ") { MessageErrorKind::InvalidValue } else { MessageErrorKind::InvalidJson };
+    let msg = msg.strip_prefix("invalid value: ").unwrap_or(&msg).to_owned();
+    MessageError::new(kind, path, msg)
+}
+
+fn parse_nested(msg: &str) -> (String, String) {
+    if let Some(rest) = msg.strip_prefix('@') {
+        if let Some(end) = rest.find("@ ") {
+            return (rest[..end].to_owned(), rest[end + 2..].to_owned());
+        }
+    }
+    (String::new(), msg.to_owned())
+}
+
+fn join_path(outer: &str, inner: &str) -> String {
+    match (outer.is_empty(), inner.is_empty()) {
+        (true, _) => inner.to_owned(),
+        (false, true) => outer.to_owned(),
+        (false, false) if inner.starts_with('[') => format!("{outer}{inner}"),
+        (false, false) => format!("{outer}.{inner}"),
+    }
+}
+
+fn strip_position(msg: &str) -> String {
+    match msg.rfind(" at line ") {
+        Some(i) if msg[i..].contains(" column ") => msg[..i].to_owned(),
+        _ => msg.to_owned(),
+    }
+}
+
+/// Converts a value to a typed wire struct inside a hand-written `Deserialize` impl,
+/// keeping the inner path in the error text (joined again by [`from_json`]).
+pub(crate) fn nested<T: DeserializeOwned, E: serde::de::Error>(value: Value) -> Result<T, E> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = display_path(e.path());
+        let msg = e.into_inner().to_string();
+        let (inner, msg) = parse_nested(&msg);
+        let full = join_path(&path, &inner);
+        if full.is_empty() { E::custom(msg) } else { E::custom(format!("@{full}@ {msg}")) }
+    })
+}
+
+/// An error at a sub-path, from inside a hand-written `Deserialize` impl.
+pub(crate) fn error_at<E: serde::de::Error>(path: &str, msg: impl std::fmt::Display) -> E {
+    if path.is_empty() { E::custom(msg) } else { E::custom(format!("@{path}@ {msg}")) }
+}
+
+/// Describes a JSON value's type in error messages.
+pub(crate) fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// pydantic-lax integer: accepts ints, floats with no fraction and numeric strings.
+pub mod lax_int {
+    use super::*;
+
+    /// Deserializes a lax integer.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+        let v = Value::deserialize(d)?;
+        coerce(&v).ok_or_else(|| D::Error::custom(format!("expected an integer, got {}", describe(&v))))
+    }
+
+    pub(crate) fn coerce(v: &Value) -> Option<i64> {
+        match v {
+            Value::Number(n) => n.as_i64().or_else(|| {
+                let f = n.as_f64()?;
+                (f.fract() == 0.0 && f.abs() < 9.2e18).then_some(f as i64)
+            }),
+            Value::String(s) => {
+                let t = s.trim();
+                t.parse::<i64>().ok().or_else(|| {
+                    let f: f64 = t.parse().ok()?;
+                    (f.is_finite() && f.fract() == 0.0 && f.abs() < 9.2e18).then_some(f as i64)
+                })
+            }
+            Value::Bool(b) => Some(i64::from(*b)),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn describe(v: &Value) -> String {
+        match v {
+            Value::Number(n) => format!("the number {n}"),
+            Value::String(s) => format!("the string {s:?}"),
+            other => type_name(other).to_owned(),
+        }
+    }
+}
+
+/// pydantic-lax float: accepts ints, floats and numeric strings.
+pub mod lax_float {
+    use super::*;
+
+    /// Deserializes a lax float.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        let v = Value::deserialize(d)?;
+        let f = match &v {
+            Value::Number(n) => n.as_f64(),
+            Value::String(s) => s.trim().parse::<f64>().ok(),
+            Value::Bool(b) => Some(f64::from(u8::from(*b))),
+            _ => None,
+        };
+        f.ok_or_else(|| D::Error::custom(format!("expected a number, got {}", lax_int::describe(&v))))
+    }
+}
+
+/// A required key whose value may be `null` (pydantic `x: str | None` with no default).
+pub mod required_nullable {
+    use super::*;
+
+    /// Deserializes `Option<T>`; use with `#[serde(deserialize_with)]` and no `default`,
+    /// so a missing key is an error.
+    pub fn deserialize<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+        Option::<T>::deserialize(d)
+    }
+}

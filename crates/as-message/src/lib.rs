@@ -1,0 +1,42 @@
+//! Messages and content blocks of AgentScope, wire-compatible with AgentScope Python 2.0.4.
+//!
+//! Every type here serializes to exactly the bytes of pydantic's `model_dump_json()`
+//! (field order, explicit nulls, compact separators, raw UTF-8, float forms) and reads
+//! tolerantly where pydantic does (blocks without `type`, lax numbers, missing defaults),
+//! keeping free-form JSON (`metadata`, thinking extras) losslessly, big integers included.
+//!
+//! ```
+//! use as_message::{ContentBlock, Msg, ToolCallBlock, from_json, to_json};
+//!
+//! let mut reply = Msg::assistant("Friday", "Let me look.");
+//! reply.content.push(ContentBlock::ToolCall(ToolCallBlock::new("call_1", "Read", r#"{"file_path":"a.txt"}"#)));
+//! let json = to_json(&reply);
+//! assert!(json.contains(r#"{"type":"tool_call","id":"call_1","name":"Read","input":"{\"file_path\":\"a.txt\"}","state":"pending","suggested_rules":[]}"#));
+//! let back: Msg = from_json(&json)?;
+//! assert_eq!(back, reply);
+//! # Ok::<(), as_message::MessageError>(())
+//! ```
+
+mod block;
+mod error;
+mod id;
+mod json;
+mod msg;
+mod permission;
+
+pub use block::{
+    Base64Source, BlockType, ContentBlock, DataBlock, HintBlock, Source, TextBlock, TextOrBlocks, TextOrData,
+    ThinkingBlock, ToolCallBlock, ToolCallState, ToolResultBlock, ToolResultState, UrlSource, normalize_url,
+};
+pub use error::{MessageError, MessageErrorKind, Result};
+pub use id::{IdFactory, format_naive, generate_id, now_iso, now_naive, set_id_factory, with_id_factory};
+pub use json::{
+    JsonMap, from_json, from_json_slice, from_value, lax_float, lax_int, required_nullable, to_json, to_json_vec,
+};
+pub use msg::{Msg, Role, Usage};
+pub use permission::{
+    AdditionalWorkingDirectory, PermissionBehavior, PermissionContext, PermissionMode, PermissionRule,
+};
+
+/// Re-exported so downstream crates use the same JSON value type (with order and precision preserved).
+pub use serde_json::{Value as JsonValue, json};

@@ -1,0 +1,23 @@
+//! `AgentState`: everything a stateless AgentScope agent needs to resume, wire-compatible
+//! with AgentScope Python 2.0.4 (same JSON bytes).
+//!
+//! ```
+//! use as_message::{ContentBlock, Msg};
+//! use as_state::AgentState;
+//!
+//! let mut state = AgentState::for_session("s1");
+//! state.context.push(Msg::user("user", "hi"));
+//! state.append_context("Friday", vec![ContentBlock::text("hello!")]);
+//! assert_eq!(state.context[1].id, state.reply_id);
+//! assert!(!state.has_awaiting_tool_calls("Friday"));
+//! let json = as_message::to_json(&state);
+//! assert_eq!(as_message::from_json::<AgentState>(&json).unwrap(), state);
+//! ```
+
+mod state;
+mod task;
+mod tool_context;
+
+pub use state::AgentState;
+pub use task::{Task, TaskContext, TaskState};
+pub use tool_context::{ReadCacheEntry, ToolContext};

@@ -1,0 +1,119 @@
+//! `AgentState` (`agentscope.state._state`).
+
+use as_message::{ContentBlock, JsonMap, Msg, PermissionContext, Role, TextOrBlocks, ToolCallState, generate_id};
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::task::TaskContext;
+use crate::tool_context::ToolContext;
+
+/// Everything a stateless agent needs to resume a session.
+///
+/// Field order, defaults and JSON bytes are those of AgentScope 2.0.4's `AgentState`.
+///
+/// ```
+/// use as_state::AgentState;
+/// let state = AgentState::default();
+/// let json = as_message::to_json(&state);
+/// assert_eq!(json.len(), 404);
+/// let back: AgentState = as_message::from_json(&json).unwrap();
+/// assert_eq!(back, state);
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AgentState {
+    /// The session this state belongs to.
+    #[serde(default = "generate_id")]
+    pub session_id: String,
+    /// Compressed earlier context, prepended to the model input (text, or text/data blocks).
+    #[serde(default)]
+    pub summary: TextOrBlocks,
+    /// The uncompressed message history.
+    #[serde(default)]
+    pub context: Vec<Msg>,
+    /// Id of the current reply and of its final message.
+    #[serde(default = "generate_id")]
+    pub reply_id: String,
+    /// The current ReAct iteration.
+    #[serde(default, deserialize_with = "as_message::lax_int::deserialize")]
+    pub cur_iter: i64,
+    /// Permission mode and rules accepted by the user.
+    #[serde(default)]
+    pub permission_context: PermissionContext,
+    /// Read-file cache and activated tool groups.
+    #[serde(default)]
+    pub tool_context: ToolContext,
+    /// Plan-mode tasks.
+    #[serde(default)]
+    pub tasks_context: TaskContext,
+    /// Middleware data kept across replies (`null` is rejected).
+    #[serde(default, deserialize_with = "non_null_map")]
+    pub middle_context: JsonMap,
+}
+
+fn non_null_map<'de, D: Deserializer<'de>>(d: D) -> Result<JsonMap, D::Error> {
+    JsonMap::deserialize(d)
+}
+
+impl Default for AgentState {
+    fn default() -> Self {
+        Self {
+            session_id: generate_id(),
+            summary: TextOrBlocks::default(),
+            context: Vec::new(),
+            reply_id: generate_id(),
+            cur_iter: 0,
+            permission_context: PermissionContext::default(),
+            tool_context: ToolContext::default(),
+            tasks_context: TaskContext::default(),
+            middle_context: JsonMap::new(),
+        }
+    }
+}
+
+impl AgentState {
+    /// A fresh state for `session_id`.
+    pub fn for_session(session_id: impl Into<String>) -> Self {
+        Self { session_id: session_id.into(), ..Self::default() }
+    }
+
+    /// Appends `blocks` to the reply message.
+    ///
+    /// If the last message is the assistant's (same `name`) with `id == reply_id`, the blocks are
+    /// appended to it in place; otherwise a new assistant message with `id = reply_id` is pushed.
+    /// (As in 2.0.4, a different `name` creates a second message with the same id.)
+    pub fn append_context(&mut self, name: &str, blocks: Vec<ContentBlock>) {
+        if let Some(last) = self.context.last_mut() {
+            if last.role == Role::Assistant && last.name == name && last.id == self.reply_id {
+                last.content.extend(blocks);
+                return;
+            }
+        }
+        let mut msg = Msg::new(name, Role::Assistant, blocks);
+        msg.id = self.reply_id.clone();
+        self.context.push(msg);
+    }
+
+    /// Whether the last message (the assistant `name`'s) has a tool call waiting for the user
+    /// (`asking`) or for an external result (`submitted` with no result in that message).
+    pub fn has_awaiting_tool_calls(&self, name: &str) -> bool {
+        let Some(last) = self.context.last() else { return false };
+        if last.role != Role::Assistant || last.name != name {
+            return false;
+        }
+        let result_ids: Vec<&str> = last
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::ToolResult(r) => Some(r.id.as_str()),
+                _ => None,
+            })
+            .collect();
+        last.content.iter().any(|b| match b {
+            ContentBlock::ToolCall(c) => {
+                c.state == ToolCallState::Asking
+                    || (c.state == ToolCallState::Submitted && !result_ids.contains(&c.id.as_str()))
+            }
+            _ => false,
+        })
+    }
+}

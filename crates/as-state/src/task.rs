@@ -1,0 +1,72 @@
+//! Plan-mode tasks (`agentscope.state._task`).
+
+use as_message::{JsonMap, generate_id, now_iso};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Progress of a task.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskState {
+    /// Not started.
+    #[default]
+    Pending,
+    /// Being worked on.
+    InProgress,
+    /// Done.
+    Completed,
+}
+
+/// A plan-mode task.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Task {
+    /// Short title.
+    pub subject: String,
+    /// What to do.
+    pub description: String,
+    /// Free-form metadata (required on the wire).
+    pub metadata: JsonMap,
+    /// Creation time, a naive local ISO string.
+    #[serde(default = "now_iso")]
+    pub created_at: String,
+    /// Progress.
+    #[serde(default)]
+    pub state: TaskState,
+    /// Task id.
+    #[serde(default = "generate_id")]
+    pub id: String,
+    /// Who works on it.
+    #[serde(default)]
+    pub owner: Option<String>,
+    /// Ids of tasks this task blocks.
+    #[serde(default)]
+    pub blocks: Vec<String>,
+    /// Ids of tasks that block this one.
+    #[serde(default)]
+    pub blocked_by: Vec<String>,
+}
+
+impl Task {
+    /// A pending task with a fresh id and empty metadata.
+    pub fn new(subject: impl Into<String>, description: impl Into<String>) -> Self {
+        Self {
+            subject: subject.into(),
+            description: description.into(),
+            metadata: JsonMap::new(),
+            created_at: now_iso(),
+            state: TaskState::Pending,
+            id: generate_id(),
+            owner: None,
+            blocks: Vec::new(),
+            blocked_by: Vec::new(),
+        }
+    }
+}
+
+/// The plan-mode task list persisted in `AgentState.tasks_context`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TaskContext {
+    /// Tasks, in creation order.
+    #[serde(default)]
+    pub tasks: Vec<Task>,
+}
