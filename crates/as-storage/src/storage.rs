@@ -1,0 +1,244 @@
+//! The storage trait and its request/response types.
+
+use std::fmt;
+use std::sync::Arc;
+
+use as_message::Msg;
+use as_state::AgentState;
+use async_trait::async_trait;
+
+use crate::error::Result;
+use crate::key::{Owner, SessionKey};
+use crate::record::{Revision, SessionConfig, SessionRecord, SessionSource};
+use crate::timestamp::Timestamp;
+
+/// What a backend supports. The conformance suite reads this to decide which scenarios apply.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Capabilities {
+    /// Keys expire (sliding TTL).
+    pub ttl: bool,
+    /// Several processes can share the store safely.
+    pub cross_process: bool,
+    /// State survives a process restart.
+    pub durable: bool,
+}
+
+impl Capabilities {
+    /// No optional capability.
+    pub const fn none() -> Self {
+        Self { ttl: false, cross_process: false, durable: false }
+    }
+
+    /// Sets `ttl`.
+    pub const fn with_ttl(mut self, v: bool) -> Self {
+        self.ttl = v;
+        self
+    }
+
+    /// Sets `cross_process`.
+    pub const fn with_cross_process(mut self, v: bool) -> Self {
+        self.cross_process = v;
+        self
+    }
+
+    /// Sets `durable`.
+    pub const fn with_durable(mut self, v: bool) -> Self {
+        self.durable = v;
+        self
+    }
+}
+
+/// Arguments of [`StorageBase::upsert_session`].
+#[derive(Clone, Debug)]
+pub struct UpsertSession {
+    /// The owner.
+    pub owner: Owner,
+    /// `None` (or empty): create with a fresh id. An id that does not exist: create under that id.
+    /// An existing id: update.
+    pub session_id: Option<String>,
+    /// The config (replaces the whole stored config on update).
+    pub config: SessionConfig,
+    /// On create, the initial state (`None`: a fresh one); on update, the new state (`None`: keep).
+    pub state: Option<AgentState>,
+    /// Origin (create only).
+    pub source: SessionSource,
+    /// The schedule that created it (create only).
+    pub source_schedule_id: Option<String>,
+}
+
+impl UpsertSession {
+    /// A create-or-update for `owner` with `config` and no explicit id or state.
+    pub fn new(owner: Owner, config: SessionConfig) -> Self {
+        Self { owner, session_id: None, config, state: None, source: SessionSource::User, source_schedule_id: None }
+    }
+
+    /// Targets the session `id`.
+    pub fn with_session_id(mut self, id: impl Into<String>) -> Self {
+        self.session_id = Some(id.into());
+        self
+    }
+
+    /// Sets the state.
+    pub fn with_state(mut self, state: AgentState) -> Self {
+        self.state = Some(state);
+        self
+    }
+
+    /// Marks the session as created by `schedule_id`.
+    pub fn with_schedule(mut self, schedule_id: impl Into<String>) -> Self {
+        self.source = SessionSource::Schedule;
+        self.source_schedule_id = Some(schedule_id.into());
+        self
+    }
+}
+
+/// A page request for [`StorageBase::list_sessions`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PageRequest {
+    /// Most items to return (at least 1 is used).
+    pub limit: usize,
+    /// The `next_cursor` of the previous page; `None` for the first page.
+    pub cursor: Option<String>,
+}
+
+impl Default for PageRequest {
+    fn default() -> Self {
+        Self { limit: 50, cursor: None }
+    }
+}
+
+impl PageRequest {
+    /// The first page of `limit` items.
+    pub fn first(limit: usize) -> Self {
+        Self { limit, cursor: None }
+    }
+}
+
+/// One line of a session listing; built without parsing the state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionSummary {
+    /// Session id.
+    pub id: String,
+    /// `config.name`.
+    pub name: String,
+    /// Creation time.
+    pub created_at: Timestamp,
+    /// Last write time.
+    pub updated_at: Timestamp,
+    /// Origin.
+    pub source: SessionSource,
+    /// Messages in `state.context` (`None` when the backend cannot tell without parsing).
+    pub message_count: Option<u64>,
+    /// Size of the stored record in bytes.
+    pub size_bytes: u64,
+}
+
+/// A stored record that could not be read during a listing.
+#[derive(Debug)]
+pub struct ListError {
+    /// The session id whose record is bad.
+    pub session_id: String,
+    /// Why.
+    pub error: crate::StorageError,
+}
+
+/// A page of sessions, newest first (by `created_at`, then id).
+#[derive(Debug, Default)]
+pub struct SessionPage {
+    /// The sessions of this page.
+    pub sessions: Vec<SessionSummary>,
+    /// Records that could not be read (reported, not fatal).
+    pub errors: Vec<ListError>,
+    /// Pass this as `cursor` for the next page; `None` at the end.
+    pub next_cursor: Option<String>,
+}
+
+/// The session storage contract. Backends implement it; everyone else holds an
+/// `Arc<dyn StorageBase>` ([`SharedStorage`]).
+///
+/// # Contract
+///
+/// * **Addressing and ownership.** A session is addressed by `(user_id, agent_id, session_id)`.
+///   Every method sees a session only under the exact owner that created it: a wrong
+///   `agent_id` behaves as if the session did not exist.
+/// * **Ids.** Every id is checked with [`crate::validate_id`] before any I/O; a bad one fails
+///   with [`crate::StorageErrorKind::InvalidKey`].
+/// * **One session id.** What is stored always has `state.session_id == id`: backends write the
+///   state through [`crate::encode_record`], which substitutes the record's id.
+/// * **Atomicity.** Every write is all-or-nothing; no reader ever sees half a write, a record
+///   without its index entry, or an index entry outliving a completed delete.
+/// * **Revisions.** Each record's revision is its stored `updated_at`; every write by this crate's
+///   backends makes it strictly greater than before.
+/// * **Size.** A record over the backend's configured limit fails with
+///   [`crate::StorageErrorKind::TooLarge`] and nothing is written.
+/// * **Lifecycle.** Call [`StorageBase::open`] before use and [`StorageBase::close`] after.
+///   Methods called on a closed store fail with `Unavailable`.
+#[async_trait]
+pub trait StorageBase: Send + Sync + fmt::Debug {
+    /// The backend's short name (`"memory"`, `"redis"`, `"sqlite"`).
+    fn backend_name(&self) -> &'static str;
+
+    /// What the backend supports.
+    fn capabilities(&self) -> Capabilities;
+
+    /// Connects / opens files. Idempotent.
+    async fn open(&self) -> Result<()>;
+
+    /// Releases resources it owns. Idempotent.
+    async fn close(&self) -> Result<()>;
+
+    /// Creates or updates a session.
+    ///
+    /// * No id, or an empty id: create with a fresh id.
+    /// * An id with no session under this owner: create under that id. If the id is taken by
+    ///   another owner: `AlreadyExists`.
+    /// * An existing session: replace `config` wholesale, replace `state` when given, bump
+    ///   `updated_at`; `source` and `source_schedule_id` are ignored; `created_at` and `team_id` kept.
+    ///
+    /// Returns the record as stored.
+    async fn upsert_session(&self, req: UpsertSession) -> Result<SessionRecord>;
+
+    /// The per-turn hot path: replaces the state only and bumps `updated_at`.
+    ///
+    /// * `expected = None`: last writer wins, atomically.
+    /// * `expected = Some(rev)`: compare-and-set; fails with `Conflict` (nothing written) when the
+    ///   stored revision differs.
+    /// * A missing session fails with `NotFound` and nothing is created (a delete that happened
+    ///   meanwhile is never undone).
+    ///
+    /// Returns the new revision.
+    async fn update_session_state(
+        &self,
+        key: &SessionKey,
+        state: &AgentState,
+        expected: Option<&Revision>,
+    ) -> Result<Revision>;
+
+    /// The record, or `None` when absent (or owned by someone else).
+    async fn get_session(&self, key: &SessionKey) -> Result<Option<SessionRecord>>;
+
+    /// A page of the owner's sessions, newest first (`created_at` descending, then id
+    /// descending), with a stable cursor: sessions created after the first page never
+    /// appear on later pages and no session is repeated or skipped.
+    async fn list_sessions(&self, owner: &Owner, page: &PageRequest) -> Result<SessionPage>;
+
+    /// Deletes the session, its index entries and its message log, all or nothing.
+    /// Returns whether it existed.
+    async fn delete_session(&self, key: &SessionKey) -> Result<bool>;
+
+    /// Appends `msg` to the session's message log, or replaces the last message when its id
+    /// equals `msg.id` (atomically: another writer's message is never overwritten).
+    /// `NotFound` when the session does not exist.
+    async fn upsert_message(&self, key: &SessionKey, msg: &Msg) -> Result<()>;
+
+    /// The newest message with that id, or `None`.
+    async fn get_message(&self, key: &SessionKey, message_id: &str) -> Result<Option<Msg>>;
+
+    /// Messages in chronological order, with Redis `LRANGE` semantics: `offset` may be negative
+    /// (from the end); `limit = 0` means "to the end".
+    async fn list_messages(&self, key: &SessionKey, offset: i64, limit: i64) -> Result<Vec<Msg>>;
+}
+
+/// What everyone else holds.
+pub type SharedStorage = Arc<dyn StorageBase>;

@@ -1,0 +1,173 @@
+//! Record timestamps (`datetime` fields of `_RecordBase`), read leniently and written like pydantic.
+
+use std::cmp::Ordering;
+use std::fmt;
+
+use as_message::format_naive;
+use chrono::{DateTime, FixedOffset, NaiveDate, NaiveDateTime, Offset, TimeZone, Timelike, Utc};
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A record timestamp.
+///
+/// AgentScope 2.0.4 writes naive local times (`2025-06-01T10:00:00`, microseconds only when
+/// non-zero); numbers read as Unix seconds give an aware UTC value (written with `Z`).
+/// Our writers produce naive values, so Python readers can compare them.
+///
+/// ```
+/// use as_storage::Timestamp;
+/// let t: Timestamp = "2025-06-01 10:00:01.25".parse().unwrap();
+/// assert_eq!(t.to_string(), "2025-06-01T10:00:01.250000");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Timestamp {
+    /// A naive (local, zoneless) time.
+    Naive(NaiveDateTime),
+    /// A time with an offset.
+    Aware(DateTime<FixedOffset>),
+}
+
+impl Timestamp {
+    /// The current local time, naive, microsecond precision (Python's `datetime.now()`).
+    pub fn now() -> Self {
+        Self::Naive(as_message::now_naive())
+    }
+
+    /// A comparable instant: naive values are taken as UTC wall time for ordering purposes.
+    pub fn sort_key(&self) -> NaiveDateTime {
+        match self {
+            Self::Naive(n) => *n,
+            Self::Aware(a) => a.naive_utc(),
+        }
+    }
+
+    /// The smallest naive time strictly after `self` (one microsecond later).
+    pub fn next_micro(&self) -> Self {
+        let n = self.sort_key() + chrono::Duration::microseconds(1);
+        Self::Naive(n)
+    }
+
+    /// `now()`, but strictly after `prev` (so revisions strictly increase).
+    pub fn now_after(prev: &Timestamp) -> Self {
+        let now = Self::now();
+        if now.sort_key() > prev.sort_key() { now } else { prev.next_micro() }
+    }
+}
+
+impl PartialOrd for Timestamp {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Timestamp {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.sort_key().cmp(&other.sort_key())
+    }
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Naive(n) => f.write_str(&format_naive(n)),
+            Self::Aware(a) => {
+                f.write_str(&format_naive(&a.naive_local()))?;
+                let secs = a.offset().fix().local_minus_utc();
+                if secs == 0 {
+                    f.write_str("Z")
+                } else {
+                    let sign = if secs < 0 { '-' } else { '+' };
+                    let s = secs.abs();
+                    write!(f, "{sign}{:02}:{:02}", s / 3600, (s % 3600) / 60)?;
+                    if s % 60 != 0 { write!(f, ":{:02}", s % 60) } else { Ok(()) }
+                }
+            }
+        }
+    }
+}
+
+/// Why a timestamp could not be read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("invalid datetime {0:?}: expected an ISO 8601 date/time or a Unix timestamp")]
+pub struct TimestampError(String);
+
+impl std::str::FromStr for Timestamp {
+    type Err = TimestampError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        parse(s).ok_or_else(|| TimestampError(s.to_owned()))
+    }
+}
+
+fn truncate_micros(n: NaiveDateTime) -> NaiveDateTime {
+    let micros = n.nanosecond() / 1_000 * 1_000;
+    n.with_nanosecond(micros).unwrap_or(n)
+}
+
+fn from_unix(secs: f64) -> Option<Timestamp> {
+    if !secs.is_finite() {
+        return None;
+    }
+    // pydantic treats values above 2e10 as milliseconds.
+    let secs = if secs.abs() > 2e10 { secs / 1000.0 } else { secs };
+    let whole = secs.floor();
+    let micros = ((secs - whole) * 1e6).round() as i64;
+    let dt = Utc.timestamp_opt(whole as i64, 0).single()? + chrono::Duration::microseconds(micros);
+    Some(Timestamp::Aware(dt.fixed_offset()))
+}
+
+fn parse(s: &str) -> Option<Timestamp> {
+    let s = s.trim();
+    if let Ok(n) = s.parse::<f64>() {
+        return from_unix(n);
+    }
+    let norm = s.replacen(' ', "T", 1);
+    if let Ok(a) = DateTime::parse_from_rfc3339(&norm) {
+        return Some(Timestamp::Aware(
+            a.with_timezone(&a.offset().fix()).with_nanosecond(a.nanosecond() / 1000 * 1000)?,
+        ));
+    }
+    for fmt in ["%Y-%m-%dT%H:%M:%S%.f%:z", "%Y-%m-%dT%H:%M%:z", "%Y-%m-%dT%H:%M:%S%.f%z"] {
+        if let Ok(a) = DateTime::parse_from_str(&norm, fmt) {
+            return Some(Timestamp::Aware(a));
+        }
+    }
+    for fmt in ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M"] {
+        if let Ok(n) = NaiveDateTime::parse_from_str(&norm, fmt) {
+            return Some(Timestamp::Naive(truncate_micros(n)));
+        }
+    }
+    NaiveDate::parse_from_str(s, "%Y-%m-%d").ok().and_then(|d| d.and_hms_opt(0, 0, 0)).map(Timestamp::Naive)
+}
+
+impl Serialize for Timestamp {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Timestamp {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = serde_json::Value::deserialize(d)?;
+        let parsed = match &v {
+            serde_json::Value::String(s) => parse(s),
+            serde_json::Value::Number(n) => n.as_f64().and_then(from_unix),
+            _ => None,
+        };
+        parsed.ok_or_else(|| serde::de::Error::custom(format!("invalid value: invalid datetime {v}")))
+    }
+}
+
+impl JsonSchema for Timestamp {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Timestamp".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "string", "format": "date-time" })
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+}
