@@ -1,0 +1,101 @@
+//! Tuning knobs of [`crate::SqliteStorage`].
+
+use std::time::Duration;
+
+/// How hard SQLite syncs to disk on commit (`PRAGMA synchronous` in WAL mode).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Synchronous {
+    /// Every committed turn survives a crash of the process; a power loss or OS crash may lose the
+    /// last few commits but never corrupts the file. SQLite's recommendation for WAL.
+    #[default]
+    Normal,
+    /// Every commit is fsynced: also survives a power loss, at the cost of one fsync per write.
+    Full,
+}
+
+impl Synchronous {
+    pub(crate) fn pragma(self) -> &'static str {
+        match self {
+            Self::Normal => "NORMAL",
+            Self::Full => "FULL",
+        }
+    }
+}
+
+/// Options of a [`crate::SqliteStorage`]. Build with [`SqliteOptions::default`] and the `with_*` methods.
+///
+/// ```
+/// use std::time::Duration;
+/// use as_storage_sqlite::{SqliteOptions, Synchronous};
+/// let o = SqliteOptions::default().with_busy_timeout(Duration::from_secs(2)).with_synchronous(Synchronous::Full);
+/// assert_eq!(o.busy_timeout, Duration::from_secs(2));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SqliteOptions {
+    /// How long a writer waits for another connection's lock before failing with `Unavailable`.
+    pub busy_timeout: Duration,
+    /// Most connections (and so blocking threads) used at once.
+    pub max_connections: usize,
+    /// Commit durability.
+    pub synchronous: Synchronous,
+    /// Largest record (or message) JSON accepted, in bytes; larger writes fail with `TooLarge`.
+    pub max_record_bytes: usize,
+    /// `PRAGMA max_page_count` on every connection: caps the file size (pages of 4096 bytes).
+    /// `None` leaves SQLite's default. Mostly useful to test a full disk.
+    pub max_page_count: Option<u64>,
+    /// Create the file's missing parent directories on open.
+    pub create_dirs: bool,
+}
+
+impl Default for SqliteOptions {
+    fn default() -> Self {
+        Self {
+            busy_timeout: Duration::from_secs(5),
+            max_connections: 4,
+            synchronous: Synchronous::Normal,
+            max_record_bytes: 64 * 1024 * 1024,
+            max_page_count: None,
+            create_dirs: true,
+        }
+    }
+}
+
+impl SqliteOptions {
+    /// Sets [`SqliteOptions::busy_timeout`].
+    pub fn with_busy_timeout(mut self, t: Duration) -> Self {
+        self.busy_timeout = t;
+        self
+    }
+
+    /// Sets [`SqliteOptions::max_connections`] (at least 1 is used).
+    pub fn with_max_connections(mut self, n: usize) -> Self {
+        self.max_connections = n.max(1);
+        self
+    }
+
+    /// Sets [`SqliteOptions::synchronous`].
+    pub fn with_synchronous(mut self, s: Synchronous) -> Self {
+        self.synchronous = s;
+        self
+    }
+
+    /// Sets [`SqliteOptions::max_record_bytes`].
+    pub fn with_max_record_bytes(mut self, n: usize) -> Self {
+        self.max_record_bytes = n;
+        self
+    }
+
+    /// Sets [`SqliteOptions::max_page_count`].
+    pub fn with_max_page_count(mut self, pages: Option<u64>) -> Self {
+        self.max_page_count = pages;
+        self
+    }
+
+    /// Sets [`SqliteOptions::create_dirs`].
+    pub fn with_create_dirs(mut self, yes: bool) -> Self {
+        self.create_dirs = yes;
+        self
+    }
+}

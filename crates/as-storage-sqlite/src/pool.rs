@@ -1,0 +1,232 @@
+//! Opening the file safely and a small pool of connections used from blocking threads.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use as_storage::{StorageError, StorageErrorKind};
+use rusqlite::{Connection, OpenFlags};
+use tokio::sync::Semaphore;
+
+use crate::error::{BACKEND, OpError, SqliteError, SqliteErrorKind};
+use crate::options::SqliteOptions;
+use crate::schema;
+
+/// Shared by every clone of a storage handle.
+pub(crate) struct Inner {
+    pub(crate) path: PathBuf,
+    pub(crate) opts: SqliteOptions,
+    pool: Mutex<PoolState>,
+    permits: Arc<Semaphore>,
+    opening: tokio::sync::Mutex<()>,
+}
+
+struct PoolState {
+    open: bool,
+    idle: Vec<Connection>,
+}
+
+impl Inner {
+    pub(crate) fn new(path: PathBuf, opts: SqliteOptions) -> Self {
+        let permits = Arc::new(Semaphore::new(opts.max_connections.max(1)));
+        Self {
+            path,
+            opts,
+            pool: Mutex::new(PoolState { open: false, idle: Vec::new() }),
+            permits,
+            opening: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, PoolState> {
+        // A panic while holding this lock cannot leave the pool inconsistent (push/pop only).
+        self.pool.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(crate) fn is_open(&self) -> bool {
+        self.state().open
+    }
+
+    pub(crate) fn map(&self, err: rusqlite::Error) -> SqliteError {
+        SqliteError::from_rusqlite(err, &self.path)
+    }
+
+    fn closed() -> SqliteError {
+        SqliteError::new(SqliteErrorKind::Closed, "the store is not open (call open() first, or it was closed)")
+    }
+
+    /// Opens the file (creating and initialising it when absent), checks it is ours and
+    /// migrates it. Idempotent.
+    pub(crate) async fn open(self: &Arc<Self>) -> Result<(), StorageError> {
+        let _guard = self.opening.lock().await;
+        if self.is_open() {
+            return Ok(());
+        }
+        let inner = Arc::clone(self);
+        let conn = tokio::task::spawn_blocking(move || initialize(&inner.path, &inner.opts))
+            .await
+            .map_err(|e| worker_died("open", &e))?
+            .map_err(|e| e.into_storage("open"))?;
+        let mut st = self.state();
+        st.idle.push(conn);
+        st.open = true;
+        Ok(())
+    }
+
+    /// Drops every idle connection; in-flight ones are dropped when they come back. Idempotent.
+    pub(crate) fn close(&self) {
+        let idle = {
+            let mut st = self.state();
+            st.open = false;
+            std::mem::take(&mut st.idle)
+        };
+        drop(idle);
+    }
+
+    /// Runs `f` with a pooled connection on a blocking thread.
+    pub(crate) async fn run<T, F>(self: &Arc<Self>, op: &'static str, f: F) -> Result<T, StorageError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection, &Inner) -> Result<T, OpError> + Send + 'static,
+    {
+        if !self.is_open() {
+            return Err(Self::closed().into_storage(op));
+        }
+        let permit = Arc::clone(&self.permits).acquire_owned().await.map_err(|_| Self::closed().into_storage(op))?;
+        let inner = Arc::clone(self);
+        let joined = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            let mut conn = inner.checkout()?;
+            let out = f(&mut conn, &inner);
+            inner.checkin(conn);
+            out
+        })
+        .await;
+        match joined {
+            Ok(r) => r.map_err(|e| e.into_storage(op)),
+            Err(e) => Err(worker_died(op, &e)),
+        }
+    }
+
+    fn checkout(&self) -> Result<Connection, OpError> {
+        {
+            let mut st = self.state();
+            if !st.open {
+                return Err(Self::closed().into());
+            }
+            if let Some(c) = st.idle.pop() {
+                return Ok(c);
+            }
+        }
+        Ok(connect(&self.path, &self.opts)?)
+    }
+
+    fn checkin(&self, conn: Connection) {
+        // A connection left inside a transaction (it cannot happen with rusqlite's guards, but be
+        // safe) is dropped, which rolls it back.
+        if !conn.is_autocommit() {
+            return;
+        }
+        let mut st = self.state();
+        if st.open {
+            st.idle.push(conn);
+        }
+    }
+}
+
+fn worker_died(op: &'static str, e: &tokio::task::JoinError) -> StorageError {
+    StorageError::new(StorageErrorKind::Backend, BACKEND, op, format!("sqlite worker thread failed: {e}"))
+}
+
+fn io_error(path: &Path, what: &str, e: &io::Error) -> SqliteError {
+    let kind = match e.kind() {
+        io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem => SqliteErrorKind::ReadOnly,
+        io::ErrorKind::StorageFull => SqliteErrorKind::DiskFull,
+        _ => SqliteErrorKind::CannotOpen,
+    };
+    SqliteError::new(kind, format!("cannot {what} {}: {e}", path.display()))
+}
+
+/// One configured connection to an existing, initialised file.
+pub(crate) fn connect(path: &Path, opts: &SqliteOptions) -> Result<Connection, SqliteError> {
+    let conn = open_raw(path, opts)?;
+    configure(&conn, path, opts)?;
+    Ok(conn)
+}
+
+/// Opens without changing anything in the file, and reads its header.
+fn open_raw(path: &Path, opts: &SqliteOptions) -> Result<Connection, SqliteError> {
+    let map = |e| SqliteError::from_rusqlite(e, path);
+    // No URI interpretation: the path is a file name, whatever characters it has.
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags).map_err(map)?;
+    conn.busy_timeout(opts.busy_timeout).map_err(map)?;
+    if conn.is_readonly(rusqlite::MAIN_DB).map_err(map)? {
+        return Err(SqliteError::new(
+            SqliteErrorKind::ReadOnly,
+            format!("{} can only be opened read-only (check its permissions and its directory's)", path.display()),
+        ));
+    }
+    // The first read of the header: a file that is not a database fails here, before any write.
+    conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get::<_, i64>(0)).map_err(map)?;
+    Ok(conn)
+}
+
+/// Per-connection settings; switches the file to WAL (a write), so only for files known to be ours.
+fn configure(conn: &Connection, path: &Path, opts: &SqliteOptions) -> Result<(), SqliteError> {
+    let map = |e| SqliteError::from_rusqlite(e, path);
+    let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(map)?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(SqliteError::new(
+            SqliteErrorKind::Other,
+            format!("{}: could not switch to WAL mode (journal_mode is {mode})", path.display()),
+        ));
+    }
+    conn.execute_batch(&format!("PRAGMA synchronous = {};", opts.synchronous.pragma())).map_err(map)?;
+    if let Some(pages) = opts.max_page_count {
+        conn.query_row(&format!("PRAGMA max_page_count = {pages}"), [], |r| r.get::<_, i64>(0)).map_err(map)?;
+    }
+    conn.set_prepared_statement_cache_capacity(32);
+    Ok(())
+}
+
+/// Creates the file if needed (never over an existing one), checks it and migrates it.
+pub(crate) fn initialize(path: &Path, opts: &SqliteOptions) -> Result<Connection, SqliteError> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => {
+            return Err(SqliteError::new(
+                SqliteErrorKind::CannotOpen,
+                format!("{} is a directory, not a database file", path.display()),
+            ));
+        }
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
+                && !parent.exists()
+            {
+                if !opts.create_dirs {
+                    return Err(SqliteError::new(
+                        SqliteErrorKind::CannotOpen,
+                        format!("the directory {} does not exist", parent.display()),
+                    ));
+                }
+                std::fs::create_dir_all(parent).map_err(|e| io_error(parent, "create the directory", &e))?;
+            }
+            // Create the empty file ourselves, exclusively: an empty file is an empty database to
+            // SQLite, and `create_new` can never truncate a file that appeared meanwhile.
+            match std::fs::OpenOptions::new().write(true).create_new(true).open(path) {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(io_error(path, "create", &e)),
+            }
+        }
+        Err(e) => return Err(io_error(path, "inspect", &e)),
+    }
+    let mut conn = open_raw(path, opts)?;
+    let map = |e| SqliteError::from_rusqlite(e, path);
+    // Refuse someone else's database or a newer schema before the first write (the WAL switch).
+    schema::preflight(&conn, schema::MIGRATIONS, &map)?;
+    configure(&conn, path, opts)?;
+    schema::migrate(&mut conn, schema::MIGRATIONS, &map)?;
+    Ok(conn)
+}

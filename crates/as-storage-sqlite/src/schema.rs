@@ -1,0 +1,214 @@
+//! The file layout, its version table and forward migrations.
+
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
+
+use crate::error::{SqliteError, SqliteErrorKind};
+
+/// `PRAGMA application_id` of agentscope session files (`"ASSE"`).
+pub(crate) const APPLICATION_ID: i64 = 0x4153_5345;
+
+/// The version table. Present in every file this crate has initialised.
+pub(crate) const VERSION_TABLE: &str = "agentscope_schema";
+
+/// One forward migration: applied once, in order, inside a write transaction.
+pub(crate) struct Migration {
+    pub(crate) version: i64,
+    pub(crate) description: &'static str,
+    pub(crate) sql: &'static str,
+}
+
+/// Every migration this code knows, oldest first. Never edit a shipped one; append a new one.
+pub(crate) const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    description: "sessions and messages",
+    sql: r#"
+CREATE TABLE sessions (
+    pk INTEGER PRIMARY KEY AUTOINCREMENT,
+    user_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    id TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    created_sort TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    source TEXT NOT NULL,
+    source_schedule_id TEXT,
+    team_id TEXT,
+    name TEXT NOT NULL,
+    config TEXT NOT NULL,
+    message_count INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    record TEXT NOT NULL,
+    UNIQUE (user_id, id)
+);
+CREATE INDEX sessions_by_owner ON sessions (user_id, agent_id, created_sort DESC, id DESC);
+CREATE INDEX sessions_by_schedule ON sessions (user_id, source_schedule_id) WHERE source_schedule_id IS NOT NULL;
+CREATE TABLE messages (
+    session_pk INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    msg_id TEXT NOT NULL,
+    msg TEXT NOT NULL,
+    PRIMARY KEY (session_pk, seq)
+);
+CREATE INDEX messages_by_id ON messages (session_pk, msg_id, seq);
+"#,
+}];
+
+/// The schema version this code writes.
+pub(crate) fn latest_version(migrations: &[Migration]) -> i64 {
+    migrations.last().map_or(0, |m| m.version)
+}
+
+/// Checks that the file is empty or ours, then applies the missing migrations.
+///
+/// * A file with tables but no version table is someone else's: `ForeignDatabase`, untouched.
+/// * A version above the newest known one: `SchemaTooNew`, untouched.
+pub(crate) fn migrate(
+    conn: &mut Connection,
+    migrations: &[Migration],
+    map: &dyn Fn(rusqlite::Error) -> SqliteError,
+) -> Result<i64, SqliteError> {
+    let latest = latest_version(migrations);
+    // Fast path without the write lock: already current.
+    if let Some(v) = current_version(conn, map)?
+        && v == latest
+    {
+        return Ok(v);
+    }
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(map)?;
+    // Re-check under the lock: another process may have migrated meanwhile.
+    let current = match preflight(&tx, migrations, map)? {
+        Some(v) => v,
+        None => {
+            tx.execute_batch(&format!(
+                "PRAGMA application_id = {APPLICATION_ID};
+                 CREATE TABLE {VERSION_TABLE} (version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at TEXT NOT NULL);"
+            ))
+            .map_err(map)?;
+            0
+        }
+    };
+    for m in migrations.iter().filter(|m| m.version > current) {
+        tx.execute_batch(m.sql).map_err(map)?;
+        tx.execute(
+            &format!("INSERT INTO {VERSION_TABLE} (version, description, applied_at) VALUES (?1, ?2, ?3)"),
+            rusqlite::params![m.version, m.description, as_message::now_iso()],
+        )
+        .map_err(map)?;
+        tracing::debug!(version = m.version, description = m.description, "applied sqlite migration");
+    }
+    tx.commit().map_err(map)?;
+    Ok(latest)
+}
+
+/// Read-only checks: `Ok(Some(version))` for one of our files, `Ok(None)` for an empty database,
+/// `ForeignDatabase` for someone else's, `SchemaTooNew` for a newer one of ours.
+pub(crate) fn preflight(
+    conn: &Connection,
+    migrations: &[Migration],
+    map: &dyn Fn(rusqlite::Error) -> SqliteError,
+) -> Result<Option<i64>, SqliteError> {
+    let latest = latest_version(migrations);
+    match current_version(conn, map)? {
+        Some(current) if current > latest => Err(SqliteError::new(
+            SqliteErrorKind::SchemaTooNew,
+            format!(
+                "the file has schema version {current} but this build knows only up to {latest}; \
+                 upgrade agentscope to open it"
+            ),
+        )),
+        Some(current) => Ok(Some(current)),
+        None => {
+            let tables: i64 = conn
+                .query_row(
+                    "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
+                    [],
+                    |r| r.get(0),
+                )
+                .map_err(map)?;
+            if tables > 0 {
+                return Err(SqliteError::new(
+                    SqliteErrorKind::ForeignDatabase,
+                    format!(
+                        "the file is an SQLite database with {tables} table(s) but no {VERSION_TABLE} table; \
+                         it was not made by agentscope and is left untouched"
+                    ),
+                ));
+            }
+            Ok(None)
+        }
+    }
+}
+
+/// The highest applied version, or `None` when the version table is missing.
+pub(crate) fn current_version(
+    conn: &Connection,
+    map: &dyn Fn(rusqlite::Error) -> SqliteError,
+) -> Result<Option<i64>, SqliteError> {
+    let has_table: Option<i64> = conn
+        .query_row("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?1", [VERSION_TABLE], |r| r.get(0))
+        .optional()
+        .map_err(map)?;
+    if has_table.is_none() {
+        return Ok(None);
+    }
+    let v: Option<i64> =
+        conn.query_row(&format!("SELECT max(version) FROM {VERSION_TABLE}"), [], |r| r.get(0)).map_err(map)?;
+    Ok(Some(v.unwrap_or(0)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(e: rusqlite::Error) -> SqliteError {
+        SqliteError::from_rusqlite(e, std::path::Path::new(":memory:"))
+    }
+
+    const V2: &[Migration] = &[
+        Migration { version: 1, description: "t", sql: "CREATE TABLE t (a INTEGER);" },
+        Migration { version: 2, description: "t.b", sql: "ALTER TABLE t ADD COLUMN b TEXT NOT NULL DEFAULT 'x';" },
+    ];
+
+    #[test]
+    fn fresh_file_gets_every_migration_once() {
+        let mut c = Connection::open_in_memory().unwrap();
+        assert_eq!(migrate(&mut c, MIGRATIONS, &map).unwrap(), latest_version(MIGRATIONS));
+        assert_eq!(migrate(&mut c, MIGRATIONS, &map).unwrap(), latest_version(MIGRATIONS));
+        let rows: i64 = c.query_row("SELECT count(*) FROM agentscope_schema", [], |r| r.get(0)).unwrap();
+        assert_eq!(rows, MIGRATIONS.len() as i64);
+        let app: i64 = c.query_row("PRAGMA application_id", [], |r| r.get(0)).unwrap();
+        assert_eq!(app, APPLICATION_ID);
+    }
+
+    #[test]
+    fn forward_migration_keeps_data() {
+        let mut c = Connection::open_in_memory().unwrap();
+        assert_eq!(migrate(&mut c, &V2[..1], &map).unwrap(), 1);
+        c.execute("INSERT INTO t (a) VALUES (7)", []).unwrap();
+        assert_eq!(migrate(&mut c, V2, &map).unwrap(), 2);
+        let (a, b): (i64, String) = c.query_row("SELECT a, b FROM t", [], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+        assert_eq!((a, b.as_str()), (7, "x"));
+        assert_eq!(current_version(&c, &map).unwrap(), Some(2));
+    }
+
+    #[test]
+    fn newer_file_is_refused_untouched() {
+        let mut c = Connection::open_in_memory().unwrap();
+        migrate(&mut c, V2, &map).unwrap();
+        let err = migrate(&mut c, &V2[..1], &map).unwrap_err();
+        assert_eq!(err.kind(), SqliteErrorKind::SchemaTooNew);
+        assert!(err.message().contains("schema version 2"), "{err}");
+        assert_eq!(current_version(&c, &map).unwrap(), Some(2));
+    }
+
+    #[test]
+    fn foreign_database_is_refused_untouched() {
+        let mut c = Connection::open_in_memory().unwrap();
+        c.execute_batch("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('mine');").unwrap();
+        let err = migrate(&mut c, MIGRATIONS, &map).unwrap_err();
+        assert_eq!(err.kind(), SqliteErrorKind::ForeignDatabase);
+        assert_eq!(current_version(&c, &map).unwrap(), None);
+        let n: i64 = c.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0)).unwrap();
+        assert_eq!(n, 1);
+    }
+}

@@ -1,0 +1,677 @@
+//! `SqliteStorage`: the [`StorageBase`] implementation.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use as_message::Msg;
+use as_state::AgentState;
+use as_storage::{
+    Capabilities, Owner, PageRequest, Result, Revision, SessionConfig, SessionKey, SessionMeta, SessionPage,
+    SessionRecord, SessionSource, SessionSummary, StorageBase, StorageError, StorageErrorKind, Timestamp,
+    UpsertSession, encode_record, validate_id,
+};
+use async_trait::async_trait;
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+
+use crate::error::{BACKEND, OpError};
+use crate::options::SqliteOptions;
+use crate::pool::Inner;
+
+/// Session storage in one SQLite file.
+///
+/// Cheap to clone (clones share the connection pool). Every call runs on a blocking thread with a
+/// pooled connection, so the async runtime is never blocked. Writes are short transactions
+/// (`BEGIN IMMEDIATE` for read-modify-write); the compare-and-set of
+/// [`StorageBase::update_session_state`] holds across processes sharing the file.
+#[derive(Clone)]
+pub struct SqliteStorage {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for SqliteStorage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SqliteStorage")
+            .field("path", &self.inner.path)
+            .field("open", &self.inner.is_open())
+            .field("options", &self.inner.opts)
+            .finish()
+    }
+}
+
+impl SqliteStorage {
+    /// A store on the file at `path` with default options. Nothing is opened until
+    /// [`StorageBase::open`].
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self::with_options(path, SqliteOptions::default())
+    }
+
+    /// A store on the file at `path` with `options`. Nothing is opened until [`StorageBase::open`].
+    pub fn with_options(path: impl Into<PathBuf>, options: SqliteOptions) -> Self {
+        Self { inner: Arc::new(Inner::new(path.into(), options)) }
+    }
+
+    /// Builds and opens a store on `path` with default options.
+    pub async fn open_path(path: impl Into<PathBuf>) -> Result<Self> {
+        let s = Self::new(path);
+        s.open().await?;
+        Ok(s)
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// The options in use.
+    pub fn options(&self) -> &SqliteOptions {
+        &self.inner.opts
+    }
+
+    /// The schema version of the open file.
+    pub async fn schema_version(&self) -> Result<i64> {
+        self.inner
+            .run("schema_version", |conn, inner| {
+                let map = |e| inner.map(e);
+                Ok(crate::schema::current_version(conn, &map)?.unwrap_or(0))
+            })
+            .await
+    }
+
+    /// Runs `PRAGMA integrity_check`; an empty list means the file is sound.
+    pub async fn integrity_check(&self) -> Result<Vec<String>> {
+        self.inner
+            .run("integrity_check", |conn, inner| {
+                let mut stmt = conn.prepare("PRAGMA integrity_check").map_err(|e| inner.map(e))?;
+                let rows = stmt.query_map([], |r| r.get::<_, String>(0)).map_err(|e| inner.map(e))?;
+                let mut problems = Vec::new();
+                for row in rows {
+                    let line = row.map_err(|e| inner.map(e))?;
+                    if line != "ok" {
+                        problems.push(line);
+                    }
+                }
+                Ok(problems)
+            })
+            .await
+    }
+}
+
+fn err(kind: StorageErrorKind, op: &'static str, message: impl Into<String>) -> OpError {
+    OpError::Storage(StorageError::new(kind, BACKEND, op, message))
+}
+
+fn not_found(op: &'static str, key: &SessionKey) -> OpError {
+    err(StorageErrorKind::NotFound, op, format!("session '{}' not found", key.session_id))
+}
+
+fn corrupt(op: &'static str, what: &str, e: impl fmt::Display) -> OpError {
+    err(StorageErrorKind::Serialization, op, format!("stored {what} is not valid: {e}"))
+}
+
+/// The sortable form of a timestamp (fixed width, so text order is time order).
+fn sort_key(t: &Timestamp) -> String {
+    t.sort_key().format("%Y-%m-%dT%H:%M:%S%.6f").to_string()
+}
+
+fn parse_ts(op: &'static str, s: &str) -> Result<Timestamp, OpError> {
+    s.parse::<Timestamp>().map_err(|e| corrupt(op, "timestamp", e))
+}
+
+fn parse_source(op: &'static str, s: &str) -> Result<SessionSource, OpError> {
+    match s {
+        "user" => Ok(SessionSource::User),
+        "schedule" => Ok(SessionSource::Schedule),
+        other => Err(corrupt(op, "source", format!("unknown source {other:?}"))),
+    }
+}
+
+fn check_size(op: &'static str, max: usize, what: &str, len: usize) -> Result<(), OpError> {
+    if len > max {
+        return Err(err(
+            StorageErrorKind::TooLarge,
+            op,
+            format!("{what} is {len} bytes, over the limit of {max} bytes; nothing was written"),
+        ));
+    }
+    Ok(())
+}
+
+/// The envelope columns of a session row, enough to rebuild a [`SessionMeta`] without the state.
+struct MetaRow {
+    pk: i64,
+    id: String,
+    user_id: String,
+    agent_id: String,
+    created_at: String,
+    updated_at: String,
+    source: String,
+    source_schedule_id: Option<String>,
+    team_id: Option<String>,
+    config: String,
+}
+
+const META_COLUMNS: &str =
+    "pk, id, user_id, agent_id, created_at, updated_at, source, source_schedule_id, team_id, config";
+
+impl MetaRow {
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            pk: r.get(0)?,
+            id: r.get(1)?,
+            user_id: r.get(2)?,
+            agent_id: r.get(3)?,
+            created_at: r.get(4)?,
+            updated_at: r.get(5)?,
+            source: r.get(6)?,
+            source_schedule_id: r.get(7)?,
+            team_id: r.get(8)?,
+            config: r.get(9)?,
+        })
+    }
+
+    /// Looks the session up under its exact owner.
+    fn load(conn: &Connection, inner: &Inner, key: &SessionKey) -> Result<Option<Self>, OpError> {
+        let mut stmt = conn
+            .prepare_cached(&format!(
+                "SELECT {META_COLUMNS} FROM sessions WHERE user_id = ?1 AND id = ?2 AND agent_id = ?3"
+            ))
+            .map_err(|e| inner.map(e))?;
+        Ok(stmt
+            .query_row(params![key.user_id, key.session_id, key.agent_id], Self::from_row)
+            .optional()
+            .map_err(|e| inner.map(e))?)
+    }
+
+    fn meta(&self, op: &'static str) -> Result<SessionMeta, OpError> {
+        let config: SessionConfig = as_message::from_json(&self.config).map_err(|e| corrupt(op, "config", e))?;
+        Ok(SessionMeta {
+            id: self.id.clone(),
+            updated_at: parse_ts(op, &self.updated_at)?,
+            created_at: parse_ts(op, &self.created_at)?,
+            user_id: self.user_id.clone(),
+            agent_id: self.agent_id.clone(),
+            source: parse_source(op, &self.source)?,
+            source_schedule_id: self.source_schedule_id.clone(),
+            team_id: self.team_id.clone(),
+            config,
+        })
+    }
+}
+
+/// A record ready to be written: the canonical bytes and the columns kept beside them.
+struct Encoded {
+    record: String,
+    updated_at: String,
+    message_count: i64,
+    name: String,
+    config: String,
+}
+
+fn encode(op: &'static str, inner: &Inner, meta: &SessionMeta, state: &AgentState) -> Result<Encoded, OpError> {
+    let record = encode_record(meta, state);
+    check_size(op, inner.opts.max_record_bytes, "the session record", record.len())?;
+    Ok(Encoded {
+        record,
+        updated_at: meta.updated_at.to_string(),
+        message_count: i64::try_from(state.context.len()).unwrap_or(i64::MAX),
+        name: meta.config.name.clone(),
+        config: as_message::to_json(&meta.config),
+    })
+}
+
+fn write_update(conn: &Connection, inner: &Inner, pk: i64, expected_rev: &str, enc: &Encoded) -> Result<bool, OpError> {
+    let mut stmt = conn
+        .prepare_cached(
+            "UPDATE sessions SET updated_at = ?1, name = ?2, config = ?3, message_count = ?4, size = ?5, record = ?6 \
+             WHERE pk = ?7 AND updated_at = ?8",
+        )
+        .map_err(|e| inner.map(e))?;
+    let n = stmt
+        .execute(params![
+            enc.updated_at,
+            enc.name,
+            enc.config,
+            enc.message_count,
+            enc.record.len() as i64,
+            enc.record,
+            pk,
+            expected_rev
+        ])
+        .map_err(|e| inner.map(e))?;
+    Ok(n == 1)
+}
+
+fn upsert_blocking(conn: &mut Connection, inner: &Inner, req: UpsertSession) -> Result<SessionRecord, OpError> {
+    const OP: &str = "upsert_session";
+    let session_id = req.session_id.filter(|s| !s.is_empty());
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| inner.map(e))?;
+    let existing = match &session_id {
+        Some(id) => tx
+            .query_row(
+                &format!("SELECT {META_COLUMNS}, record FROM sessions WHERE user_id = ?1 AND id = ?2"),
+                params![req.owner.user_id, id],
+                |r| Ok((MetaRow::from_row(r)?, r.get::<_, String>(10)?)),
+            )
+            .optional()
+            .map_err(|e| inner.map(e))?,
+        None => None,
+    };
+    let record = if let Some((row, text)) = existing {
+        if row.agent_id != req.owner.agent_id {
+            return Err(err(
+                StorageErrorKind::AlreadyExists,
+                OP,
+                format!("session id '{}' is already used by another agent of this user", row.id),
+            ));
+        }
+        let mut meta = row.meta(OP)?;
+        let state = match req.state {
+            Some(s) => s,
+            None => {
+                let old: SessionRecord = as_message::from_json(&text).map_err(|e| corrupt(OP, "record", e))?;
+                old.state
+            }
+        };
+        meta.config = req.config;
+        meta.updated_at = Timestamp::now_after(&meta.updated_at);
+        let enc = encode(OP, inner, &meta, &state)?;
+        if !write_update(&tx, inner, row.pk, &row.updated_at, &enc)? {
+            return Err(err(StorageErrorKind::Backend, OP, "the row changed inside a write transaction"));
+        }
+        SessionRecord::from_parts(meta, state)
+    } else {
+        let now = Timestamp::now();
+        let meta = SessionMeta {
+            id: session_id.unwrap_or_else(as_message::generate_id),
+            updated_at: now,
+            created_at: now,
+            user_id: req.owner.user_id,
+            agent_id: req.owner.agent_id,
+            source: req.source,
+            source_schedule_id: req.source_schedule_id,
+            team_id: None,
+            config: req.config,
+        };
+        let state = req.state.unwrap_or_default();
+        let enc = encode(OP, inner, &meta, &state)?;
+        tx.execute(
+            "INSERT INTO sessions (user_id, agent_id, id, created_at, created_sort, updated_at, source, \
+             source_schedule_id, team_id, name, config, message_count, size, record) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+            params![
+                meta.user_id,
+                meta.agent_id,
+                meta.id,
+                meta.created_at.to_string(),
+                sort_key(&meta.created_at),
+                enc.updated_at,
+                meta.source.as_str(),
+                meta.source_schedule_id,
+                meta.team_id,
+                enc.name,
+                enc.config,
+                enc.message_count,
+                enc.record.len() as i64,
+                enc.record,
+            ],
+        )
+        .map_err(|e| inner.map(e))?;
+        SessionRecord::from_parts(meta, state)
+    };
+    tx.commit().map_err(|e| inner.map(e))?;
+    Ok(record)
+}
+
+fn update_state_blocking(
+    conn: &mut Connection,
+    inner: &Inner,
+    key: &SessionKey,
+    state: &AgentState,
+    expected: Option<&Revision>,
+) -> Result<Revision, OpError> {
+    const OP: &str = "update_session_state";
+    // Optimistic pass: read the envelope and encode the (possibly large) state without holding
+    // the write lock, then write with a single conditional UPDATE (atomic on its own).
+    let row = MetaRow::load(conn, inner, key)?.ok_or_else(|| not_found(OP, key))?;
+    if let Some(exp) = expected
+        && exp.0 != row.updated_at
+    {
+        return Err(conflict(key, exp, &row.updated_at));
+    }
+    let mut meta = row.meta(OP)?;
+    meta.updated_at = Timestamp::now_after(&meta.updated_at);
+    let enc = encode(OP, inner, &meta, state)?;
+    if write_update(conn, inner, row.pk, &row.updated_at, &enc)? {
+        return Ok(Revision(enc.updated_at));
+    }
+    // Someone wrote (or deleted) in between. Decide and, for last-writer-wins, redo under the lock.
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| inner.map(e))?;
+    let row = MetaRow::load(&tx, inner, key)?.ok_or_else(|| not_found(OP, key))?;
+    if let Some(exp) = expected {
+        // The stored revision moved away from `expected` after our check.
+        return Err(conflict(key, exp, &row.updated_at));
+    }
+    let mut meta = row.meta(OP)?;
+    meta.updated_at = Timestamp::now_after(&meta.updated_at);
+    let enc = encode(OP, inner, &meta, state)?;
+    if !write_update(&tx, inner, row.pk, &row.updated_at, &enc)? {
+        return Err(err(StorageErrorKind::Backend, OP, "the row changed inside a write transaction"));
+    }
+    tx.commit().map_err(|e| inner.map(e))?;
+    Ok(Revision(enc.updated_at))
+}
+
+fn conflict(key: &SessionKey, expected: &Revision, stored: &str) -> OpError {
+    err(
+        StorageErrorKind::Conflict,
+        "update_session_state",
+        format!("session '{}' is at revision {stored}, not the expected {expected}", key.session_id),
+    )
+}
+
+fn get_blocking(conn: &mut Connection, inner: &Inner, key: &SessionKey) -> Result<Option<SessionRecord>, OpError> {
+    let mut stmt = conn
+        .prepare_cached("SELECT record FROM sessions WHERE user_id = ?1 AND id = ?2 AND agent_id = ?3")
+        .map_err(|e| inner.map(e))?;
+    let text: Option<String> = stmt
+        .query_row(params![key.user_id, key.session_id, key.agent_id], |r| r.get(0))
+        .optional()
+        .map_err(|e| inner.map(e))?;
+    match text {
+        None => Ok(None),
+        Some(t) => Ok(Some(as_message::from_json(&t).map_err(|e| corrupt("get_session", "record", e))?)),
+    }
+}
+
+/// The cursor is `created_sort|id` of the last item of the previous page (ids cannot contain
+/// `|`-free assumptions: the sort key never contains `|`, so the first `|` splits them).
+fn parse_cursor(c: &str) -> Result<(String, String), OpError> {
+    c.split_once('|')
+        .map(|(a, b)| (a.to_owned(), b.to_owned()))
+        .filter(|(a, b)| !a.is_empty() && !b.is_empty())
+        .ok_or_else(|| err(StorageErrorKind::InvalidInput, "list_sessions", format!("invalid cursor {c:?}")))
+}
+
+fn list_blocking(
+    conn: &mut Connection,
+    inner: &Inner,
+    owner: &Owner,
+    page: &PageRequest,
+) -> Result<SessionPage, OpError> {
+    const OP: &str = "list_sessions";
+    let limit = page.limit.max(1);
+    let fetch = i64::try_from(limit).unwrap_or(i64::MAX - 1) + 1;
+    let cursor = page.cursor.as_deref().map(parse_cursor).transpose()?;
+    let (after_sort, after_id) = cursor.unwrap_or_default();
+    let has_cursor = page.cursor.is_some();
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT id, name, created_at, updated_at, source, message_count, size, created_sort FROM sessions \
+             WHERE user_id = ?1 AND agent_id = ?2 \
+             AND (?3 = 0 OR created_sort < ?4 OR (created_sort = ?4 AND id < ?5)) \
+             ORDER BY created_sort DESC, id DESC LIMIT ?6",
+        )
+        .map_err(|e| inner.map(e))?;
+    type Row = (String, String, String, String, String, i64, i64, String);
+    let rows = stmt
+        .query_map(params![owner.user_id, owner.agent_id, has_cursor, after_sort, after_id, fetch], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?))
+        })
+        .map_err(|e| inner.map(e))?;
+    let mut out = SessionPage::default();
+    let mut last: Option<(String, String)> = None;
+    let mut seen = 0usize;
+    for row in rows {
+        let (id, name, created, updated, source, count, size, sort): Row = row.map_err(|e| inner.map(e))?;
+        seen += 1;
+        if seen > limit {
+            out.next_cursor = last.take().map(|(s, i)| format!("{s}|{i}"));
+            break;
+        }
+        last = Some((sort, id.clone()));
+        let summary = (|| -> Result<SessionSummary, OpError> {
+            Ok(SessionSummary {
+                id: id.clone(),
+                name,
+                created_at: parse_ts(OP, &created)?,
+                updated_at: parse_ts(OP, &updated)?,
+                source: parse_source(OP, &source)?,
+                message_count: u64::try_from(count).ok(),
+                size_bytes: u64::try_from(size).unwrap_or(0),
+            })
+        })();
+        match summary {
+            Ok(s) => out.sessions.push(s),
+            Err(e) => out.errors.push(as_storage::ListError { session_id: id, error: e.into_storage(OP) }),
+        }
+    }
+    Ok(out)
+}
+
+fn delete_blocking(conn: &mut Connection, inner: &Inner, key: &SessionKey) -> Result<bool, OpError> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| inner.map(e))?;
+    let pk: Option<i64> = tx
+        .query_row(
+            "DELETE FROM sessions WHERE user_id = ?1 AND id = ?2 AND agent_id = ?3 RETURNING pk",
+            params![key.user_id, key.session_id, key.agent_id],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(|e| inner.map(e))?;
+    if let Some(pk) = pk {
+        tx.execute("DELETE FROM messages WHERE session_pk = ?1", [pk]).map_err(|e| inner.map(e))?;
+    }
+    tx.commit().map_err(|e| inner.map(e))?;
+    Ok(pk.is_some())
+}
+
+fn session_pk(conn: &Connection, inner: &Inner, key: &SessionKey) -> Result<Option<i64>, OpError> {
+    let mut stmt = conn
+        .prepare_cached("SELECT pk FROM sessions WHERE user_id = ?1 AND id = ?2 AND agent_id = ?3")
+        .map_err(|e| inner.map(e))?;
+    Ok(stmt
+        .query_row(params![key.user_id, key.session_id, key.agent_id], |r| r.get(0))
+        .optional()
+        .map_err(|e| inner.map(e))?)
+}
+
+fn upsert_message_blocking(conn: &mut Connection, inner: &Inner, key: &SessionKey, msg: &Msg) -> Result<(), OpError> {
+    const OP: &str = "upsert_message";
+    let json = as_message::to_json(msg);
+    check_size(OP, inner.opts.max_record_bytes, "the message", json.len())?;
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| inner.map(e))?;
+    let pk = session_pk(&tx, inner, key)?.ok_or_else(|| not_found(OP, key))?;
+    let last: Option<(i64, String)> = tx
+        .prepare_cached("SELECT seq, msg_id FROM messages WHERE session_pk = ?1 ORDER BY seq DESC LIMIT 1")
+        .and_then(|mut s| s.query_row([pk], |r| Ok((r.get(0)?, r.get(1)?))).optional())
+        .map_err(|e| inner.map(e))?;
+    match last {
+        Some((seq, id)) if id == msg.id => {
+            tx.execute("UPDATE messages SET msg = ?1 WHERE session_pk = ?2 AND seq = ?3", params![json, pk, seq])
+                .map_err(|e| inner.map(e))?;
+        }
+        other => {
+            let seq = other.map_or(0, |(s, _)| s + 1);
+            tx.execute(
+                "INSERT INTO messages (session_pk, seq, msg_id, msg) VALUES (?1, ?2, ?3, ?4)",
+                params![pk, seq, msg.id, json],
+            )
+            .map_err(|e| inner.map(e))?;
+        }
+    }
+    tx.commit().map_err(|e| inner.map(e))?;
+    Ok(())
+}
+
+fn parse_msg(op: &'static str, text: &str) -> Result<Msg, OpError> {
+    as_message::from_json(text).map_err(|e| corrupt(op, "message", e))
+}
+
+fn get_message_blocking(
+    conn: &mut Connection,
+    inner: &Inner,
+    key: &SessionKey,
+    id: &str,
+) -> Result<Option<Msg>, OpError> {
+    let text: Option<String> = conn
+        .prepare_cached(
+            "SELECT m.msg FROM messages m JOIN sessions s ON s.pk = m.session_pk \
+             WHERE s.user_id = ?1 AND s.id = ?2 AND s.agent_id = ?3 AND m.msg_id = ?4 ORDER BY m.seq DESC LIMIT 1",
+        )
+        .and_then(|mut s| s.query_row(params![key.user_id, key.session_id, key.agent_id, id], |r| r.get(0)).optional())
+        .map_err(|e| inner.map(e))?;
+    text.map(|t| parse_msg("get_message", &t)).transpose()
+}
+
+/// Redis `LRANGE start stop` on a list of `len` items, as an inclusive index range.
+fn lrange(len: i64, start: i64, stop: i64) -> Option<(i64, i64)> {
+    let mut start = if start < 0 { start.saturating_add(len) } else { start };
+    let mut stop = if stop < 0 { stop.saturating_add(len) } else { stop };
+    if start < 0 {
+        start = 0;
+    }
+    if stop >= len {
+        stop = len - 1;
+    }
+    if start > stop || start >= len { None } else { Some((start, stop)) }
+}
+
+fn list_messages_blocking(
+    conn: &mut Connection,
+    inner: &Inner,
+    key: &SessionKey,
+    offset: i64,
+    limit: i64,
+) -> Result<Vec<Msg>, OpError> {
+    const OP: &str = "list_messages";
+    // One read transaction, so the length and the rows come from the same snapshot.
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred).map_err(|e| inner.map(e))?;
+    let Some(pk) = session_pk(&tx, inner, key)? else {
+        return Ok(Vec::new());
+    };
+    let len: i64 = tx
+        .prepare_cached("SELECT coalesce(max(seq) + 1, 0) FROM messages WHERE session_pk = ?1")
+        .and_then(|mut s| s.query_row([pk], |r| r.get(0)))
+        .map_err(|e| inner.map(e))?;
+    // Exactly `LRANGE offset offset+limit-1` (so `0, 0` is everything).
+    let stop = offset.saturating_add(limit).saturating_sub(1);
+    let Some((from, to)) = lrange(len, offset, stop) else {
+        return Ok(Vec::new());
+    };
+    let mut stmt = tx
+        .prepare_cached("SELECT msg FROM messages WHERE session_pk = ?1 AND seq BETWEEN ?2 AND ?3 ORDER BY seq")
+        .map_err(|e| inner.map(e))?;
+    let rows = stmt.query_map(params![pk, from, to], |r| r.get::<_, String>(0)).map_err(|e| inner.map(e))?;
+    let mut out = Vec::new();
+    for row in rows {
+        out.push(parse_msg(OP, &row.map_err(|e| inner.map(e))?)?);
+    }
+    Ok(out)
+}
+
+fn validated_key(op: &'static str, key: &SessionKey) -> Result<SessionKey> {
+    key.validate().map_err(|e| StorageError::new(e.kind(), BACKEND, op, e.message().to_owned()))?;
+    Ok(key.clone())
+}
+
+#[async_trait]
+impl StorageBase for SqliteStorage {
+    fn backend_name(&self) -> &'static str {
+        BACKEND
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::none().with_cross_process(true).with_durable(true)
+    }
+
+    async fn open(&self) -> Result<()> {
+        self.inner.open().await
+    }
+
+    async fn close(&self) -> Result<()> {
+        self.inner.close();
+        Ok(())
+    }
+
+    async fn upsert_session(&self, req: UpsertSession) -> Result<SessionRecord> {
+        const OP: &str = "upsert_session";
+        req.owner.validate().map_err(|e| StorageError::new(e.kind(), BACKEND, OP, e.message().to_owned()))?;
+        // An empty session id means "create with a fresh id"; any other id must be valid.
+        let ids =
+            [("session_id", req.session_id.as_deref()), ("source_schedule_id", req.source_schedule_id.as_deref())];
+        for (what, id) in ids {
+            if let Some(id) = id.filter(|s| !s.is_empty()) {
+                validate_id(what, id).map_err(|e| StorageError::new(e.kind(), BACKEND, OP, e.message().to_owned()))?;
+            }
+        }
+        self.inner.run(OP, move |conn, inner| upsert_blocking(conn, inner, req)).await
+    }
+
+    async fn update_session_state(
+        &self,
+        key: &SessionKey,
+        state: &AgentState,
+        expected: Option<&Revision>,
+    ) -> Result<Revision> {
+        const OP: &str = "update_session_state";
+        let key = validated_key(OP, key)?;
+        let state = state.clone();
+        let expected = expected.cloned();
+        self.inner.run(OP, move |conn, inner| update_state_blocking(conn, inner, &key, &state, expected.as_ref())).await
+    }
+
+    async fn get_session(&self, key: &SessionKey) -> Result<Option<SessionRecord>> {
+        let key = validated_key("get_session", key)?;
+        self.inner.run("get_session", move |conn, inner| get_blocking(conn, inner, &key)).await
+    }
+
+    async fn list_sessions(&self, owner: &Owner, page: &PageRequest) -> Result<SessionPage> {
+        const OP: &str = "list_sessions";
+        owner.validate().map_err(|e| StorageError::new(e.kind(), BACKEND, OP, e.message().to_owned()))?;
+        let owner = owner.clone();
+        let page = page.clone();
+        self.inner.run(OP, move |conn, inner| list_blocking(conn, inner, &owner, &page)).await
+    }
+
+    async fn delete_session(&self, key: &SessionKey) -> Result<bool> {
+        let key = validated_key("delete_session", key)?;
+        self.inner.run("delete_session", move |conn, inner| delete_blocking(conn, inner, &key)).await
+    }
+
+    async fn upsert_message(&self, key: &SessionKey, msg: &Msg) -> Result<()> {
+        let key = validated_key("upsert_message", key)?;
+        let msg = msg.clone();
+        self.inner.run("upsert_message", move |conn, inner| upsert_message_blocking(conn, inner, &key, &msg)).await
+    }
+
+    async fn get_message(&self, key: &SessionKey, message_id: &str) -> Result<Option<Msg>> {
+        let key = validated_key("get_message", key)?;
+        let id = message_id.to_owned();
+        self.inner.run("get_message", move |conn, inner| get_message_blocking(conn, inner, &key, &id)).await
+    }
+
+    async fn list_messages(&self, key: &SessionKey, offset: i64, limit: i64) -> Result<Vec<Msg>> {
+        let key = validated_key("list_messages", key)?;
+        self.inner
+            .run("list_messages", move |conn, inner| list_messages_blocking(conn, inner, &key, offset, limit))
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lrange;
+
+    #[test]
+    fn lrange_matches_redis() {
+        assert_eq!(lrange(5, 0, -1), Some((0, 4)));
+        assert_eq!(lrange(5, 1, 2), Some((1, 2)));
+        assert_eq!(lrange(5, -2, -1), Some((3, 4)));
+        assert_eq!(lrange(5, -100, 1), Some((0, 1)));
+        assert_eq!(lrange(5, 3, 100), Some((3, 4)));
+        assert_eq!(lrange(5, 5, 10), None);
+        assert_eq!(lrange(5, 3, 2), None);
+        assert_eq!(lrange(0, 0, -1), None);
+    }
+}

@@ -1,0 +1,272 @@
+//! SQLite-specific behaviour of the storage contract: persistence across reopen, stored bytes,
+//! schema bookkeeping, and the parts of the contract the shared suite does not reach
+//! (the file on disk).
+
+// clippy.toml allows these inside #[test] fns only; the helpers below are test code too.
+#![allow(clippy::unwrap_used)]
+
+use as_message::{ContentBlock, Msg};
+use as_state::AgentState;
+use as_storage::{
+    Owner, PageRequest, SessionConfig, SessionKey, StorageBase, StorageErrorKind, UpsertSession, encode_record,
+};
+use as_storage_sqlite::{SqliteOptions, SqliteStorage};
+
+fn owner() -> Owner {
+    Owner::new("user-1", "agent-1")
+}
+
+async fn store(dir: &tempfile::TempDir) -> SqliteStorage {
+    SqliteStorage::open_path(dir.path().join("sessions.db")).await.unwrap()
+}
+
+fn turn(state: &mut AgentState, i: usize) {
+    state.append_context("user", vec![ContentBlock::text(format!("question {i}"))]);
+    state.context.push(Msg::assistant("assistant", format!("answer {i}")));
+}
+
+fn raw(dir: &tempfile::TempDir) -> rusqlite::Connection {
+    rusqlite::Connection::open(dir.path().join("sessions.db")).unwrap()
+}
+
+#[tokio::test]
+async fn sessions_survive_reopen_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir).await;
+    let rec = s.upsert_session(UpsertSession::new(owner(), SessionConfig::new("ws").with_name("chat"))).await.unwrap();
+    let key = owner().session(rec.id.clone());
+    let mut state = rec.state.clone();
+    turn(&mut state, 1);
+    let rev = s.update_session_state(&key, &state, Some(&rec.revision())).await.unwrap();
+    s.close().await.unwrap();
+    drop(s);
+
+    let s = store(&dir).await;
+    let got = s.get_session(&key).await.unwrap().unwrap();
+    assert_eq!(got.revision(), rev);
+    assert_eq!(got.state.context, state.context);
+    assert_eq!(got.state.session_id, rec.id, "state.session_id is forced to the record id");
+    // The record column holds exactly the canonical bytes.
+    let stored: String =
+        raw(&dir).query_row("SELECT record FROM sessions WHERE id = ?1", [&rec.id], |r| r.get(0)).unwrap();
+    assert_eq!(stored, encode_record(&got.meta(), &got.state));
+    assert_eq!(stored, got.to_canonical_json());
+}
+
+#[tokio::test]
+async fn listing_columns_match_the_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir).await;
+    let rec = s.upsert_session(UpsertSession::new(owner(), SessionConfig::new("ws").with_name("named"))).await.unwrap();
+    let key = owner().session(rec.id.clone());
+    let mut state = rec.state.clone();
+    for i in 0..3 {
+        turn(&mut state, i);
+    }
+    s.update_session_state(&key, &state, None).await.unwrap();
+    let page = s.list_sessions(&owner(), &PageRequest::default()).await.unwrap();
+    assert!(page.errors.is_empty());
+    let sum = &page.sessions[0];
+    assert_eq!((sum.id.as_str(), sum.name.as_str(), sum.message_count), (rec.id.as_str(), "named", Some(6)));
+    let rec = s.get_session(&key).await.unwrap().unwrap();
+    assert_eq!(sum.size_bytes, rec.to_canonical_json().len() as u64);
+    assert_eq!(sum.updated_at, rec.updated_at);
+    let (updated, count): (String, i64) = raw(&dir)
+        .query_row("SELECT updated_at, message_count FROM sessions WHERE id = ?1", [&rec.id], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert_eq!((updated, count), (rec.revision().0, 6));
+}
+
+#[tokio::test]
+async fn list_uses_the_owner_index_and_pages_newest_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir).await;
+    let mut ids = Vec::new();
+    for _ in 0..7 {
+        ids.push(s.upsert_session(UpsertSession::new(owner(), SessionConfig::new("ws"))).await.unwrap().id);
+    }
+    s.upsert_session(UpsertSession::new(Owner::new("user-1", "other"), SessionConfig::new("ws"))).await.unwrap();
+    let mut seen = Vec::new();
+    let mut page = PageRequest::first(3);
+    loop {
+        let p = s.list_sessions(&owner(), &page).await.unwrap();
+        seen.extend(p.sessions.iter().map(|x| (x.created_at, x.id.clone())));
+        match p.next_cursor {
+            Some(c) => page.cursor = Some(c),
+            None => break,
+        }
+    }
+    assert_eq!(seen.len(), 7);
+    let mut sorted = seen.clone();
+    sorted.sort_by(|a, b| b.cmp(a));
+    assert_eq!(seen, sorted, "newest first, then id descending");
+    let plan: String = raw(&dir)
+        .query_row(
+            "EXPLAIN QUERY PLAN SELECT id FROM sessions WHERE user_id = 'u' AND agent_id = 'a' \
+             ORDER BY created_sort DESC, id DESC LIMIT 3",
+            [],
+            |r| r.get(3),
+        )
+        .unwrap();
+    assert!(plan.contains("sessions_by_owner"), "{plan}");
+    let plan: String = raw(&dir)
+        .query_row("EXPLAIN QUERY PLAN SELECT msg FROM messages WHERE session_pk = 1 ORDER BY seq", [], |r| r.get(3))
+        .unwrap();
+    assert!(plan.contains("PRIMARY KEY") || plan.contains("sqlite_autoindex_messages"), "{plan}");
+    assert!(!plan.contains("TEMP B-TREE"), "{plan}");
+}
+
+#[tokio::test]
+async fn messages_log_and_delete_cascade() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir).await;
+    let rec = s.upsert_session(UpsertSession::new(owner(), SessionConfig::new("ws"))).await.unwrap();
+    let key = owner().session(rec.id.clone());
+    let mut a = Msg::user("user", "a");
+    s.upsert_message(&key, &a).await.unwrap();
+    let b = Msg::assistant("assistant", "b");
+    s.upsert_message(&key, &b).await.unwrap();
+    // Same id as the last: replaced; same id as an older one: appended again.
+    let b2 = Msg { content: vec![ContentBlock::text("b2")], ..b.clone() };
+    s.upsert_message(&key, &b2).await.unwrap();
+    a.content = vec![ContentBlock::text("a again")];
+    s.upsert_message(&key, &a).await.unwrap();
+    let all = s.list_messages(&key, 0, 0).await.unwrap();
+    assert_eq!(all.iter().map(|m| m.get_text_content("").unwrap()).collect::<Vec<_>>(), ["a", "b2", "a again"]);
+    assert_eq!(s.get_message(&key, &a.id).await.unwrap().unwrap().get_text_content(""), Some("a again".into()));
+    assert_eq!(s.list_messages(&key, -2, 1).await.unwrap().len(), 1);
+    assert_eq!(s.list_messages(&key, 1, 0).await.unwrap().len(), 0, "LRANGE 1 0 is empty");
+    let other = SessionKey::new("user-1", "agent-2", rec.id.clone());
+    assert_eq!(s.upsert_message(&other, &a).await.unwrap_err().kind(), StorageErrorKind::NotFound);
+    assert!(s.list_messages(&other, 0, 0).await.unwrap().is_empty());
+
+    assert!(s.delete_session(&key).await.unwrap());
+    assert!(!s.delete_session(&key).await.unwrap());
+    let left: i64 = raw(&dir).query_row("SELECT count(*) FROM messages", [], |r| r.get(0)).unwrap();
+    assert_eq!(left, 0, "the message log goes with the session");
+    assert_eq!(s.update_session_state(&key, &rec.state, None).await.unwrap_err().kind(), StorageErrorKind::NotFound);
+}
+
+#[tokio::test]
+async fn cas_and_ownership() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir).await;
+    let rec = s.upsert_session(UpsertSession::new(owner(), SessionConfig::new("ws"))).await.unwrap();
+    let key = owner().session(rec.id.clone());
+    let r1 = s.update_session_state(&key, &rec.state, Some(&rec.revision())).await.unwrap();
+    let stale = s.update_session_state(&key, &rec.state, Some(&rec.revision())).await.unwrap_err();
+    assert_eq!(stale.kind(), StorageErrorKind::Conflict);
+    let r2 = s.update_session_state(&key, &rec.state, None).await.unwrap();
+    assert!(r2 > r1 && r1 > rec.revision());
+    // Same id under another agent of the same user is taken; under another user it is free.
+    let taken = UpsertSession::new(Owner::new("user-1", "agent-2"), SessionConfig::new("ws")).with_session_id(&rec.id);
+    assert_eq!(s.upsert_session(taken).await.unwrap_err().kind(), StorageErrorKind::AlreadyExists);
+    let free = UpsertSession::new(Owner::new("user-2", "agent-1"), SessionConfig::new("ws")).with_session_id(&rec.id);
+    assert_eq!(s.upsert_session(free).await.unwrap().id, rec.id);
+    let wrong = SessionKey::new("user-1", "agent-2", rec.id.clone());
+    assert!(s.get_session(&wrong).await.unwrap().is_none());
+    assert!(!s.delete_session(&wrong).await.unwrap());
+    assert!(s.get_session(&key).await.unwrap().is_some());
+    let bad = SessionKey::new("user-1", "agent-1", "a:b");
+    assert_eq!(s.get_session(&bad).await.unwrap_err().kind(), StorageErrorKind::InvalidKey);
+}
+
+#[tokio::test]
+async fn upsert_update_keeps_state_and_created_at() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir).await;
+    let mut state = AgentState::default();
+    turn(&mut state, 0);
+    let rec = s
+        .upsert_session(
+            UpsertSession::new(owner(), SessionConfig::new("ws")).with_session_id("fixed-id").with_state(state),
+        )
+        .await
+        .unwrap();
+    assert_eq!(rec.id, "fixed-id");
+    let up = s
+        .upsert_session(
+            UpsertSession::new(owner(), SessionConfig::new("ws2").with_name("n2")).with_session_id("fixed-id"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(up.created_at, rec.created_at);
+    assert!(up.updated_at > rec.updated_at);
+    assert_eq!(up.state.context, rec.state.context);
+    assert_eq!(up.config.workspace_id, "ws2");
+    let got = s.get_session(&owner().session("fixed-id")).await.unwrap().unwrap();
+    assert_eq!(got, up);
+}
+
+#[tokio::test]
+async fn too_large_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = SqliteStorage::with_options(
+        dir.path().join("sessions.db"),
+        SqliteOptions::default().with_max_record_bytes(4096),
+    );
+    s.open().await.unwrap();
+    let rec = s.upsert_session(UpsertSession::new(owner(), SessionConfig::new("ws"))).await.unwrap();
+    let key = owner().session(rec.id.clone());
+    let mut state = rec.state.clone();
+    state.context.push(Msg::user("user", "x".repeat(5000)));
+    let e = s.update_session_state(&key, &state, None).await.unwrap_err();
+    assert_eq!(e.kind(), StorageErrorKind::TooLarge);
+    assert_eq!(s.get_session(&key).await.unwrap().unwrap(), rec);
+    let e = s.upsert_message(&key, &state.context[0]).await.unwrap_err();
+    assert_eq!(e.kind(), StorageErrorKind::TooLarge);
+    assert!(s.list_messages(&key, 0, 0).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn lifecycle_and_schema_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nested/deeper/sessions.db");
+    let s = SqliteStorage::new(&path);
+    let key = owner().session("s1");
+    assert_eq!(s.get_session(&key).await.unwrap_err().kind(), StorageErrorKind::Unavailable, "not opened yet");
+    s.open().await.unwrap();
+    s.open().await.unwrap();
+    assert!(path.exists(), "parent directories are created");
+    assert_eq!(s.schema_version().await.unwrap(), 1);
+    assert!(s.integrity_check().await.unwrap().is_empty());
+    let mode: String =
+        rusqlite::Connection::open(&path).unwrap().query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
+    assert_eq!(mode, "wal");
+    s.close().await.unwrap();
+    s.close().await.unwrap();
+    assert_eq!(s.get_session(&key).await.unwrap_err().kind(), StorageErrorKind::Unavailable, "closed");
+    s.open().await.unwrap();
+    assert!(s.get_session(&key).await.unwrap().is_none(), "reopens after close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_cas_writers_one_wins_each_round() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir).await;
+    let rec = s.upsert_session(UpsertSession::new(owner(), SessionConfig::new("ws"))).await.unwrap();
+    let key = owner().session(rec.id.clone());
+    for round in 0..5 {
+        let cur = s.get_session(&key).await.unwrap().unwrap();
+        let mut tasks = Vec::new();
+        for w in 0..8 {
+            let (s, key, cur) = (s.clone(), key.clone(), cur.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut st = cur.state.clone();
+                st.context.push(Msg::user("user", format!("round {round} writer {w}")));
+                s.update_session_state(&key, &st, Some(&cur.revision())).await
+            }));
+        }
+        let mut wins = 0;
+        for t in tasks {
+            match t.await.unwrap() {
+                Ok(_) => wins += 1,
+                Err(e) => assert_eq!(e.kind(), StorageErrorKind::Conflict),
+            }
+        }
+        assert_eq!(wins, 1, "exactly one conditional writer wins round {round}");
+    }
+    assert_eq!(s.get_session(&key).await.unwrap().unwrap().state.context.len(), 5);
+}
