@@ -1,0 +1,158 @@
+//! The [`ChatModel`] trait.
+
+use std::fmt;
+use std::sync::Arc;
+
+use as_message::{ContentBlock, JsonMap, Msg, Role, TextBlock};
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::error::{ModelError, ModelErrorKind, Result};
+use crate::request::{ChatRequest, StructuredOutputRequest, ToolChoice, ToolSchema};
+use crate::response::StructuredResponse;
+use crate::stream::ChatStream;
+use crate::tokens::{HeuristicTokenCounter, TokenCounter};
+
+/// The name of the tool forced by [`ChatModel::generate_structured_output`] (2.0.4's).
+pub const STRUCTURED_OUTPUT_TOOL: &str = "generate_structured_output";
+
+/// The reminder appended to the last user message by [`ChatModel::generate_structured_output`].
+pub const STRUCTURED_OUTPUT_REMINDER: &str = "<system-reminder>Now you **MUST** call the tool named \
+     'generate_structured_output' to generate the required structured output. DON'T do anything else.\
+     </system-reminder>";
+
+/// A chat model: what the agent reasons through.
+///
+/// # Contract
+/// * [`ChatModel::stream`] is the one required call. It returns once the provider accepted the request; the
+///   [`ChatStream`] then yields delta chunks and accumulates the response. Providers configured not to stream
+///   return [`ChatStream::from_response`], so callers have one code path.
+/// * Cancellation uses [`ChatRequest::cancel`]: cancelled before the stream starts, `stream` returns
+///   `Ok(ChatStream::interrupted())` (an empty interrupted response, not an error); cancelled mid-stream, the
+///   stream ends and its response is marked [`crate::FinishReason::Interrupted`]. An interrupted response's tool
+///   calls are partial and must not be executed ([`crate::ChatResponse::executable_tool_calls`] is empty).
+/// * Errors are [`ModelError`]s whose kind says whether a retry may help. Provider-level retries of retryable
+///   errors happen before the first chunk; once chunks were streamed an error is yielded by the stream.
+/// * No credential ever appears in `Debug` output, logs or errors.
+#[async_trait]
+pub trait ChatModel: Send + Sync + fmt::Debug {
+    /// The model name (`ModelCallStartEvent.model_name`).
+    fn model_name(&self) -> &str;
+
+    /// The provider name (`"openai"`, `"dashscope"`, `"scripted"`, ...).
+    fn provider(&self) -> &'static str;
+
+    /// The context window in tokens (used by compression).
+    fn context_size(&self) -> usize {
+        32768
+    }
+
+    /// Starts a call and streams it.
+    async fn stream(&self, request: ChatRequest) -> Result<ChatStream>;
+
+    /// A whole response: [`ChatModel::stream`] read to its end (interrupted if the token fired).
+    async fn call(&self, request: ChatRequest) -> Result<ChatResponse> {
+        self.stream(request).await?.collect().await
+    }
+
+    /// The token count of an input (default: the 2.0.4 heuristic, [`HeuristicTokenCounter`]).
+    fn count_tokens(&self, messages: &[Msg], tools: &[ToolSchema]) -> usize {
+        HeuristicTokenCounter.count_tokens(messages, tools)
+    }
+
+    /// Asks for an object matching `request.schema` (2.0.4's base `generate_structured_output`): forces the tool
+    /// [`STRUCTURED_OUTPUT_TOOL`] with the schema as parameters, appends [`STRUCTURED_OUTPUT_REMINDER`] to the last
+    /// user message (or adds a user message), parses the call's arguments and checks the schema's `required`
+    /// keys. A missing, unparsable or incomplete call is [`ModelErrorKind::InvalidResponse`]; an interrupted call is
+    /// [`ModelErrorKind::Cancelled`].
+    async fn generate_structured_output(&self, request: StructuredOutputRequest) -> Result<StructuredResponse> {
+        let chat = structured_output_request(&request);
+        let response = self.call(chat).await?;
+        parse_structured_output(self.provider(), &request.schema, &response)
+    }
+}
+
+use crate::response::ChatResponse;
+
+/// How models are held: `Arc<dyn ChatModel>`.
+pub type SharedChatModel = Arc<dyn ChatModel>;
+
+#[async_trait]
+impl<T: ChatModel + ?Sized> ChatModel for Arc<T> {
+    fn model_name(&self) -> &str {
+        (**self).model_name()
+    }
+    fn provider(&self) -> &'static str {
+        (**self).provider()
+    }
+    fn context_size(&self) -> usize {
+        (**self).context_size()
+    }
+    async fn stream(&self, request: ChatRequest) -> Result<ChatStream> {
+        (**self).stream(request).await
+    }
+    async fn call(&self, request: ChatRequest) -> Result<ChatResponse> {
+        (**self).call(request).await
+    }
+    fn count_tokens(&self, messages: &[Msg], tools: &[ToolSchema]) -> usize {
+        (**self).count_tokens(messages, tools)
+    }
+    async fn generate_structured_output(&self, request: StructuredOutputRequest) -> Result<StructuredResponse> {
+        (**self).generate_structured_output(request).await
+    }
+}
+
+/// The chat request [`ChatModel::generate_structured_output`] sends (public so providers overriding it can reuse
+/// it and change the tool choice).
+pub fn structured_output_request(request: &StructuredOutputRequest) -> ChatRequest {
+    let mut messages = request.messages.clone();
+    match messages.last_mut() {
+        Some(last) if last.role == Role::User => {
+            last.content.push(ContentBlock::Text(TextBlock::new(STRUCTURED_OUTPUT_REMINDER)));
+        }
+        _ => messages.push(Msg::user("user", STRUCTURED_OUTPUT_REMINDER)),
+    }
+    let tool = ToolSchema::new(
+        STRUCTURED_OUTPUT_TOOL,
+        "Generate the required structured output with this function.",
+        request.schema.clone(),
+    );
+    ChatRequest::new(messages)
+        .with_tools(vec![tool])
+        .with_tool_choice(ToolChoice::tool(STRUCTURED_OUTPUT_TOOL))
+        .with_cancel(request.cancel.clone())
+}
+
+/// Extracts and checks the structured object from a response to [`structured_output_request`].
+pub fn parse_structured_output(
+    provider: &'static str,
+    schema: &Value,
+    response: &ChatResponse,
+) -> Result<StructuredResponse> {
+    if response.is_interrupted() {
+        return Err(ModelError::new(ModelErrorKind::Cancelled, provider, "structured output call was interrupted"));
+    }
+    let call = response.tool_calls().find(|c| c.name == STRUCTURED_OUTPUT_TOOL).ok_or_else(|| {
+        ModelError::new(ModelErrorKind::InvalidResponse, provider, "the model did not call generate_structured_output")
+    })?;
+    let input = if call.input.trim().is_empty() { "{}" } else { call.input.as_str() };
+    let content: JsonMap = serde_json::from_str(input).map_err(|e| {
+        ModelError::new(
+            ModelErrorKind::InvalidResponse,
+            provider,
+            format!("structured output is not a JSON object: {e}"),
+        )
+    })?;
+    if let Some(required) = schema.get("required").and_then(Value::as_array) {
+        let missing: Vec<&str> =
+            required.iter().filter_map(Value::as_str).filter(|k| !content.contains_key(*k)).collect();
+        if !missing.is_empty() {
+            return Err(ModelError::new(
+                ModelErrorKind::InvalidResponse,
+                provider,
+                format!("structured output misses required keys: {}", missing.join(", ")),
+            ));
+        }
+    }
+    Ok(StructuredResponse::new(content, response.id.clone(), response.usage.clone(), response.finish_reason.clone()))
+}
