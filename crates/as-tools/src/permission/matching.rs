@@ -1,0 +1,309 @@
+//! Rule matching: Python `fnmatch` for paths, and the Bash command rule forms.
+
+use regex::Regex;
+
+/// Python's `fnmatch.fnmatch` on POSIX: case-sensitive, whole-string, `*` matches anything
+/// **including `/` and newlines** (so `**` equals `*`), `?` one character, `[seq]`/`[!seq]`
+/// sets; an unclosed `[` is literal.
+///
+/// ```
+/// use as_tools::fnmatch;
+/// assert!(fnmatch("src/a/b.py", "src/**"));
+/// assert!(fnmatch("src/", "src/**"));
+/// assert!(fnmatch("/etc/passwd", "*passwd"));
+/// assert!(!fnmatch("SRC/a", "src/*"));
+/// assert!(fnmatch("a[b", "a[b"));
+/// ```
+pub fn fnmatch(name: &str, pattern: &str) -> bool {
+    match Regex::new(&fnmatch_translate(pattern)) {
+        Ok(re) => re.is_match(name),
+        Err(_) => name == pattern,
+    }
+}
+
+fn fnmatch_translate(pat: &str) -> String {
+    let chars: Vec<char> = pat.chars().collect();
+    let mut out = String::from("(?s)^(?:");
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        i += 1;
+        match c {
+            '*' => {
+                while i < chars.len() && chars[i] == '*' {
+                    i += 1;
+                }
+                out.push_str(".*");
+            }
+            '?' => out.push('.'),
+            '[' => {
+                let mut j = i;
+                if j < chars.len() && chars[j] == '!' {
+                    j += 1;
+                }
+                if j < chars.len() && chars[j] == ']' {
+                    j += 1;
+                }
+                while j < chars.len() && chars[j] != ']' {
+                    j += 1;
+                }
+                if j >= chars.len() {
+                    out.push_str("\\[");
+                } else {
+                    let mut body: String = chars[i..j].iter().collect();
+                    i = j + 1;
+                    let negate = body.starts_with('!');
+                    if negate {
+                        body.remove(0);
+                    }
+                    let mut class = String::from("[");
+                    if negate {
+                        class.push('^');
+                    }
+                    for (k, ch) in body.chars().enumerate() {
+                        match ch {
+                            '\\' | '[' | '&' | '~' | '|' => {
+                                class.push('\\');
+                                class.push(ch);
+                            }
+                            '^' if k == 0 && !negate => class.push_str("\\^"),
+                            _ => class.push(ch),
+                        }
+                    }
+                    class.push(']');
+                    out.push_str(&class);
+                }
+            }
+            other => out.push_str(&regex::escape(&other.to_string())),
+        }
+    }
+    out.push_str(")$");
+    out
+}
+
+/// Whether a Bash rule (2.0.4 `BashTool.match_rule`) matches `command` as a whole:
+///
+/// 1. `prefix:*` matches `prefix` itself or `prefix ` followed by anything;
+/// 2. without an unescaped `*`, the (unescaped) rule must be a substring;
+/// 3. otherwise `*` is a wildcard (not crossing newlines, as in 2.0.4); a trailing ` *` also
+///    matches the bare prefix (`git *` matches `git`).
+///
+/// The engine-facing [`crate::builtin::BashTool`] additionally checks each command segment
+/// (see [`split_command_segments`]), which fixes 2.0.4's miss of `rm -rf x\necho` by a deny
+/// rule `rm -rf *`.
+pub fn bash_rule_matches(rule: &str, command: &str) -> bool {
+    if let Some(prefix) = rule.strip_suffix(":*") {
+        let prefix = prefix.trim();
+        return command == prefix || command.starts_with(&format!("{prefix} "));
+    }
+    if !has_unescaped_star(rule) {
+        let literal = rule.replace("\\\\", "\u{0}").replace("\\*", "*").replace('\u{0}', "\\");
+        return command.contains(&literal);
+    }
+    // protect escapes, escape regex metacharacters 2.0.4 escapes, turn * into .*
+    let protected = rule.replace("\\\\", "\u{1}").replace("\\*", "\u{2}");
+    let mut re = String::new();
+    for ch in protected.chars() {
+        match ch {
+            '.' | '^' | '$' | '+' | '?' | '{' | '}' | '[' | ']' | '|' | '(' | ')' => {
+                re.push('\\');
+                re.push(ch);
+            }
+            '*' => re.push_str(".*"),
+            '\u{1}' => re.push_str("\\\\"),
+            '\u{2}' => re.push_str("\\*"),
+            // a lone backslash stays as in 2.0.4; escape it for Rust's regex syntax when it
+            // would otherwise start an escape Python treats literally
+            '\\' => re.push_str("\\\\"),
+            other => re.push(other),
+        }
+    }
+    let full = |pattern: &str| Regex::new(&format!("^(?:{pattern})$")).map(|r| r.is_match(command));
+    if let Some(stem) = re.strip_suffix(".*")
+        && let Ok(true) = full(stem.trim_end())
+    {
+        return true;
+    }
+    match full(&re) {
+        Ok(m) => m,
+        Err(_) => command.contains(&rule.replace('*', "")),
+    }
+}
+
+fn has_unescaped_star(rule: &str) -> bool {
+    let mut chars = rule.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                chars.next();
+            }
+            '*' => return true,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Splits a shell command into the simple commands it runs: on newlines, `;`, `&&`, `||`, `|`
+/// and `&` outside quotes, plus the bodies of `$(...)` and backquote substitutions (also inside
+/// double quotes). Segments are trimmed; empty ones dropped.
+///
+/// ```
+/// assert_eq!(as_tools::split_command_segments("rm -rf x\necho hi"), ["rm -rf x", "echo hi"]);
+/// assert_eq!(as_tools::split_command_segments("git commit -m 'a; b' && ls"), ["git commit -m 'a; b'", "ls"]);
+/// assert_eq!(as_tools::split_command_segments("echo $(rm -rf /)"), ["echo $(rm -rf /)", "rm -rf /"]);
+/// ```
+pub fn split_command_segments(command: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    split_into(command, &mut out, 0);
+    out
+}
+
+fn split_into(command: &str, out: &mut Vec<String>, depth: usize) {
+    let chars: Vec<char> = command.chars().collect();
+    let mut cur = String::new();
+    let mut subs: Vec<String> = Vec::new();
+    let mut i = 0;
+    let (mut single, mut double) = (false, false);
+    let flush = |cur: &mut String, out: &mut Vec<String>| {
+        let t = cur.trim();
+        if !t.is_empty() {
+            out.push(t.to_owned());
+        }
+        cur.clear();
+    };
+    while i < chars.len() {
+        let c = chars[i];
+        if single {
+            cur.push(c);
+            if c == '\'' {
+                single = false;
+            }
+            i += 1;
+            continue;
+        }
+        match c {
+            '\\' if i + 1 < chars.len() => {
+                cur.push(c);
+                cur.push(chars[i + 1]);
+                i += 2;
+                continue;
+            }
+            '\'' if !double => single = true,
+            '"' => double = !double,
+            '$' if chars.get(i + 1) == Some(&'(') => {
+                // find the matching parenthesis
+                let mut level = 0usize;
+                let mut j = i + 1;
+                while j < chars.len() {
+                    match chars[j] {
+                        '(' => level += 1,
+                        ')' => {
+                            level -= 1;
+                            if level == 0 {
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                    j += 1;
+                }
+                let body: String = chars[(i + 2).min(chars.len())..j.min(chars.len())].iter().collect();
+                subs.push(body);
+                let end = (j + 1).min(chars.len());
+                cur.extend(&chars[i..end]);
+                i = end;
+                continue;
+            }
+            '`' => {
+                let rest = &chars[i + 1..];
+                let end = rest.iter().position(|&ch| ch == '`').map_or(chars.len(), |p| i + 1 + p);
+                subs.push(chars[i + 1..end].iter().collect());
+                let stop = (end + 1).min(chars.len());
+                cur.extend(&chars[i..stop]);
+                i = stop;
+                continue;
+            }
+            '\n' | ';' if !double => {
+                flush(&mut cur, out);
+                i += 1;
+                continue;
+            }
+            '&' | '|' if !double => {
+                flush(&mut cur, out);
+                i += 1;
+                while i < chars.len() && (chars[i] == '&' || chars[i] == '|') {
+                    i += 1;
+                }
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+        i += 1;
+    }
+    flush(&mut cur, out);
+    if depth < 8 {
+        for s in subs {
+            split_into(&s, out, depth + 1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fnmatch_cases() {
+        for (name, pat, expect) in [
+            ("src/a/b.py", "src/**", true),
+            ("src/", "src/**", true),
+            ("src", "src/**", false),
+            ("a.py", "*.py", true),
+            ("dir/a.py", "*.py", true),
+            ("a\nb", "a*b", true),
+            ("ab", "a?", true),
+            ("abc", "a?", false),
+            ("a1", "a[0-9]", true),
+            ("ax", "a[!0-9]", true),
+            ("a1", "a[!0-9]", false),
+            ("a.b", "a.b", true),
+            ("axb", "a.b", false),
+            ("(x)", "(x)", true),
+        ] {
+            assert_eq!(fnmatch(name, pat), expect, "{name} ~ {pat}");
+        }
+    }
+
+    #[test]
+    fn bash_rule_forms() {
+        for (rule, cmd, expect) in [
+            ("npm run:*", "npm run test", true),
+            ("npm run:*", "npm run", true),
+            ("npm run:*", "npm running", false),
+            ("npm install", "npm install express", true),
+            ("npm install", "sudo npm install", true),
+            ("npm install", "npm i", false),
+            ("git *", "git", true),
+            ("git *", "git status", true),
+            ("git *", "gitk", false),
+            ("rm -rf *", "rm -rf x", true),
+            ("rm -rf *", "rm -rf x\necho", false), // 2.0.4: `.` does not cross newlines
+            ("echo \\*", "echo *", true),
+            ("ls *.txt", "ls a.txt", true),
+            ("ls *.txt", "ls a_txt", false),
+            ("a\\\\b", "a\\b", true),
+        ] {
+            assert_eq!(bash_rule_matches(rule, cmd), expect, "{rule:?} ~ {cmd:?}");
+        }
+    }
+
+    #[test]
+    fn segments() {
+        assert_eq!(split_command_segments("a | b || c & d;e\n\nf"), ["a", "b", "c", "d", "e", "f"]);
+        assert_eq!(split_command_segments("echo \"x; y\" ; z"), ["echo \"x; y\"", "z"]);
+        assert_eq!(split_command_segments("echo `rm -rf /`"), ["echo `rm -rf /`", "rm -rf /"]);
+        assert_eq!(split_command_segments("echo a\\;b"), ["echo a\\;b"]);
+    }
+}

@@ -1,0 +1,11 @@
+//! The permission engine (2.0.4 `agentscope.permission._engine`) and rule matching.
+
+mod decision;
+mod engine;
+mod matching;
+
+pub use decision::{PermissionCheckContext, PermissionDecision};
+#[allow(unused_imports)]
+pub(crate) use decision::{expand_user, real_path};
+pub use engine::PermissionEngine;
+pub use matching::{bash_rule_matches, fnmatch, split_command_segments};
