@@ -12,14 +12,20 @@
 //! assert!(req.session_id.is_none());
 //! ```
 
+#[cfg(any(test, feature = "conformance"))]
+pub mod conformance;
 mod error;
+mod helpers;
 mod key;
+mod memory;
 mod record;
 mod storage;
 mod timestamp;
 
 pub use error::{Result, StorageError, StorageErrorKind};
+pub use helpers::{DEFAULT_MAX_RECORD_BYTES, SessionCursor, check_size, message_range};
 pub use key::{MAX_ID_BYTES, Owner, SessionKey, validate_id};
+pub use memory::InMemoryStorage;
 pub use record::{
     ChatModelConfig, Revision, SessionConfig, SessionKnowledgeConfig, SessionMeta, SessionRecord, SessionSource,
     TTSModelConfig, encode_record,

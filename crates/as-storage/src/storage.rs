@@ -159,21 +159,44 @@ pub struct SessionPage {
 ///
 /// # Contract
 ///
-/// * **Addressing and ownership.** A session is addressed by `(user_id, agent_id, session_id)`.
-///   Every method sees a session only under the exact owner that created it: a wrong
-///   `agent_id` behaves as if the session did not exist.
+/// Every clause below is checked by a scenario of the conformance suite
+/// (`as_storage::conformance`, feature `conformance`), named in brackets.
+///
+/// * **Lifecycle.** Call [`StorageBase::open`] before use and [`StorageBase::close`] after; both are
+///   idempotent. Methods called on a closed store fail with `Unavailable` (a store that was
+///   never opened may fail the same way; [`crate::InMemoryStorage`] does) \[`lifecycle`\].
 /// * **Ids.** Every id is checked with [`crate::validate_id`] before any I/O; a bad one fails
-///   with [`crate::StorageErrorKind::InvalidKey`].
-/// * **One session id.** What is stored always has `state.session_id == id`: backends write the
-///   state through [`crate::encode_record`], which substitutes the record's id.
+///   with [`crate::StorageErrorKind::InvalidKey`] and nothing is read or written \[`invalid_ids_are_rejected`\].
+/// * **Addressing and ownership.** A session is addressed by `(user_id, agent_id, session_id)`;
+///   session ids are unique per user (as in the 2.0.4 Redis layout). Every method sees a session
+///   only under the exact owner that created it: a wrong `agent_id` (or `user_id`) behaves as if
+///   the session did not exist (`None`, `NotFound`, `false`, empty), and never changes it
+///   \[`ownership_is_exact`, `list_is_scoped_to_owner`\].
+/// * **Not found.** `get_session` and `get_message` return `None`; `update_session_state` and
+///   `upsert_message` fail with `NotFound` and create nothing; `delete_session` returns `false`;
+///   `list_messages` of a missing session is empty \[`get_missing_is_none`,
+///   `update_missing_is_not_found`, `messages_require_session`\].
+/// * **One session id.** What is stored always has `state.session_id == id`, whatever the caller
+///   passed: backends write through [`crate::encode_record`] (or build records with
+///   [`crate::SessionRecord::from_parts`]), which substitute the record's id \[`state_session_id_is_forced`\].
 /// * **Atomicity.** Every write is all-or-nothing; no reader ever sees half a write, a record
-///   without its index entry, or an index entry outliving a completed delete.
-/// * **Revisions.** Each record's revision is its stored `updated_at`; every write by this crate's
-///   backends makes it strictly greater than before.
-/// * **Size.** A record over the backend's configured limit fails with
-///   [`crate::StorageErrorKind::TooLarge`] and nothing is written.
-/// * **Lifecycle.** Call [`StorageBase::open`] before use and [`StorageBase::close`] after.
-///   Methods called on a closed store fail with `Unavailable`.
+///   without its index entry, or an index entry or message log outliving a completed delete; an
+///   update racing a delete never brings the record back \[`concurrent_readers_see_whole_writes`,
+///   `delete_racing_update_leaves_no_zombie`, `delete_cascades`\].
+/// * **Revisions.** Each record's revision is its stored `updated_at` ([`Revision`]); every write
+///   makes it strictly greater than before, and the revision a write returns is the one a
+///   following read sees \[`revisions_strictly_increase`\].
+/// * **Compare-and-set.** `update_session_state` with `expected` writes only when the stored
+///   revision equals it, otherwise fails with `Conflict` and writes nothing; of N concurrent
+///   conditional writers from the same revision exactly one wins \[`cas_rejects_stale_revision`,
+///   `concurrent_cas_writers_lose_no_update`\].
+/// * **Ordering.** `list_sessions` is newest first (`created_at` descending, then id descending)
+///   with a stable cursor; messages are kept in append order \[`list_is_newest_first`,
+///   `list_pagination_is_stable`\].
+/// * **Size.** A record (or message) over the backend's configured limit fails with
+///   [`crate::StorageErrorKind::TooLarge`] and nothing is written \[`too_large_is_rejected_before_writing`\].
+/// * **Listing is cheap.** A listing reads summaries without parsing states; a record that
+///   cannot be read is reported in [`SessionPage::errors`] instead of failing the page.
 #[async_trait]
 pub trait StorageBase: Send + Sync + fmt::Debug {
     /// The backend's short name (`"memory"`, `"redis"`, `"sqlite"`).
@@ -232,11 +255,12 @@ pub trait StorageBase: Send + Sync + fmt::Debug {
     /// `NotFound` when the session does not exist.
     async fn upsert_message(&self, key: &SessionKey, msg: &Msg) -> Result<()>;
 
-    /// The newest message with that id, or `None`.
+    /// The newest message with that id, or `None` (also when the session does not exist).
     async fn get_message(&self, key: &SessionKey, message_id: &str) -> Result<Option<Msg>>;
 
-    /// Messages in chronological order, with Redis `LRANGE` semantics: `offset` may be negative
-    /// (from the end); `limit = 0` means "to the end".
+    /// Messages in chronological order: exactly what Redis `LRANGE messages offset offset+limit-1`
+    /// returns (see [`crate::message_range`]): negative offsets count from the end, and
+    /// `offset = 0, limit = 0` is everything. Empty when the session does not exist.
     async fn list_messages(&self, key: &SessionKey, offset: i64, limit: i64) -> Result<Vec<Msg>>;
 }
 

@@ -1,0 +1,1656 @@
+//! A reusable conformance suite for [`crate::StorageBase`] implementations.
+//!
+//! * It is for **custom backend implementations**: a backend crate implements [`StorageFactory`]
+//!   and invokes [`storage_conformance_tests!`](crate::storage_conformance_tests) in
+//!   `tests/conformance.rs`, which generates one test per scenario, so failures are reported one
+//!   by one. [`run_all`] runs every scenario in one call instead.
+//! * It is **not covered by semver**: scenarios are added and tightened as the contract is.
+//! * It **writes and deletes sessions**: point the factory at a disposable namespace (a temp
+//!   directory, a random Redis key prefix), one per [`StorageFactory::build`].
+//!
+//! Every scenario is a `pub async fn` named after the clause of the `# Contract` of
+//! [`crate::StorageBase`] it checks, and returns [`Outcome::Passed`], [`Outcome::Skipped`] (the backend
+//! lacks a [`crate::Capabilities`] flag; the runner prints why) or a [`ConformanceError`] naming the
+//! scenario and what differed.
+//!
+//! ```
+//! use as_storage::conformance::{BuildOptions, StorageFactory};
+//! use as_storage::{InMemoryStorage, SharedStorage, StorageBase, StorageError};
+//!
+//! struct MemoryFactory;
+//!
+//! impl StorageFactory for MemoryFactory {
+//!     type Guard = ();
+//!     async fn build(&self, options: &BuildOptions) -> Result<((), SharedStorage), StorageError> {
+//!         let mut store = InMemoryStorage::new();
+//!         if let Some(max) = options.max_record_bytes {
+//!             store = store.with_max_record_bytes(max);
+//!         }
+//!         store.open().await?;
+//!         Ok(((), std::sync::Arc::new(store)))
+//!     }
+//! }
+//!
+//! // In tests/conformance.rs: one #[test] per scenario.
+//! as_storage::storage_conformance_tests!(MemoryFactory);
+//! # fn main() {}
+//! ```
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use as_message::{ContentBlock, JsonValue, Msg, ToolCallBlock, ToolResultBlock};
+use as_state::AgentState;
+
+use crate::{
+    Owner, PageRequest, Revision, SessionConfig, SessionKey, SessionRecord, SharedStorage, StorageError,
+    StorageErrorKind, Timestamp, UpsertSession, message_range,
+};
+
+/// What a scenario may ask of the factory.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BuildOptions {
+    /// Configure the store's maximum record size to exactly this many bytes.
+    pub max_record_bytes: Option<usize>,
+    /// Configure a key TTL (only asked when [`crate::Capabilities::ttl`] is set).
+    pub ttl: Option<Duration>,
+}
+
+impl BuildOptions {
+    /// Options with a maximum record size.
+    pub fn with_max_record_bytes(mut self, max: usize) -> Self {
+        self.max_record_bytes = Some(max);
+        self
+    }
+
+    /// Options with a TTL.
+    pub fn with_ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = Some(ttl);
+        self
+    }
+}
+
+/// Builds a fresh, isolated, **opened** store for each scenario.
+pub trait StorageFactory: Send + Sync {
+    /// Kept alive for the whole scenario and dropped after it (e.g. a temp dir or a key prefix
+    /// that is flushed on `Drop`).
+    type Guard: Send + Sync;
+
+    /// A new empty store, opened, that honours `options`.
+    fn build(
+        &self,
+        options: &BuildOptions,
+    ) -> impl Future<Output = Result<(Self::Guard, SharedStorage), StorageError>> + Send;
+
+    /// A second, independent, opened instance over the data of `guard`'s store (a new
+    /// connection, or the same file opened again). Needed by the `durable` and `cross_process`
+    /// scenarios; `Ok(None)` (the default) skips them.
+    fn reopen(&self, guard: &Self::Guard) -> impl Future<Output = Result<Option<SharedStorage>, StorageError>> + Send {
+        let _ = guard;
+        async { Ok(None) }
+    }
+
+    /// `Some(reason)` to skip every scenario (e.g. "set AS_TEST_REDIS_URL"); printed.
+    fn skip_reason(&self) -> Option<String> {
+        None
+    }
+}
+
+/// How a scenario ended when it did not fail.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Every check held.
+    Passed,
+    /// Not applicable to this backend; the reason is printed by the runners.
+    Skipped(String),
+}
+
+/// A scenario found the backend in breach of the contract (or could not run).
+#[derive(thiserror::Error)]
+#[error("conformance scenario `{scenario}` failed: {details}")]
+pub struct ConformanceError {
+    scenario: &'static str,
+    details: String,
+}
+
+impl fmt::Debug for ConformanceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Test harnesses print `Debug` of a returned error: make it the readable message.
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl ConformanceError {
+    /// A failure of `scenario`.
+    pub fn new(scenario: &'static str, details: impl Into<String>) -> Self {
+        Self { scenario, details: details.into() }
+    }
+
+    /// The scenario's name.
+    pub fn scenario(&self) -> &'static str {
+        self.scenario
+    }
+
+    /// What differed.
+    pub fn details(&self) -> &str {
+        &self.details
+    }
+}
+
+type Res = Result<Outcome, ConformanceError>;
+
+/// The result of [`run_all`].
+#[derive(Debug, Default)]
+pub struct Report {
+    /// `(scenario, result)` in run order.
+    pub results: Vec<(&'static str, Result<Outcome, ConformanceError>)>,
+}
+
+impl Report {
+    /// Whether no scenario failed.
+    pub fn is_success(&self) -> bool {
+        self.results.iter().all(|(_, r)| r.is_ok())
+    }
+
+    /// The failures.
+    pub fn failures(&self) -> impl Iterator<Item = &ConformanceError> {
+        self.results.iter().filter_map(|(_, r)| r.as_ref().err())
+    }
+
+    /// Names of the scenarios that were skipped, with the reason.
+    pub fn skipped(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        self.results.iter().filter_map(|(n, r)| match r {
+            Ok(Outcome::Skipped(why)) => Some((*n, why.as_str())),
+            _ => None,
+        })
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (name, r) in &self.results {
+            match r {
+                Ok(Outcome::Passed) => writeln!(f, "ok       {name}")?,
+                Ok(Outcome::Skipped(why)) => writeln!(f, "skipped  {name}: {why}")?,
+                Err(e) => writeln!(f, "FAILED   {name}: {}", e.details)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Names of every scenario, in run order.
+pub const SCENARIOS: &[&str] = &[
+    "lifecycle",
+    "get_missing_is_none",
+    "create_and_get_roundtrip",
+    "create_with_explicit_or_empty_id",
+    "upsert_updates_existing",
+    "id_taken_by_other_agent_already_exists",
+    "update_missing_is_not_found",
+    "update_replaces_state_only",
+    "revisions_strictly_increase",
+    "cas_rejects_stale_revision",
+    "state_session_id_is_forced",
+    "ownership_is_exact",
+    "list_is_scoped_to_owner",
+    "invalid_ids_are_rejected",
+    "too_large_is_rejected_before_writing",
+    "delete_cascades",
+    "list_is_newest_first",
+    "list_pagination_is_stable",
+    "messages_upsert_replaces_last_or_appends",
+    "messages_list_uses_lrange_semantics",
+    "messages_require_session",
+    "concurrent_cas_writers_lose_no_update",
+    "concurrent_readers_see_whole_writes",
+    "delete_racing_update_leaves_no_zombie",
+    "model_based_random_operations",
+    "durable_survives_reopen",
+    "cross_process_instances_agree",
+    "ttl_expires_idle_sessions",
+];
+
+/// Calls `$cb!` with every scenario name (the single list both runners use).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __storage_conformance_scenarios {
+    ($cb:ident; $($ctx:tt)*) => {
+        $crate::$cb! { [$($ctx)*]
+            lifecycle get_missing_is_none create_and_get_roundtrip create_with_explicit_or_empty_id
+            upsert_updates_existing id_taken_by_other_agent_already_exists update_missing_is_not_found
+            update_replaces_state_only revisions_strictly_increase cas_rejects_stale_revision
+            state_session_id_is_forced ownership_is_exact list_is_scoped_to_owner invalid_ids_are_rejected
+            too_large_is_rejected_before_writing delete_cascades list_is_newest_first list_pagination_is_stable
+            messages_upsert_replaces_last_or_appends messages_list_uses_lrange_semantics messages_require_session
+            concurrent_cas_writers_lose_no_update concurrent_readers_see_whole_writes
+            delete_racing_update_leaves_no_zombie model_based_random_operations durable_survives_reopen
+            cross_process_instances_agree ttl_expires_idle_sessions
+        }
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __storage_conformance_run_all {
+    ([$factory:ident, $report:ident] $($name:ident)*) => {
+        $(
+            let r = $crate::conformance::$name($factory).await;
+            $crate::conformance::__private::print_outcome(stringify!($name), &r);
+            $report.results.push((stringify!($name), r));
+        )*
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __storage_conformance_test_fns {
+    ([$factory:expr] $($name:ident)*) => {
+        $(
+            #[test]
+            fn $name() -> ::std::result::Result<(), $crate::conformance::ConformanceError> {
+                let factory = $factory;
+                $crate::conformance::__private::run_test(stringify!($name), &factory, |f| {
+                    $crate::conformance::__private::Box::pin($crate::conformance::$name(f))
+                })
+            }
+        )*
+    };
+}
+
+/// Generates one `#[test]` per conformance scenario for a [`StorageFactory`] expression.
+///
+/// Each test runs its scenario on a fresh multi-threaded Tokio runtime (so the caller needs no
+/// Tokio dependency of its own), prints skips, and fails with the scenario's
+/// [`ConformanceError`]. Invoke it at module level of an integration test
+/// (`tests/conformance.rs`) with an expression that builds your factory, for example
+/// `as_storage::storage_conformance_tests!(MyFactory::new());`; the [`crate::conformance`] module docs
+/// show a complete factory.
+#[macro_export]
+macro_rules! storage_conformance_tests {
+    ($factory:expr) => {
+        $crate::__storage_conformance_scenarios!(__storage_conformance_test_fns; $factory);
+    };
+}
+
+/// Runs every scenario against `factory`, printing one line per scenario.
+pub async fn run_all<F: StorageFactory>(factory: &F) -> Report {
+    let mut report = Report::default();
+    if let Some(why) = factory.skip_reason() {
+        println!("skipping: {why}");
+        for name in SCENARIOS {
+            report.results.push((name, Ok(Outcome::Skipped(why.clone()))));
+        }
+        return report;
+    }
+    crate::__storage_conformance_scenarios!(__storage_conformance_run_all; factory, report);
+    report
+}
+
+/// Support for the exported macros. Not public API.
+#[doc(hidden)]
+pub mod __private {
+    use std::future::Future;
+    use std::pin::Pin;
+
+    pub use std::boxed::Box;
+
+    use super::{ConformanceError, Outcome, StorageFactory};
+
+    /// Prints skips and failures (passes are silent).
+    pub fn print_outcome(name: &str, r: &Result<Outcome, ConformanceError>) {
+        match r {
+            Ok(Outcome::Passed) => {}
+            Ok(Outcome::Skipped(why)) => println!("skipped: {name}: {why}"),
+            Err(e) => println!("FAILED: {e}"),
+        }
+    }
+
+    /// Runs one scenario on a fresh runtime, for the generated tests.
+    pub fn run_test<F: StorageFactory>(
+        name: &'static str,
+        factory: &F,
+        scenario: impl for<'a> FnOnce(&'a F) -> Pin<Box<dyn Future<Output = Result<Outcome, ConformanceError>> + 'a>>,
+    ) -> Result<(), ConformanceError> {
+        if let Some(why) = factory.skip_reason() {
+            println!("skipping: {why}");
+            return Ok(());
+        }
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(|e| ConformanceError::new(name, format!("cannot build a tokio runtime: {e}")))?;
+        let r = rt.block_on(scenario(factory));
+        print_outcome(name, &r);
+        r.map(|_| ())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+struct Ctx {
+    name: &'static str,
+}
+
+impl Ctx {
+    fn fail(&self, details: impl Into<String>) -> ConformanceError {
+        ConformanceError::new(self.name, details)
+    }
+
+    fn ensure(&self, cond: bool, details: impl FnOnce() -> String) -> Result<(), ConformanceError> {
+        if cond { Ok(()) } else { Err(self.fail(details())) }
+    }
+
+    fn ok<T>(&self, what: &str, r: Result<T, StorageError>) -> Result<T, ConformanceError> {
+        r.map_err(|e| self.fail(format!("{what}: unexpected error: {e}")))
+    }
+
+    fn kind<T: fmt::Debug>(
+        &self,
+        what: &str,
+        r: Result<T, StorageError>,
+        kind: StorageErrorKind,
+    ) -> Result<(), ConformanceError> {
+        match r {
+            Err(e) if e.kind() == kind => Ok(()),
+            Err(e) => Err(self.fail(format!("{what}: expected {kind:?}, got {:?}: {e}", e.kind()))),
+            Ok(v) => {
+                let mut v = format!("{v:?}");
+                if v.len() > 300 {
+                    let cut = (0..=300).rev().find(|i| v.is_char_boundary(*i)).unwrap_or(0);
+                    v.truncate(cut);
+                    v.push_str("...");
+                }
+                Err(self.fail(format!("{what}: expected {kind:?}, got Ok({v})")))
+            }
+        }
+    }
+
+    fn joined<T>(
+        &self,
+        what: &str,
+        r: Result<Result<T, StorageError>, tokio::task::JoinError>,
+    ) -> Result<T, ConformanceError> {
+        match r {
+            Ok(r) => self.ok(what, r),
+            Err(e) => Err(self.fail(format!("{what}: task failed: {e}"))),
+        }
+    }
+
+    async fn build<F: StorageFactory>(
+        &self,
+        factory: &F,
+        options: &BuildOptions,
+    ) -> Result<(F::Guard, SharedStorage), ConformanceError> {
+        factory.build(options).await.map_err(|e| self.fail(format!("factory.build failed: {e}")))
+    }
+
+    async fn create(&self, s: &SharedStorage, req: UpsertSession) -> Result<SessionRecord, ConformanceError> {
+        self.ok("upsert_session (create)", s.upsert_session(req).await)
+    }
+
+    async fn get(&self, s: &SharedStorage, key: &SessionKey) -> Result<Option<SessionRecord>, ConformanceError> {
+        self.ok("get_session", s.get_session(key).await)
+    }
+
+    async fn must_get(&self, s: &SharedStorage, key: &SessionKey) -> Result<SessionRecord, ConformanceError> {
+        self.get(s, key).await?.ok_or_else(|| self.fail(format!("get_session({key}) returned None")))
+    }
+
+    async fn list_all(&self, s: &SharedStorage, owner: &Owner, limit: usize) -> Result<Vec<String>, ConformanceError> {
+        let mut ids = Vec::new();
+        let mut page = PageRequest::first(limit);
+        for _ in 0..10_000 {
+            let p = self.ok("list_sessions", s.list_sessions(owner, &page).await)?;
+            ids.extend(p.sessions.into_iter().map(|x| x.id));
+            match p.next_cursor {
+                Some(c) => page.cursor = Some(c),
+                None => return Ok(ids),
+            }
+        }
+        Err(self.fail("list_sessions never returned next_cursor = None"))
+    }
+}
+
+fn skipped(what: &str) -> Res {
+    Ok(Outcome::Skipped(what.to_owned()))
+}
+
+fn owner(u: &str, a: &str) -> Owner {
+    Owner::new(u, a)
+}
+
+fn config(name: &str) -> SessionConfig {
+    SessionConfig::new("ws-conformance").with_name(name)
+}
+
+fn req(o: &Owner, name: &str) -> UpsertSession {
+    UpsertSession::new(o.clone(), config(name))
+}
+
+fn ts(rev: &Revision) -> Option<Timestamp> {
+    rev.0.parse().ok()
+}
+
+/// A realistic state: `turns` user/assistant turns with a tool call and its result, tagged in
+/// `reply_id` and `middle_context` so a reader can check it is one whole write.
+pub fn conversation_state(turns: usize, tag: &str) -> AgentState {
+    let mut st = AgentState::for_session("not-the-session-id");
+    st.reply_id = format!("reply-{tag}");
+    for i in 0..turns {
+        st.context.push(Msg::user("user", format!("Question {i}: what does file_{i}.rs do? Please be brief.")));
+        let mut a = Msg::assistant("Friday", format!("Let me read file_{i}.rs first."));
+        a.content.push(ContentBlock::ToolCall(ToolCallBlock::new(
+            format!("call_{tag}_{i}"),
+            "Read",
+            format!(r#"{{"file_path":"src/file_{i}.rs"}}"#),
+        )));
+        st.context.push(a);
+    }
+    st.middle_context.insert("tag".into(), JsonValue::String(tag.to_owned()));
+    st.middle_context.insert("messages".into(), JsonValue::from(st.context.len() as u64));
+    st
+}
+
+fn rich_state() -> Result<AgentState, String> {
+    let text = include_str!("../../../tests/fixtures/agentscope-2.0.4/rich_agent_state.compact.json");
+    as_message::from_json(text).map_err(|e| format!("rich_agent_state fixture: {e}"))
+}
+
+fn tool_result_msg(id: &str, text: &str) -> Msg {
+    let mut m = Msg::assistant("Friday", text);
+    m.id = id.to_owned();
+    m.content.push(ContentBlock::ToolResult(ToolResultBlock::new(
+        format!("call_{id}"),
+        "Read",
+        as_message::TextOrBlocks::Text(format!("output of {id}")),
+        as_message::ToolResultState::Success,
+    )));
+    m
+}
+
+fn msg(id: &str, text: &str) -> Msg {
+    let mut m = Msg::assistant("Friday", text);
+    m.id = id.to_owned();
+    m
+}
+
+fn texts(msgs: &[Msg]) -> Vec<String> {
+    msgs.iter().map(|m| m.get_text_content("").unwrap_or_default()).collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenarios
+
+/// `open`/`close` are idempotent; a closed store answers `Unavailable`.
+pub async fn lifecycle<F: StorageFactory>(factory: &F) -> Res {
+    let c = Ctx { name: "lifecycle" };
+    let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
+    c.ok("second open", s.open().await)?;
+    let o = owner("user-1", "agent-1");
+    let rec = c.create(&s, req(&o, "life")).await?;
+    c.ok("close", s.close().await)?;
+    c.ok("second close", s.close().await)?;
+    c.kind("get_session after close", s.get_session(&o.session(rec.id.clone())).await, StorageErrorKind::Unavailable)?;
+    c.kind("upsert_session after close", s.upsert_session(req(&o, "x")).await, StorageErrorKind::Unavailable)?;
+    c.kind(
+        "update_session_state after close",
+        s.update_session_state(&o.session(rec.id), &AgentState::default(), None).await,
+        StorageErrorKind::Unavailable,
+    )?;
+    Ok(Outcome::Passed)
+}
+
+/// Absent sessions: `get` is `None`, `delete` is `false`, the listing is empty.
+pub async fn get_missing_is_none<F: StorageFactory>(factory: &F) -> Res {
+    let c = Ctx { name: "get_missing_is_none" };
+    let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
+    let o = owner("user-1", "agent-1");
+    let k = o.session("nope");
+    c.ensure(c.get(&s, &k).await?.is_none(), || "get_session of an unknown id is not None".into())?;
+    c.ensure(!c.ok("delete_session", s.delete_session(&k).await)?, || "delete of an unknown id returned true".into())?;
+    let page = c.ok("list_sessions", s.list_sessions(&o, &PageRequest::default()).await)?;
+    c.ensure(page.sessions.is_empty() && page.next_cursor.is_none(), || format!("empty store lists {page:?}"))?;
+    Ok(Outcome::Passed)
+}
+
+/// A created record is returned as stored and reads back equal, the rich golden state included.
+pub async fn create_and_get_roundtrip<F: StorageFactory>(factory: &F) -> Res {
+    let c = Ctx { name: "create_and_get_roundtrip" };
+    let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
+    let o = owner("user-1", "agent-1");
+    let state = rich_state().map_err(|e| c.fail(e))?;
+    let rec = c.create(&s, req(&o, "rich").with_state(state.clone()).with_schedule("sched-1")).await?;
+    c.ensure(crate::validate_id("session_id", &rec.id).is_ok(), || format!("fresh id {:?} is not a valid id", rec.id))?;
+    c.ensure(rec.user_id == o.user_id && rec.agent_id == o.agent_id, || format!("owner not kept: {rec:?}"))?;
+    c.ensure(rec.source == crate::SessionSource::Schedule, || "source not kept".into())?;
+    c.ensure(rec.source_schedule_id.as_deref() == Some("sched-1"), || "source_schedule_id not kept".into())?;
+    c.ensure(rec.team_id.is_none(), || "a new session has a team".into())?;
+    c.ensure(rec.config == config("rich"), || "config not kept".into())?;
+    let mut expected = state;
+    expected.session_id.clone_from(&rec.id);
+    c.ensure(rec.state == expected, || "returned state differs from the one given (apart from session_id)".into())?;
+    let got = c.must_get(&s, &o.session(rec.id.clone())).await?;
+    c.ensure(got == rec, || format!("get_session differs from the record upsert returned:\n{got:?}\n{rec:?}"))?;
+    c.ensure(got.to_canonical_json() == rec.to_canonical_json(), || "canonical JSON differs".into())?;
+    // Without a state: a fresh one, under the session's id.
+    let plain = c.create(&s, req(&o, "plain")).await?;
+    let got = c.must_get(&s, &o.session(plain.id.clone())).await?;
+    c.ensure(got.state.context.is_empty() && got.state.session_id == plain.id, || "default state not fresh".into())?;
+    c.ensure(got.source == crate::SessionSource::User, || "default source is not user".into())?;
+    Ok(Outcome::Passed)
+}
+
+/// An empty id creates a fresh one; an unknown explicit id creates under that id.
+pub async fn create_with_explicit_or_empty_id<F: StorageFactory>(factory: &F) -> Res {
+    let c = Ctx { name: "create_with_explicit_or_empty_id" };
+    let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
+    let o = owner("user-1", "agent-1");
+    let a = c.create(&s, req(&o, "a").with_session_id("")).await?;
+    c.ensure(!a.id.is_empty(), || "an empty session id was stored as is".into())?;
+    let b = c.create(&s, req(&o, "b")).await?;
+    c.ensure(a.id != b.id, || "two creates without id got the same id".into())?;
+    let e = c.create(&s, req(&o, "e").with_session_id("my-session.1")).await?;
+    c.ensure(e.id == "my-session.1", || format!("explicit id not used: {}", e.id))?;
+    c.ensure(c.get(&s, &o.session("my-session.1")).await?.is_some(), || "explicit-id session not readable".into())?;
+    Ok(Outcome::Passed)
+}
+
+/// Upserting an existing id replaces the config, keeps or replaces the state, keeps
+/// `created_at`/`source`, and bumps `updated_at`.
+pub async fn upsert_updates_existing<F: StorageFactory>(factory: &F) -> Res {
+    let c = Ctx { name: "upsert_updates_existing" };
+    let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
+    let o = owner("user-1", "agent-1");
+    let s1 = conversation_state(2, "s1");
+    let first = c.create(&s, req(&o, "first").with_state(s1).with_schedule("sch")).await?;
+    let k = o.session(first.id.clone());
+    let upd =
+        c.ok("upsert (update, no state)", s.upsert_session(req(&o, "second").with_session_id(first.id.clone())).await)?;
+    c.ensure(upd.id == first.id, || "update changed the id".into())?;
+    c.ensure(upd.config.name == "second", || "config not replaced".into())?;
+    c.ensure(upd.state == first.state, || "state not kept when none was given".into())?;
+    c.ensure(upd.created_at == first.created_at, || "created_at changed".into())?;
+    c.ensure(upd.source == crate::SessionSource::Schedule && upd.source_schedule_id.as_deref() == Some("sch"), || {
+        "source/source_schedule_id changed on update".into()
+    })?;
+    c.ensure(upd.updated_at > first.updated_at, || "updated_at did not increase".into())?;
+    let got = c.must_get(&s, &k).await?;
+    c.ensure(got == upd, || "get differs from the updated record".into())?;
+    let s2 = conversation_state(3, "s2");
+    let upd2 = c.ok(
+        "upsert (update, with state)",
+        s.upsert_session(req(&o, "third").with_session_id(first.id.clone()).with_state(s2)).await,
+    )?;
+    let got = c.must_get(&s, &k).await?;
+    c.ensure(got.state.reply_id == "reply-s2" && got.state.context.len() == 6, || "state not replaced".into())?;
+    c.ensure(got == upd2, || "get differs from the updated record".into())?;
+    Ok(Outcome::Passed)
+}
+
+/// A session id of the same user owned by another agent cannot be taken over.
+pub async fn id_taken_by_other_agent_already_exists<F: StorageFactory>(factory: &F) -> Res {
+    let c = Ctx { name: "id_taken_by_other_agent_already_exists" };
+    let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
+    let a1 = owner("user-1", "agent-1");
+    let a2 = owner("user-1", "agent-2");
+    let orig = c.create(&s, req(&a1, "orig").with_session_id("shared").with_state(conversation_state(1, "o"))).await?;
+    c.kind(
+        "upsert by another agent of the same user",
+        s.upsert_session(req(&a2, "thief").with_session_id("shared")).await,
+        StorageErrorKind::AlreadyExists,
+    )?;
+    let got = c.must_get(&s, &a1.session("shared")).await?;
+    c.ensure(got == orig, || "the owner's record changed".into())?;
+    // Another user has its own id space.
+    let other = c.create(&s, req(&owner("user-2", "agent-1"), "mine").with_session_id("shared")).await?;
+    c.ensure(other.user_id == "user-2", || "wrong user".into())?;
+    let got = c.must_get(&s, &a1.session("shared")).await?;
+    c.ensure(got == orig, || "another user's create changed this user's session".into())?;
+    Ok(Outcome::Passed)
+}
+
+/// `update_session_state` of a missing session is `NotFound` and creates nothing.
+pub async fn update_missing_is_not_found<F: StorageFactory>(factory: &F) -> Res {
+    let c = Ctx { name: "update_missing_is_not_found" };
+    let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
+    let o = owner("user-1", "agent-1");
+    let k = o.session("ghost");
+    let st = conversation_state(1, "g");
+    c.kind("update of a missing session", s.update_session_state(&k, &st, None).await, StorageErrorKind::NotFound)?;
+    let stale = Revision("2020-01-01T00:00:00".into());
+    c.kind(
+        "conditional update of a missing session",
+        s.update_session_state(&k, &st, Some(&stale)).await,
+        StorageErrorKind::NotFound,
+    )?;
+    c.ensure(c.get(&s, &k).await?.is_none(), || "a failed update created the session".into())?;
+    let rec = c.create(&s, req(&o, "x")).await?;
+    let k = o.session(rec.id);
+    c.ok("delete", s.delete_session(&k).await)?;
+    c.kind("update after delete", s.update_session_state(&k, &st, None).await, StorageErrorKind::NotFound)?;
+    c.ensure(c.get(&s, &k).await?.is_none(), || "an update after delete revived the session".into())?;
+    Ok(Outcome::Passed)
+}
+
+/// `update_session_state` replaces the state and `updated_at` only, and returns the revision a
+/// read then sees.
+pub async fn update_replaces_state_only<F: StorageFactory>(factory: &F) -> Res {
+    let c = Ctx { name: "update_replaces_state_only" };
+    let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
+    let o = owner("user-1", "agent-1");
+    let rec = c.create(&s, req(&o, "keep-me").with_schedule("sch").with_state(conversation_state(1, "a"))).await?;
+    let k = o.session(rec.id.clone());
+    let rev = c.ok("update", s.update_session_state(&k, &conversation_state(4, "b"), None).await)?;
+    let got = c.must_get(&s, &k).await?;
+    c.ensure(got.revision() == rev, || format!("returned revision {rev} but get sees {}", got.revision()))?;
+    c.ensure(got.state.reply_id == "reply-b" && got.state.context.len() == 8, || "state not replaced".into())?;
+    let mut env = got.meta();
+    let old = rec.meta();
+    c.ensure(env.updated_at > old.updated_at, || "updated_at not bumped".into())?;
+    env.updated_at = old.updated_at;
+    c.ensure(env == old, || format!("the envelope changed:\n{env:?}\n{old:?}"))?;
+    Ok(Outcome::Passed)
+}
+
+/// Every write makes the revision strictly greater, even writes in a tight loop.
+pub async fn revisions_strictly_increase<F: StorageFactory>(factory: &F) -> Res {
+    let c = Ctx { name: "revisions_strictly_increase" };
+    let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
+    let o = owner("user-1", "agent-1");
+    let rec = c.create(&s, req(&o, "r")).await?;
+    let k = o.session(rec.id.clone());
+    let mut prev = rec.updated_at;
+    let st = conversation_state(1, "r");
+    for i in 0..30 {
+        let rev = c.ok("update", s.update_session_state(&k, &st, None).await)?;
+        let t = ts(&rev).ok_or_else(|| c.fail(format!("revision {rev} is not an updated_at timestamp")))?;
+        c.ensure(t > prev, || format!("write {i}: revision {t} is not after {prev}"))?;
+        prev = t;
+        if i % 10 == 9 {
+            let up = c.ok("upsert update", s.upsert_session(req(&o, "r2").with_session_id(rec.id.clone())).await)?;
+            c.ensure(up.updated_at > prev, || "upsert did not bump updated_at".into())?;
+            prev = up.updated_at;
+        }
+    }
+    Ok(Outcome::Passed)
+}
+
+/// A conditional update with a stale revision is a `Conflict` and writes nothing.
+pub async fn cas_rejects_stale_revision<F: StorageFactory>(factory: &F) -> Res {
+    let c = Ctx { name: "cas_rejects_stale_revision" };
+    let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
+    let o = owner("user-1", "agent-1");
+    let rec = c.create(&s, req(&o, "cas")).await?;
+    let k = o.session(rec.id.clone());
+    let r0 = rec.revision();
+    let r1 = c.ok(
+        "update expecting the current revision",
+        s.update_session_state(&k, &conversation_state(1, "one"), Some(&r0)).await,
+    )?;
+    c.kind(
+        "update expecting a stale revision",
+        s.update_session_state(&k, &conversation_state(2, "two"), Some(&r0)).await,
+        StorageErrorKind::Conflict,
+    )?;
+    let got = c.must_get(&s, &k).await?;
+    c.ensure(got.state.reply_id == "reply-one" && got.revision() == r1, || "a conflicting update wrote".into())?;
+    let bogus = Revision("garbage".into());
+    c.kind(
+        "update expecting a bogus revision",
+        s.update_session_state(&k, &AgentState::default(), Some(&bogus)).await,
+        StorageErrorKind::Conflict,
+    )?;
+    c.ok(
+        "update expecting the new revision",
+        s.update_session_state(&k, &conversation_state(3, "three"), Some(&r1)).await,
+    )?;
+    let got = c.must_get(&s, &k).await?;
+    c.ensure(got.state.reply_id == "reply-three", || "the second conditional update was lost".into())?;
+    Ok(Outcome::Passed)
+}
+
+/// What is stored has `state.session_id == id`, whatever the caller passed.
+pub async fn state_session_id_is_forced<F: StorageFactory>(factory: &F) -> Res {
+    let c = Ctx { name: "state_session_id_is_forced" };
+    let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
+    let o = owner("user-1", "agent-1");
+    let mut st = conversation_state(1, "x");
+    st.session_id = "something-else".into();
+    let rec = c.create(&s, req(&o, "sid").with_state(st.clone())).await?;
+    let k = o.session(rec.id.clone());
+    c.ensure(rec.state.session_id == rec.id, || "create returned a record with a foreign state.session_id".into())?;
+    c.ensure(c.must_get(&s, &k).await?.state.session_id == rec.id, || "create stored a foreign session_id".into())?;
+    c.ok("update", s.update_session_state(&k, &st, None).await)?;
+    c.ensure(c.must_get(&s, &k).await?.state.session_id == rec.id, || "update stored a foreign session_id".into())?;
+    let up = c.ok("upsert", s.upsert_session(req(&o, "sid").with_session_id(rec.id.clone()).with_state(st)).await)?;
+    c.ensure(up.state.session_id == rec.id, || "upsert returned a foreign session_id".into())?;
+    c.ensure(c.must_get(&s, &k).await?.state.session_id == rec.id, || "upsert stored a foreign session_id".into())?;
+    Ok(Outcome::Passed)
+}
+
+/// A wrong `agent_id` or `user_id` sees nothing and changes nothing.
+pub async fn ownership_is_exact<F: StorageFactory>(factory: &F) -> Res {
+    let c = Ctx { name: "ownership_is_exact" };
+    let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
+    let o = owner("user-1", "agent-1");
+    let rec = c.create(&s, req(&o, "mine").with_state(conversation_state(1, "mine"))).await?;
+    let k = o.session(rec.id.clone());
+    c.ok("upsert_message", s.upsert_message(&k, &msg("m1", "hello")).await)?;
+    for stranger in [owner("user-1", "agent-2"), owner("user-2", "agent-1")] {
+        let sk = stranger.session(rec.id.clone());
+        let who = format!("{}/{}", stranger.user_id, stranger.agent_id);
+        c.ensure(c.get(&s, &sk).await?.is_none(), || format!("{who} can read the session"))?;
+        c.kind(
+            &format!("update by {who}"),
+            s.update_session_state(&sk, &conversation_state(1, "evil"), None).await,
+            StorageErrorKind::NotFound,
+        )?;
+        c.kind(
+            &format!("cas update by {who}"),
+            s.update_session_state(&sk, &AgentState::default(), Some(&rec.revision())).await,
+            StorageErrorKind::NotFound,
+        )?;
+        c.ensure(!c.ok("delete", s.delete_session(&sk).await)?, || format!("{who} deleted the session"))?;
+        c.kind(
+            &format!("upsert_message by {who}"),
+            s.upsert_message(&sk, &msg("m2", "evil")).await,
+            StorageErrorKind::NotFound,
+        )?;
+        c.ensure(c.ok("get_message", s.get_message(&sk, "m1").await)?.is_none(), || {
+            format!("{who} can read a message")
+        })?;
+        c.ensure(c.ok("list_messages", s.list_messages(&sk, 0, 0).await)?.is_empty(), || {
+            format!("{who} can list messages")
+        })?;
+    }
+    let got = c.must_get(&s, &k).await?;
+    c.ensure(got == rec, || "the owner's session changed".into())?;
+    let msgs = c.ok("list_messages", s.list_messages(&k, 0, 0).await)?;
+    c.ensure(texts(&msgs) == ["hello"], || format!("the owner's messages changed: {:?}", texts(&msgs)))?;
+    Ok(Outcome::Passed)
+}
+
+/// A listing shows exactly the owner's sessions.
+pub async fn list_is_scoped_to_owner<F: StorageFactory>(factory: &F) -> Res {
+    let c = Ctx { name: "list_is_scoped_to_owner" };
+    let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
+    let o = owner("user-1", "agent-1");
+    let mut mine = BTreeSet::new();
+    for i in 0..2 {
+        mine.insert(c.create(&s, req(&o, &format!("mine-{i}"))).await?.id);
+    }
+    c.create(&s, req(&owner("user-1", "agent-2"), "other-agent")).await?;
+    c.create(&s, req(&owner("user-2", "agent-1"), "other-user")).await?;
+    c.create(&s, req(&owner("user-10", "agent-1"), "prefix-user")).await?;
+    c.create(&s, req(&owner("user-1", "agent-10"), "prefix-agent")).await?;
+    let listed: BTreeSet<String> = c.list_all(&s, &o, 50).await?.into_iter().collect();
+    c.ensure(listed == mine, || format!("listed {listed:?}, owner has {mine:?}"))?;
+    Ok(Outcome::Passed)
+}
+
+/// Ids that could break a key layout are `InvalidKey` on every method; ordinary ids pass.
+pub async fn invalid_ids_are_rejected<F: StorageFactory>(factory: &F) -> Res {
+    let c = Ctx { name: "invalid_ids_are_rejected" };
+    let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
+    let long = "x".repeat(crate::MAX_ID_BYTES + 1);
+    let bad: Vec<&str> =
+        vec!["a:b", "{x}", "*", "a?", "[a]", "a b", "x\ny", "tab\t", "nul\0", "é ", long.as_str(), "s]"];
+    let good = owner("user-1", "agent-1");
+    let st = AgentState::default();
+    for b in bad.iter().copied().chain(std::iter::once("")) {
+        let keys = [
+            SessionKey::new(b, "agent-1", "s1"),
+            SessionKey::new("user-1", b, "s1"),
+            SessionKey::new("user-1", "agent-1", b),
+        ];
+        for (i, k) in keys.iter().enumerate() {
+            let w = format!("{b:?} as {}", ["user_id", "agent_id", "session_id"][i]);
+            c.kind(&format!("get_session {w}"), s.get_session(k).await, StorageErrorKind::InvalidKey)?;
+            c.kind(
+                &format!("update_session_state {w}"),
+                s.update_session_state(k, &st, None).await,
+                StorageErrorKind::InvalidKey,
+            )?;
+            c.kind(&format!("delete_session {w}"), s.delete_session(k).await, StorageErrorKind::InvalidKey)?;
+            c.kind(
+                &format!("upsert_message {w}"),
+                s.upsert_message(k, &msg("m", "t")).await,
+                StorageErrorKind::InvalidKey,
+            )?;
+            c.kind(&format!("get_message {w}"), s.get_message(k, "m").await, StorageErrorKind::InvalidKey)?;
+            c.kind(&format!("list_messages {w}"), s.list_messages(k, 0, 0).await, StorageErrorKind::InvalidKey)?;
+            // (An empty session id in upsert_session means "create with a fresh id".)
+            if !(b.is_empty() && i == 2) {
+                let u = UpsertSession::new(k.owner(), config("bad")).with_session_id(k.session_id.clone());
+                c.kind(&format!("upsert_session {w}"), s.upsert_session(u).await, StorageErrorKind::InvalidKey)?;
+            }
+            if i < 2 {
+                c.kind(
+                    &format!("list_sessions {w}"),
+                    s.list_sessions(&k.owner(), &PageRequest::default()).await,
+                    StorageErrorKind::InvalidKey,
+                )?;
+            }
+        }
+    }
+    c.ensure(c.list_all(&s, &good, 50).await?.is_empty(), || "a rejected call wrote something".into())?;
+    let max = "y".repeat(crate::MAX_ID_BYTES);
+    for (u, a, sid) in [
+        ("user-1", "a_b.c", "0d65955a11824199afb64130822a68b9"),
+        ("u@x.org", "agent-1", max.as_str()),
+        ("user-1", "agent-1", "é-ü"),
+    ] {
+        let o = owner(u, a);
+        let rec = c.create(&s, req(&o, "ok").with_session_id(sid)).await?;
+        c.ensure(rec.id == sid, || format!("valid id {sid:?} not kept"))?;
+        c.ensure(c.get(&s, &o.session(sid)).await?.is_some(), || format!("valid id {sid:?} not readable"))?;
+    }
+    Ok(Outcome::Passed)
+}
+
+/// A record or message over the configured limit is `TooLarge` and nothing is written.
+pub async fn too_large_is_rejected_before_writing<F: StorageFactory>(factory: &F) -> Res {
+    let c = Ctx { name: "too_large_is_rejected_before_writing" };
+    const MAX: usize = 8 * 1024;
+    let (_g, s) = c.build(factory, &BuildOptions::default().with_max_record_bytes(MAX)).await?;
+    let o = owner("user-1", "agent-1");
+    let small = conversation_state(1, "small");
+    let rec = c.create(&s, req(&o, "small").with_state(small)).await?;
+    let k = o.session(rec.id.clone());
+    let mut big = conversation_state(1, "big");
+    big.context.push(Msg::user("user", "z".repeat(MAX)));
+    c.kind("update with a too large state", s.update_session_state(&k, &big, None).await, StorageErrorKind::TooLarge)?;
+    c.ensure(c.must_get(&s, &k).await? == rec, || "a rejected update changed the record".into())?;
+    c.kind(
+        "upsert update with a too large state",
+        s.upsert_session(req(&o, "small").with_session_id(rec.id.clone()).with_state(big.clone())).await,
+        StorageErrorKind::TooLarge,
+    )?;
+    c.ensure(c.must_get(&s, &k).await? == rec, || "a rejected upsert changed the record".into())?;
+    c.kind(
+        "create with a too large state",
+        s.upsert_session(req(&o, "big").with_session_id("big").with_state(big)).await,
+        StorageErrorKind::TooLarge,
+    )?;
+    c.ensure(c.get(&s, &o.session("big")).await?.is_none(), || "a rejected create left a record".into())?;
+    c.ensure(c.list_all(&s, &o, 50).await? == [rec.id.clone()], || "a rejected create left an index entry".into())?;
+    c.kind("a too large message", s.upsert_message(&k, &msg("m", &"q".repeat(MAX))).await, StorageErrorKind::TooLarge)?;
+    c.ensure(c.ok("list_messages", s.list_messages(&k, 0, 0).await)?.is_empty(), || {
+        "a rejected message was stored".into()
+    })?;
+    // Just under the limit still fits: the limit is on the stored bytes, not far below them.
+    let mut fits = conversation_state(0, "fits");
+    fits.context.push(Msg::user("user", "f".repeat(MAX / 2)));
+    c.ok("update with a state well under the limit", s.update_session_state(&k, &fits, None).await)?;
+    Ok(Outcome::Passed)
+}
+
+/// Delete removes the record, its listing entry and its message log; a new session under the
+/// same id starts empty.
+pub async fn delete_cascades<F: StorageFactory>(factory: &F) -> Res {
+    let c = Ctx { name: "delete_cascades" };
+    let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
+    let o = owner("user-1", "agent-1");
+    let rec = c.create(&s, req(&o, "doomed").with_session_id("doomed")).await?;
+    let k = o.session(rec.id.clone());
+    for i in 0..3 {
+        c.ok("upsert_message", s.upsert_message(&k, &msg(&format!("m{i}"), "x")).await)?;
+    }
+    c.ensure(c.ok("delete", s.delete_session(&k).await)?, || "delete of an existing session returned false".into())?;
+    c.ensure(c.get(&s, &k).await?.is_none(), || "record survives delete".into())?;
+    c.ensure(c.ok("list_messages", s.list_messages(&k, 0, 0).await)?.is_empty(), || "messages survive delete".into())?;
+    c.ensure(c.ok("get_message", s.get_message(&k, "m1").await)?.is_none(), || "a message survives delete".into())?;
+    c.ensure(c.list_all(&s, &o, 50).await?.is_empty(), || "index entry survives delete".into())?;
+    c.ensure(!c.ok("delete", s.delete_session(&k).await)?, || "second delete returned true".into())?;
+    c.create(&s, req(&o, "reborn").with_session_id("doomed")).await?;
+    c.ensure(c.ok("list_messages", s.list_messages(&k, 0, 0).await)?.is_empty(), || {
+        "a recreated session inherited messages".into()
+    })?;
+    c.ensure(c.list_all(&s, &o, 50).await? == ["doomed"], || "recreated session listed wrongly".into())?;
+    Ok(Outcome::Passed)
+}
+
+/// The listing is newest first and its summaries describe the records.
+pub async fn list_is_newest_first<F: StorageFactory>(factory: &F) -> Res {
+    let c = Ctx { name: "list_is_newest_first" };
+    let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
+    let o = owner("user-1", "agent-1");
+    let mut recs = Vec::new();
+    for i in 0..5 {
+        let r = req(&o, &format!("name-{i}")).with_state(conversation_state(i, &format!("t{i}")));
+        let r = if i == 3 { r.with_schedule("sch") } else { r };
+        recs.push(c.create(&s, r).await?);
+    }
+    // One more write so updated_at and created_at differ for one of them.
+    let rev = c.ok(
+        "update",
+        s.update_session_state(&o.session(recs[0].id.clone()), &conversation_state(7, "late"), None).await,
+    )?;
+    let page = c.ok("list_sessions", s.list_sessions(&o, &PageRequest::first(50)).await)?;
+    c.ensure(page.errors.is_empty() && page.next_cursor.is_none(), || format!("unexpected errors/cursor: {page:?}"))?;
+    let mut expected = recs.clone();
+    expected.sort_by(|a, b| (b.created_at, &b.id).cmp(&(a.created_at, &a.id)));
+    let got: Vec<&str> = page.sessions.iter().map(|x| x.id.as_str()).collect();
+    let want: Vec<&str> = expected.iter().map(|x| x.id.as_str()).collect();
+    c.ensure(got == want, || format!("order {got:?}, expected newest first {want:?}"))?;
+    for sum in &page.sessions {
+        let r = recs.iter().find(|r| r.id == sum.id).ok_or_else(|| c.fail("listed an unknown id"))?;
+        let fresh = c.must_get(&s, &o.session(r.id.clone())).await?;
+        c.ensure(sum.name == r.config.name, || format!("name {} != {}", sum.name, r.config.name))?;
+        c.ensure(sum.created_at == fresh.created_at && sum.updated_at == fresh.updated_at, || {
+            "timestamps differ from the record".into()
+        })?;
+        c.ensure(sum.source == r.source, || "source differs".into())?;
+        if let Some(n) = sum.message_count {
+            c.ensure(n == fresh.state.context.len() as u64, || {
+                format!("{}: message_count {n} != {}", r.id, fresh.state.context.len())
+            })?;
+        }
+        c.ensure(sum.size_bytes > 0, || "size_bytes is 0".into())?;
+    }
+    let first = page.sessions.iter().find(|x| x.id == recs[0].id).ok_or_else(|| c.fail("missing"))?;
+    c.ensure(first.updated_at.to_string() == rev.0, || "summary updated_at is not the latest revision".into())?;
+    let small = page.sessions.iter().find(|x| x.id == recs[1].id).ok_or_else(|| c.fail("missing"))?;
+    c.ensure(first.size_bytes > small.size_bytes, || "size_bytes does not grow with the state".into())?;
+    Ok(Outcome::Passed)
+}
+
+/// Paging visits every session once, in order, even when sessions are created between pages;
+/// a bad cursor is `InvalidInput`.
+pub async fn list_pagination_is_stable<F: StorageFactory>(factory: &F) -> Res {
+    let c = Ctx { name: "list_pagination_is_stable" };
+    let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
+    let o = owner("user-1", "agent-1");
+    let mut recs = Vec::new();
+    for i in 0..7 {
+        recs.push(c.create(&s, req(&o, &format!("p{i}"))).await?);
+    }
+    recs.sort_by(|a, b| (b.created_at, &b.id).cmp(&(a.created_at, &a.id)));
+    let want: Vec<String> = recs.iter().map(|r| r.id.clone()).collect();
+    let mut got = Vec::new();
+    let mut page = PageRequest::first(3);
+    let mut pages = 0;
+    loop {
+        let p = c.ok("list_sessions", s.list_sessions(&o, &page).await)?;
+        c.ensure(p.sessions.len() <= 3, || format!("page of {} > limit 3", p.sessions.len()))?;
+        got.extend(p.sessions.into_iter().map(|x| x.id));
+        pages += 1;
+        // Newer sessions arrive while paging; they must not show up on later pages.
+        c.create(&s, req(&o, &format!("late{pages}"))).await?;
+        match p.next_cursor {
+            Some(cur) if pages < 20 => page.cursor = Some(cur),
+            Some(_) => return Err(c.fail("pagination does not terminate")),
+            None => break,
+        }
+    }
+    c.ensure(got == want, || format!("paged {got:?}, expected {want:?}"))?;
+    let one = c.ok("list_sessions limit 0", s.list_sessions(&o, &PageRequest::first(0)).await)?;
+    c.ensure(one.sessions.len() == 1, || format!("limit 0 gave {} sessions, expected 1", one.sessions.len()))?;
+    let bad = PageRequest { limit: 3, cursor: Some("not a cursor".into()) };
+    c.kind("list_sessions with a garbage cursor", s.list_sessions(&o, &bad).await, StorageErrorKind::InvalidInput)?;
+    Ok(Outcome::Passed)
+}
+
+/// `upsert_message` replaces the last message when ids match and appends otherwise;
+/// `get_message` finds the newest with that id.
+pub async fn messages_upsert_replaces_last_or_appends<F: StorageFactory>(factory: &F) -> Res {
+    let c = Ctx { name: "messages_upsert_replaces_last_or_appends" };
+    let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
+    let o = owner("user-1", "agent-1");
+    let k = o.session(c.create(&s, req(&o, "m")).await?.id);
+    let m1 = tool_result_msg("m1", "one");
+    c.ok("upsert m1", s.upsert_message(&k, &m1).await)?;
+    c.ok("upsert m2", s.upsert_message(&k, &msg("m2", "two")).await)?;
+    c.ok("upsert m2 again", s.upsert_message(&k, &msg("m2", "two-v2")).await)?;
+    c.ok("upsert m1 again (not last)", s.upsert_message(&k, &msg("m1", "one-v2")).await)?;
+    let all = c.ok("list_messages", s.list_messages(&k, 0, 0).await)?;
+    c.ensure(texts(&all) == ["one", "two-v2", "one-v2"], || format!("log is {:?}", texts(&all)))?;
+    c.ensure(all[0] == m1, || "a message did not round-trip".into())?;
+    let got = c.ok("get_message", s.get_message(&k, "m1").await)?;
+    c.ensure(got.as_ref().map(|m| texts(std::slice::from_ref(m))) == Some(vec!["one-v2".to_owned()]), || {
+        format!("get_message(m1) = {got:?}, expected the newest")
+    })?;
+    c.ensure(c.ok("get_message", s.get_message(&k, "nope").await)?.is_none(), || "unknown message found".into())?;
+    Ok(Outcome::Passed)
+}
+
+/// `list_messages(offset, limit)` returns exactly `LRANGE offset offset+limit-1`.
+pub async fn messages_list_uses_lrange_semantics<F: StorageFactory>(factory: &F) -> Res {
+    let c = Ctx { name: "messages_list_uses_lrange_semantics" };
+    let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
+    let o = owner("user-1", "agent-1");
+    let k = o.session(c.create(&s, req(&o, "m")).await?.id);
+    let all: Vec<String> = (0..5).map(|i| format!("t{i}")).collect();
+    for (i, t) in all.iter().enumerate() {
+        c.ok("upsert_message", s.upsert_message(&k, &msg(&format!("m{i}"), t)).await)?;
+    }
+    for offset in -7i64..=7 {
+        for limit in [-3i64, -1, 0, 1, 2, 3, 5, 6, 100] {
+            let got = texts(&c.ok("list_messages", s.list_messages(&k, offset, limit).await)?);
+            let want: Vec<String> = all[message_range(all.len(), offset, limit)].to_vec();
+            c.ensure(got == want, || format!("list_messages({offset}, {limit}) = {got:?}, LRANGE gives {want:?}"))?;
+        }
+    }
+    Ok(Outcome::Passed)
+}
+
+/// The message log belongs to a session: writing to a missing one is `NotFound`.
+pub async fn messages_require_session<F: StorageFactory>(factory: &F) -> Res {
+    let c = Ctx { name: "messages_require_session" };
+    let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
+    let k = owner("user-1", "agent-1").session("ghost");
+    c.kind(
+        "upsert_message to a missing session",
+        s.upsert_message(&k, &msg("m", "t")).await,
+        StorageErrorKind::NotFound,
+    )?;
+    c.ensure(c.ok("list_messages", s.list_messages(&k, 0, 0).await)?.is_empty(), || {
+        "missing session has messages".into()
+    })?;
+    c.ensure(c.ok("get_message", s.get_message(&k, "m").await)?.is_none(), || "missing session has a message".into())?;
+    c.ensure(c.get(&s, &k).await?.is_none(), || "upsert_message created a session".into())?;
+    Ok(Outcome::Passed)
+}
+
+/// N tasks read the same revision and race conditional updates: exactly one wins each round,
+/// every loser sees `Conflict`, and after retries no update is lost.
+pub async fn concurrent_cas_writers_lose_no_update<F: StorageFactory>(factory: &F) -> Res {
+    const N: usize = 8;
+    let c = Ctx { name: "concurrent_cas_writers_lose_no_update" };
+    let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
+    let o = owner("user-1", "agent-1");
+    let k = o.session(c.create(&s, req(&o, "race")).await?.id);
+    let barrier = Arc::new(tokio::sync::Barrier::new(N));
+    let mut tasks = Vec::new();
+    for w in 0..N {
+        let (s, k, barrier) = (s.clone(), k.clone(), barrier.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut first_round: Option<bool> = None;
+            let mut conflicts = 0u32;
+            for attempt in 0..1000 {
+                let rec = s.get_session(&k).await?.ok_or_else(|| {
+                    StorageError::new(StorageErrorKind::NotFound, "conformance", "get_session", "session vanished")
+                })?;
+                let mut st = rec.state.clone();
+                st.context.push(Msg::assistant(format!("writer-{w}"), format!("from writer {w}")));
+                if attempt == 0 {
+                    barrier.wait().await;
+                }
+                match s.update_session_state(&k, &st, Some(&rec.revision())).await {
+                    Ok(_) => {
+                        first_round.get_or_insert(true);
+                        return Ok((first_round == Some(true), conflicts));
+                    }
+                    Err(e) if e.kind() == StorageErrorKind::Conflict => {
+                        first_round.get_or_insert(false);
+                        conflicts += 1;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            Err(StorageError::new(StorageErrorKind::Conflict, "conformance", "update_session_state", "never won"))
+        }));
+    }
+    let mut first_winners = 0;
+    let mut conflicts = 0;
+    for t in tasks {
+        let (won_first, n) = c.joined("writer", t.await)?;
+        first_winners += usize::from(won_first);
+        conflicts += n;
+    }
+    c.ensure(first_winners == 1, || {
+        format!("{first_winners} writers won from the same revision (expected exactly 1)")
+    })?;
+    c.ensure(conflicts as usize >= N - 1, || format!("only {conflicts} conflicts for {N} writers"))?;
+    let got = c.must_get(&s, &k).await?;
+    let mut names: Vec<String> = got.state.context.iter().map(|m| m.name.clone()).collect();
+    names.sort();
+    let mut want: Vec<String> = (0..N).map(|w| format!("writer-{w}")).collect();
+    want.sort();
+    c.ensure(names == want, || format!("lost updates: stored writers {names:?}"))?;
+    Ok(Outcome::Passed)
+}
+
+/// Readers racing plain (last-writer-wins) writers only ever see whole records, and the last
+/// revision returned is the one stored.
+pub async fn concurrent_readers_see_whole_writes<F: StorageFactory>(factory: &F) -> Res {
+    const WRITERS: usize = 4;
+    const WRITES: usize = 12;
+    let c = Ctx { name: "concurrent_readers_see_whole_writes" };
+    let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
+    let o = owner("user-1", "agent-1");
+    let id = c.create(&s, req(&o, "atomic")).await?.id;
+    let k = o.session(id.clone());
+    let mut writers = Vec::new();
+    for w in 0..WRITERS {
+        let (s, k) = (s.clone(), k.clone());
+        writers.push(tokio::spawn(async move {
+            let mut revs = Vec::new();
+            for i in 0..WRITES {
+                let st = conversation_state((w + i) % 5 + 1, &format!("w{w}-{i}"));
+                revs.push(s.update_session_state(&k, &st, None).await?);
+            }
+            Ok::<_, StorageError>(revs)
+        }));
+    }
+    let reader = {
+        let (s, k, id) = (s.clone(), k.clone(), id.clone());
+        tokio::spawn(async move {
+            for _ in 0..WRITERS * WRITES {
+                let Some(r) = s.get_session(&k).await? else { return Ok(Some("session vanished".to_owned())) };
+                let n = r.state.middle_context.get("messages").and_then(JsonValue::as_u64);
+                if r.state.session_id != id || (n.is_some() && n != Some(r.state.context.len() as u64)) {
+                    return Ok(Some(format!("torn read: {} messages, header says {n:?}", r.state.context.len())));
+                }
+                tokio::task::yield_now().await;
+            }
+            Ok::<_, StorageError>(None)
+        })
+    };
+    let mut last: Option<Timestamp> = None;
+    for w in writers {
+        for rev in c.joined("writer", w.await)? {
+            let t = ts(&rev).ok_or_else(|| c.fail(format!("bad revision {rev}")))?;
+            last = last.max(Some(t));
+        }
+    }
+    if let Some(torn) = c.joined("reader", reader.await)? {
+        return Err(c.fail(torn));
+    }
+    let got = c.must_get(&s, &k).await?;
+    c.ensure(Some(got.updated_at) == last, || {
+        format!("stored revision {} is not the last one written {last:?}", got.updated_at)
+    })?;
+    Ok(Outcome::Passed)
+}
+
+/// A delete racing updates wins for good: the session does not come back.
+pub async fn delete_racing_update_leaves_no_zombie<F: StorageFactory>(factory: &F) -> Res {
+    let c = Ctx { name: "delete_racing_update_leaves_no_zombie" };
+    let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
+    let o = owner("user-1", "agent-1");
+    for round in 0..8 {
+        let k = o.session(c.create(&s, req(&o, &format!("z{round}"))).await?.id);
+        let updater = {
+            let (s, k) = (s.clone(), k.clone());
+            tokio::spawn(async move {
+                let st = conversation_state(2, "zombie");
+                for _ in 0..20 {
+                    match s.update_session_state(&k, &st, None).await {
+                        Ok(_) => tokio::task::yield_now().await,
+                        Err(e) if e.kind() == StorageErrorKind::NotFound => return Ok(()),
+                        Err(e) => return Err(e),
+                    }
+                }
+                Ok(())
+            })
+        };
+        let deleter = {
+            let (s, k) = (s.clone(), k.clone());
+            tokio::spawn(async move {
+                for _ in 0..round {
+                    tokio::task::yield_now().await;
+                }
+                s.delete_session(&k).await
+            })
+        };
+        c.joined("updater", updater.await)?;
+        c.ensure(c.joined("deleter", deleter.await)?, || "delete of an existing session returned false".into())?;
+        c.ensure(c.get(&s, &k).await?.is_none(), || format!("round {round}: the deleted session came back"))?;
+        c.kind(
+            "update after delete",
+            s.update_session_state(&k, &AgentState::default(), None).await,
+            StorageErrorKind::NotFound,
+        )?;
+    }
+    c.ensure(c.list_all(&s, &o, 50).await?.is_empty(), || "deleted sessions still listed".into())?;
+    Ok(Outcome::Passed)
+}
+
+/// A durable backend keeps sessions and messages across a close and a reopen.
+pub async fn durable_survives_reopen<F: StorageFactory>(factory: &F) -> Res {
+    let c = Ctx { name: "durable_survives_reopen" };
+    let (g, s) = c.build(factory, &BuildOptions::default()).await?;
+    if !s.capabilities().durable {
+        return skipped("capability `durable` not declared");
+    }
+    let o = owner("user-1", "agent-1");
+    let rec = c.create(&s, req(&o, "durable").with_state(conversation_state(3, "d"))).await?;
+    let k = o.session(rec.id.clone());
+    c.ok("upsert_message", s.upsert_message(&k, &msg("m1", "kept")).await)?;
+    c.ok("close", s.close().await)?;
+    drop(s);
+    let Some(s2) = c.ok("factory.reopen", factory.reopen(&g).await)? else {
+        return skipped("the factory cannot reopen a store (StorageFactory::reopen)");
+    };
+    c.ensure(c.must_get(&s2, &k).await? == rec, || "record differs after reopen".into())?;
+    let msgs = c.ok("list_messages", s2.list_messages(&k, 0, 0).await)?;
+    c.ensure(texts(&msgs) == ["kept"], || "messages differ after reopen".into())?;
+    Ok(Outcome::Passed)
+}
+
+/// Two instances over the same data (two processes) see each other's writes, and CAS holds
+/// across them.
+pub async fn cross_process_instances_agree<F: StorageFactory>(factory: &F) -> Res {
+    let c = Ctx { name: "cross_process_instances_agree" };
+    let (g, s) = c.build(factory, &BuildOptions::default()).await?;
+    if !s.capabilities().cross_process {
+        return skipped("capability `cross_process` not declared");
+    }
+    let Some(s2) = c.ok("factory.reopen", factory.reopen(&g).await)? else {
+        return skipped("the factory cannot open a second instance (StorageFactory::reopen)");
+    };
+    let o = owner("user-1", "agent-1");
+    let rec = c.create(&s, req(&o, "shared")).await?;
+    let k = o.session(rec.id.clone());
+    c.ensure(c.must_get(&s2, &k).await? == rec, || "second instance reads a different record".into())?;
+    c.ok(
+        "update via the first",
+        s.update_session_state(&k, &conversation_state(1, "first"), Some(&rec.revision())).await,
+    )?;
+    c.kind(
+        "stale conditional update via the second",
+        s2.update_session_state(&k, &conversation_state(1, "second"), Some(&rec.revision())).await,
+        StorageErrorKind::Conflict,
+    )?;
+    c.ensure(c.ok("delete via the second", s2.delete_session(&k).await)?, || "second instance cannot delete".into())?;
+    c.ensure(c.get(&s, &k).await?.is_none(), || "first instance still sees a deleted session".into())?;
+    Ok(Outcome::Passed)
+}
+
+/// With a TTL, an idle session expires (polled for up to 10 s).
+pub async fn ttl_expires_idle_sessions<F: StorageFactory>(factory: &F) -> Res {
+    let c = Ctx { name: "ttl_expires_idle_sessions" };
+    let (_g0, probe) = c.build(factory, &BuildOptions::default()).await?;
+    if !probe.capabilities().ttl {
+        return skipped("capability `ttl` not declared");
+    }
+    drop(probe);
+    let (_g, s) = c.build(factory, &BuildOptions::default().with_ttl(Duration::from_secs(1))).await?;
+    let o = owner("user-1", "agent-1");
+    let k = o.session(c.create(&s, req(&o, "ttl")).await?.id);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        if c.get(&s, &k).await?.is_none() {
+            return Ok(Outcome::Passed);
+        }
+        if tokio::time::Instant::now() > deadline {
+            return Err(c.fail("session still present 10 s after a 1 s TTL"));
+        }
+        // Expiry is the passage of time itself; there is nothing to await but the clock.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Model-based property test
+
+#[derive(Clone, Copy, Debug)]
+enum Cas {
+    Plain,
+    Current,
+    Stale,
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Upsert { owner: usize, sid: Option<usize>, name: u8, tag: Option<u8> },
+    Update { owner: usize, sid: usize, tag: u8, cas: Cas },
+    Get { owner: usize, sid: usize },
+    Delete { owner: usize, sid: usize },
+    PutMsg { owner: usize, sid: usize, mid: u8, text: u8 },
+    GetMsg { owner: usize, sid: usize, mid: u8 },
+    ListMsgs { owner: usize, sid: usize, offset: i64, limit: i64 },
+    List { owner: usize, limit: usize },
+}
+
+const OWNERS: [(&str, &str); 3] = [("user-1", "agent-1"), ("user-1", "agent-2"), ("user-2", "agent-1")];
+
+fn op_strategy() -> impl proptest::strategy::Strategy<Value = Op> {
+    use proptest::prelude::*;
+    let o = 0..OWNERS.len();
+    let sid = 0usize..6;
+    let cas = prop_oneof![Just(Cas::Plain), Just(Cas::Current), Just(Cas::Stale)];
+    prop_oneof![
+        3 => (o.clone(), proptest::option::weighted(0.8, sid.clone()), 0u8..4, proptest::option::of(0u8..6))
+            .prop_map(|(owner, sid, name, tag)| Op::Upsert { owner, sid, name, tag }),
+        3 => (o.clone(), sid.clone(), 0u8..6, cas).prop_map(|(owner, sid, tag, cas)| Op::Update { owner, sid, tag, cas }),
+        2 => (o.clone(), sid.clone()).prop_map(|(owner, sid)| Op::Get { owner, sid }),
+        1 => (o.clone(), sid.clone()).prop_map(|(owner, sid)| Op::Delete { owner, sid }),
+        3 => (o.clone(), sid.clone(), 0u8..3, 0u8..9).prop_map(|(owner, sid, mid, text)| Op::PutMsg { owner, sid, mid, text }),
+        1 => (o.clone(), sid.clone(), 0u8..3).prop_map(|(owner, sid, mid)| Op::GetMsg { owner, sid, mid }),
+        1 => (o.clone(), sid.clone(), -4i64..4, -2i64..4).prop_map(|(owner, sid, offset, limit)| Op::ListMsgs { owner, sid, offset, limit }),
+        1 => (o, 1usize..4).prop_map(|(owner, limit)| Op::List { owner, limit }),
+    ]
+}
+
+#[derive(Debug)]
+struct ModelSession {
+    agent: String,
+    name: String,
+    tag: Option<u8>,
+    created_at: Timestamp,
+    rev: Revision,
+    msgs: Vec<(String, String)>,
+}
+
+fn tagged_state(tag: u8) -> AgentState {
+    conversation_state(usize::from(tag % 3), &format!("m{tag}"))
+}
+
+fn check_record(rec: &SessionRecord, id: &str, m: &ModelSession) -> Result<(), String> {
+    if rec.id != id || rec.state.session_id != id {
+        return Err(format!("record id {} / state.session_id {} for session {id}", rec.id, rec.state.session_id));
+    }
+    if rec.agent_id != m.agent || rec.config.name != m.name {
+        return Err(format!(
+            "record agent/name {}/{} but model has {}/{}",
+            rec.agent_id, rec.config.name, m.agent, m.name
+        ));
+    }
+    let ok_state = match m.tag {
+        Some(t) => rec.state.reply_id == format!("reply-m{t}") && rec.state.context.len() == usize::from(t % 3) * 2,
+        None => rec.state.context.is_empty() && !rec.state.reply_id.starts_with("reply-"),
+    };
+    if !ok_state {
+        return Err(format!(
+            "state of {id} is reply_id {} with {} messages, model has tag {:?}",
+            rec.state.reply_id,
+            rec.state.context.len(),
+            m.tag
+        ));
+    }
+    if rec.revision() != m.rev {
+        return Err(format!("revision of {id} is {}, the last write returned {}", rec.revision(), m.rev));
+    }
+    Ok(())
+}
+
+fn kind_of<T>(r: &Result<T, StorageError>) -> Option<StorageErrorKind> {
+    r.as_ref().err().map(StorageError::kind)
+}
+
+/// Runs one op sequence against a fresh store and the model; `Err` describes the first divergence.
+async fn run_model_case(s: &SharedStorage, ops: &[Op]) -> Result<(), String> {
+    let mut model: BTreeMap<(String, String), ModelSession> = BTreeMap::new();
+    let mut ids: Vec<String> = (0..4).map(|i| format!("s{i}")).collect();
+    for (step, op) in ops.iter().enumerate() {
+        let at = |e: String| format!("step {step} {op:?}: {e}");
+        let pick = |i: usize, ids: &Vec<String>| ids[i % ids.len()].clone();
+        match *op {
+            Op::Upsert { owner: oi, sid, name, tag } => {
+                let o = owner(OWNERS[oi].0, OWNERS[oi].1);
+                let mut r = req(&o, &format!("n{name}"));
+                let sid = sid.map(|i| pick(i, &ids));
+                if let Some(sid) = &sid {
+                    r = r.with_session_id(sid.clone());
+                }
+                if let Some(t) = tag {
+                    r = r.with_state(tagged_state(t));
+                }
+                let got = s.upsert_session(r).await;
+                let existing = sid.as_ref().and_then(|sid| model.get(&(o.user_id.clone(), sid.clone())));
+                match existing {
+                    Some(m) if m.agent != o.agent_id => {
+                        if kind_of(&got) != Some(StorageErrorKind::AlreadyExists) {
+                            return Err(at(format!("expected AlreadyExists, got {:?}", got.map(|r| r.id))));
+                        }
+                    }
+                    Some(_) => {
+                        let rec = got.map_err(|e| at(e.to_string()))?;
+                        let key = (o.user_id.clone(), rec.id.clone());
+                        let m = model.get_mut(&key).ok_or_else(|| at("model lost a session".into()))?;
+                        m.name = format!("n{name}");
+                        if tag.is_some() {
+                            m.tag = tag;
+                        }
+                        if rec.created_at != m.created_at {
+                            return Err(at("created_at changed on update".into()));
+                        }
+                        m.rev = rec.revision();
+                        check_record(&rec, &key.1, m).map_err(at)?;
+                    }
+                    None => {
+                        let rec = got.map_err(|e| at(e.to_string()))?;
+                        if let Some(sid) = &sid
+                            && rec.id != *sid
+                        {
+                            return Err(at(format!("created under {} instead of {sid}", rec.id)));
+                        }
+                        if sid.is_none() {
+                            ids.push(rec.id.clone());
+                        }
+                        let m = ModelSession {
+                            agent: o.agent_id.clone(),
+                            name: format!("n{name}"),
+                            tag,
+                            created_at: rec.created_at,
+                            rev: rec.revision(),
+                            msgs: Vec::new(),
+                        };
+                        check_record(&rec, &rec.id, &m).map_err(at)?;
+                        model.insert((o.user_id.clone(), rec.id.clone()), m);
+                    }
+                }
+            }
+            Op::Update { owner: oi, sid, tag, cas } => {
+                let sid = pick(sid, &ids);
+                let k = SessionKey::new(OWNERS[oi].0, OWNERS[oi].1, sid.clone());
+                let entry = model.get_mut(&(k.user_id.clone(), sid)).filter(|m| m.agent == k.agent_id);
+                let stale = Revision("2001-01-01T00:00:00".into());
+                let expected = match (cas, &entry) {
+                    (Cas::Plain, _) => None,
+                    (Cas::Current, Some(m)) => Some(m.rev.clone()),
+                    (Cas::Current, None) | (Cas::Stale, _) => Some(stale),
+                };
+                let got = s.update_session_state(&k, &tagged_state(tag), expected.as_ref()).await;
+                match (entry, cas) {
+                    (None, _) => {
+                        if kind_of(&got) != Some(StorageErrorKind::NotFound) {
+                            return Err(at(format!("expected NotFound, got {got:?}")));
+                        }
+                    }
+                    (Some(_), Cas::Stale) => {
+                        if kind_of(&got) != Some(StorageErrorKind::Conflict) {
+                            return Err(at(format!("expected Conflict, got {got:?}")));
+                        }
+                    }
+                    (Some(m), _) => {
+                        let rev = got.map_err(|e| at(e.to_string()))?;
+                        if rev.0.parse::<Timestamp>().ok() <= m.rev.0.parse::<Timestamp>().ok() {
+                            return Err(at(format!("revision {rev} not after {}", m.rev)));
+                        }
+                        m.rev = rev;
+                        m.tag = Some(tag);
+                    }
+                }
+            }
+            Op::Get { owner: oi, sid } => {
+                let sid = pick(sid, &ids);
+                let k = SessionKey::new(OWNERS[oi].0, OWNERS[oi].1, sid.clone());
+                let got = s.get_session(&k).await.map_err(|e| at(e.to_string()))?;
+                match (got, model.get(&(k.user_id.clone(), sid.clone())).filter(|m| m.agent == k.agent_id)) {
+                    (None, None) => {}
+                    (Some(rec), Some(m)) => check_record(&rec, &sid, m).map_err(at)?,
+                    (g, m) => {
+                        return Err(at(format!(
+                            "backend has {:?}, model has {:?}",
+                            g.map(|r| r.id),
+                            m.map(|m| &m.agent)
+                        )));
+                    }
+                }
+            }
+            Op::Delete { owner: oi, sid } => {
+                let sid = pick(sid, &ids);
+                let k = SessionKey::new(OWNERS[oi].0, OWNERS[oi].1, sid.clone());
+                let mk = (k.user_id.clone(), sid);
+                let exists = model.get(&mk).is_some_and(|m| m.agent == k.agent_id);
+                let got = s.delete_session(&k).await.map_err(|e| at(e.to_string()))?;
+                if got != exists {
+                    return Err(at(format!("delete returned {got}, model says {exists}")));
+                }
+                if exists {
+                    model.remove(&mk);
+                }
+            }
+            Op::PutMsg { owner: oi, sid, mid, text } => {
+                let sid = pick(sid, &ids);
+                let k = SessionKey::new(OWNERS[oi].0, OWNERS[oi].1, sid.clone());
+                let (id, text) = (format!("msg{mid}"), format!("text{text}"));
+                let got = s.upsert_message(&k, &msg(&id, &text)).await;
+                match model.get_mut(&(k.user_id.clone(), sid)).filter(|m| m.agent == k.agent_id) {
+                    None => {
+                        if kind_of(&got) != Some(StorageErrorKind::NotFound) {
+                            return Err(at(format!("expected NotFound, got {got:?}")));
+                        }
+                    }
+                    Some(m) => {
+                        got.map_err(|e| at(e.to_string()))?;
+                        match m.msgs.last_mut() {
+                            Some(last) if last.0 == id => last.1 = text,
+                            _ => m.msgs.push((id, text)),
+                        }
+                    }
+                }
+            }
+            Op::GetMsg { owner: oi, sid, mid } => {
+                let sid = pick(sid, &ids);
+                let k = SessionKey::new(OWNERS[oi].0, OWNERS[oi].1, sid.clone());
+                let id = format!("msg{mid}");
+                let got = s.get_message(&k, &id).await.map_err(|e| at(e.to_string()))?;
+                let got = got.map(|m| (m.id.clone(), m.get_text_content("").unwrap_or_default()));
+                let want = model
+                    .get(&(k.user_id.clone(), sid))
+                    .filter(|m| m.agent == k.agent_id)
+                    .and_then(|m| m.msgs.iter().rev().find(|x| x.0 == id).cloned());
+                if got != want {
+                    return Err(at(format!("get_message gave {got:?}, model has {want:?}")));
+                }
+            }
+            Op::ListMsgs { owner: oi, sid, offset, limit } => {
+                let sid = pick(sid, &ids);
+                let k = SessionKey::new(OWNERS[oi].0, OWNERS[oi].1, sid.clone());
+                let got = s.list_messages(&k, offset, limit).await.map_err(|e| at(e.to_string()))?;
+                let got: Vec<(String, String)> =
+                    got.iter().map(|m| (m.id.clone(), m.get_text_content("").unwrap_or_default())).collect();
+                let want = model
+                    .get(&(k.user_id.clone(), sid))
+                    .filter(|m| m.agent == k.agent_id)
+                    .map(|m| m.msgs[message_range(m.msgs.len(), offset, limit)].to_vec())
+                    .unwrap_or_default();
+                if got != want {
+                    return Err(at(format!("list_messages gave {got:?}, model has {want:?}")));
+                }
+            }
+            Op::List { owner: oi, limit } => {
+                let o = owner(OWNERS[oi].0, OWNERS[oi].1);
+                let mut got = Vec::new();
+                let mut page = PageRequest::first(limit);
+                for _ in 0..100 {
+                    let p = s.list_sessions(&o, &page).await.map_err(|e| at(e.to_string()))?;
+                    for sum in &p.sessions {
+                        let m = model.get(&(o.user_id.clone(), sum.id.clone()));
+                        if let (Some(n), Some(m)) = (sum.message_count, m)
+                            && n != u64::from(m.tag.map_or(0, |t| t % 3)) * 2
+                        {
+                            return Err(at(format!("{}: message_count {n}, model tag {:?}", sum.id, m.tag)));
+                        }
+                    }
+                    got.extend(p.sessions.into_iter().map(|x| x.id));
+                    match p.next_cursor {
+                        Some(c) => page.cursor = Some(c),
+                        None => break,
+                    }
+                }
+                let mut want: Vec<(&Timestamp, &String)> = model
+                    .iter()
+                    .filter(|((u, _), m)| *u == o.user_id && m.agent == o.agent_id)
+                    .map(|((_, id), m)| (&m.created_at, id))
+                    .collect();
+                want.sort_by(|a, b| b.cmp(a));
+                let want: Vec<String> = want.into_iter().map(|(_, id)| id.clone()).collect();
+                if got != want {
+                    return Err(at(format!("listing {got:?}, model has {want:?}")));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Random operation sequences against the backend and a reference model agree (shrunk to a
+/// minimal failing sequence on divergence). `AS_CONFORMANCE_CASES` sets the number of cases
+/// (default 24).
+pub async fn model_based_random_operations<F: StorageFactory>(factory: &F) -> Res {
+    use proptest::strategy::{Strategy, ValueTree};
+    use proptest::test_runner::{Config, TestRunner};
+    let c = Ctx { name: "model_based_random_operations" };
+    let cases: u32 = std::env::var("AS_CONFORMANCE_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(24);
+    let strategy = proptest::collection::vec(op_strategy(), 1..40);
+    let mut runner = TestRunner::new(Config { cases, ..Config::default() });
+    let run = |ops: Vec<Op>| async move {
+        let (_g, s) = factory.build(&BuildOptions::default()).await.map_err(|e| format!("factory.build: {e}"))?;
+        run_model_case(&s, &ops).await
+    };
+    for _ in 0..cases {
+        let mut tree = strategy.new_tree(&mut runner).map_err(|e| c.fail(format!("cannot generate a case: {e}")))?;
+        let Err(first) = run(tree.current()).await else { continue };
+        let mut best = (tree.current(), first);
+        // Shrink like proptest does: simplify while it still fails, complicate when it passes.
+        let mut budget = 512;
+        if tree.simplify() {
+            while budget > 0 {
+                budget -= 1;
+                match run(tree.current()).await {
+                    Err(e) => {
+                        best = (tree.current(), e);
+                        if !tree.simplify() {
+                            break;
+                        }
+                    }
+                    Ok(()) => {
+                        if !tree.complicate() {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        let (ops, e) = best;
+        let listing: Vec<String> = ops.iter().enumerate().map(|(i, op)| format!("  {i}: {op:?}")).collect();
+        return Err(c.fail(format!("{e}\nminimal failing sequence:\n{}", listing.join("\n"))));
+    }
+    Ok(Outcome::Passed)
+}
+
+/// Test-only callback for `scenario_list_matches_macro`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __names_for_test {
+    ([] $($name:ident)*) => { vec![$(stringify!($name)),*] };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Capabilities, StorageBase};
+
+    #[test]
+    fn scenario_list_matches_macro() {
+        let from_macro: Vec<&str> = crate::__storage_conformance_scenarios!(__names_for_test;);
+        assert_eq!(from_macro, SCENARIOS);
+    }
+
+    #[test]
+    fn capabilities_are_read() {
+        assert_eq!(Capabilities::none(), crate::InMemoryStorage::new().capabilities());
+    }
+}

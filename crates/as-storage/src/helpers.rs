@@ -1,0 +1,127 @@
+//! Small pieces every backend needs to get the contract's edge cases identical:
+//! `LRANGE` index arithmetic, the listing cursor, and the size check.
+
+use std::ops::Range;
+
+use crate::error::{Result, StorageError, StorageErrorKind};
+use crate::timestamp::Timestamp;
+
+/// The default maximum size of one stored value (a session record or a message), in bytes.
+pub const DEFAULT_MAX_RECORD_BYTES: usize = 64 * 1024 * 1024;
+
+/// The slice of a list of `len` items that Redis `LRANGE key offset offset+limit-1` returns,
+/// which is what [`crate::StorageBase::list_messages`] must return.
+///
+/// Negative indexes count from the end; `offset = 0, limit = 0` is `LRANGE 0 -1`, everything;
+/// a start after the stop is empty.
+///
+/// ```
+/// use as_storage::message_range;
+/// assert_eq!(message_range(5, 0, 0), 0..5); // LRANGE 0 -1
+/// assert_eq!(message_range(5, 1, 2), 1..3);
+/// assert_eq!(message_range(5, -2, 2), 3..5); // LRANGE -2 -1
+/// assert_eq!(message_range(5, 3, 0), 0..0); // LRANGE 3 2
+/// assert_eq!(message_range(5, 10, 5), 0..0);
+/// assert_eq!(message_range(5, -100, 2), 0..0); // LRANGE -100 -99: both clamp below 0
+/// ```
+pub fn message_range(len: usize, offset: i64, limit: i64) -> Range<usize> {
+    let len_i = len as i128;
+    let start = i128::from(offset);
+    let stop = start + i128::from(limit) - 1;
+    let norm = |i: i128| if i < 0 { len_i + i } else { i };
+    let (start, stop) = (norm(start).max(0), norm(stop));
+    let stop = stop.min(len_i - 1);
+    if start > stop || start >= len_i {
+        return 0..0;
+    }
+    // Both are within 0..len here.
+    (start as usize)..(stop as usize + 1)
+}
+
+/// A position in a session listing, ordered newest first: `created_at` descending, then id
+/// descending. [`SessionCursor::encode`] gives the opaque `next_cursor` text; the next page
+/// holds the sessions strictly after it in that order.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SessionCursor {
+    /// `created_at` of the last session of the previous page.
+    pub created_at: Timestamp,
+    /// Id of the last session of the previous page.
+    pub id: String,
+}
+
+impl SessionCursor {
+    /// The opaque cursor text.
+    pub fn encode(&self) -> String {
+        format!("{}~{}", self.created_at, self.id)
+    }
+
+    /// Reads a cursor produced by [`SessionCursor::encode`]; anything else is `InvalidInput`.
+    ///
+    /// ```
+    /// use as_storage::{SessionCursor, Timestamp};
+    /// let c = SessionCursor { created_at: "2025-06-01T10:00:00".parse().unwrap(), id: "s~1".into() };
+    /// assert_eq!(SessionCursor::decode("memory", &c.encode()).unwrap(), c);
+    /// assert!(SessionCursor::decode("memory", "garbage").is_err());
+    /// ```
+    pub fn decode(backend: &'static str, text: &str) -> Result<Self> {
+        let bad = || StorageError::new(StorageErrorKind::InvalidInput, backend, "list_sessions", "invalid cursor");
+        let (ts, id) = text.split_once('~').ok_or_else(bad)?;
+        let created_at: Timestamp = ts.parse().map_err(|e| bad().with_source(e))?;
+        if id.is_empty() {
+            return Err(bad());
+        }
+        Ok(Self { created_at, id: id.to_owned() })
+    }
+
+    /// Whether a session `(created_at, id)` comes after this cursor in newest-first order.
+    pub fn is_before(&self, created_at: &Timestamp, id: &str) -> bool {
+        (created_at.sort_key(), id) < (self.created_at.sort_key(), self.id.as_str())
+    }
+}
+
+/// Fails with `TooLarge` when `len > max` (call it before writing anything).
+pub fn check_size(backend: &'static str, operation: &'static str, len: usize, max: usize) -> Result<()> {
+    if len > max {
+        return Err(StorageError::new(
+            StorageErrorKind::TooLarge,
+            backend,
+            operation,
+            format!("value of {len} bytes exceeds the limit of {max} bytes"),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A literal `LRANGE` on a Vec, the reference for `message_range`.
+    fn lrange(len: usize, start: i64, stop: i64) -> Vec<usize> {
+        let l = len as i64;
+        let s = if start < 0 { (l + start).max(0) } else { start };
+        let e = if stop < 0 { l + stop } else { stop.min(l - 1) };
+        if s > e || s >= l { Vec::new() } else { (s as usize..=e as usize).collect() }
+    }
+
+    #[test]
+    fn message_range_matches_lrange() {
+        for len in 0..6usize {
+            for offset in -8i64..8 {
+                for limit in -8i64..8 {
+                    let got: Vec<usize> = message_range(len, offset, limit).collect();
+                    assert_eq!(got, lrange(len, offset, offset + limit - 1), "len {len} offset {offset} limit {limit}");
+                }
+            }
+        }
+        assert_eq!(message_range(3, i64::MAX, i64::MAX), 0..0);
+        assert_eq!(message_range(3, i64::MIN, i64::MIN), 0..0);
+        assert_eq!(message_range(3, 0, i64::MAX), 0..3);
+    }
+
+    #[test]
+    fn size_check() {
+        assert!(check_size("m", "op", 10, 10).is_ok());
+        assert_eq!(check_size("m", "op", 11, 10).unwrap_err().kind(), StorageErrorKind::TooLarge);
+    }
+}

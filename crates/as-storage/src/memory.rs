@@ -1,0 +1,433 @@
+//! `InMemoryStorage`: the whole contract in one process, for tests, demos and the `memory` URL.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use as_message::{Msg, generate_id};
+use as_state::AgentState;
+use async_trait::async_trait;
+
+use crate::error::{Result, StorageError, StorageErrorKind};
+use crate::helpers::{DEFAULT_MAX_RECORD_BYTES, SessionCursor, check_size, message_range};
+use crate::key::{Owner, SessionKey, validate_id};
+use crate::record::{Revision, SessionMeta, SessionRecord, encode_record};
+use crate::storage::{Capabilities, PageRequest, SessionPage, SessionSummary, StorageBase, UpsertSession};
+use crate::timestamp::Timestamp;
+
+const BACKEND: &str = "memory";
+
+const NEW: u8 = 0;
+const OPEN: u8 = 1;
+const CLOSED: u8 = 2;
+
+/// A session store in process memory.
+///
+/// It keeps what the network backends keep: the canonical JSON bytes of every record and
+/// message (so reads parse and writes serialize, as they would against Redis), plus a parsed
+/// envelope ([`SessionMeta`]) per record so listings never touch the state.
+/// Every operation takes one short-lived lock; serialization and parsing happen outside it,
+/// and a write re-checks the revision it started from before it commits (so concurrent writers
+/// never lose an update silently: a plain write retries, a conditional one reports `Conflict`).
+///
+/// Nothing survives the process: [`Capabilities`] are all `false`.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> as_storage::Result<()> {
+/// use as_storage::{InMemoryStorage, Owner, SessionConfig, SharedStorage, UpsertSession};
+/// let store: SharedStorage = std::sync::Arc::new(InMemoryStorage::new());
+/// store.open().await?;
+/// let rec = store.upsert_session(UpsertSession::new(Owner::new("u1", "a1"), SessionConfig::new("ws"))).await?;
+/// assert_eq!(rec.state.session_id, rec.id);
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct InMemoryStorage {
+    max_record_bytes: usize,
+    lifecycle: AtomicU8,
+    inner: Mutex<Inner>,
+}
+
+/// Sessions are keyed by `(user_id, session_id)`, like the Redis layout, so one user's session
+/// id belongs to exactly one agent.
+type RecordKey = (String, String);
+
+#[derive(Debug, Default)]
+struct Inner {
+    sessions: HashMap<RecordKey, Entry>,
+    /// Per owner: `(created_at, id)`, iterated backwards for newest first.
+    index: HashMap<Owner, BTreeSet<(Timestamp, String)>>,
+}
+
+#[derive(Debug)]
+struct Entry {
+    meta: SessionMeta,
+    bytes: Arc<str>,
+    message_count: u64,
+    /// `(message id, canonical JSON)`, oldest first.
+    messages: Vec<(String, Arc<str>)>,
+}
+
+impl Default for InMemoryStorage {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl InMemoryStorage {
+    /// An empty store with the default size limit ([`DEFAULT_MAX_RECORD_BYTES`]).
+    /// Call [`StorageBase::open`] before use.
+    pub fn new() -> Self {
+        Self { max_record_bytes: DEFAULT_MAX_RECORD_BYTES, lifecycle: AtomicU8::new(NEW), inner: Mutex::default() }
+    }
+
+    /// Sets the largest record or message accepted, in bytes.
+    pub fn with_max_record_bytes(mut self, max: usize) -> Self {
+        self.max_record_bytes = max;
+        self
+    }
+
+    /// The configured size limit.
+    pub fn max_record_bytes(&self) -> usize {
+        self.max_record_bytes
+    }
+
+    fn ready(&self, op: &'static str) -> Result<()> {
+        match self.lifecycle.load(Ordering::Acquire) {
+            OPEN => Ok(()),
+            NEW => Err(err(StorageErrorKind::Unavailable, op, "the store is not open (call open first)")),
+            _ => Err(err(StorageErrorKind::Unavailable, op, "the store is closed")),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic while holding the lock cannot leave half a write: every mutation below is a
+        // single insert/remove after all fallible work, so a poisoned map is still consistent.
+        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Reads the envelope and stored bytes of a session owned by `key`'s owner.
+    fn snapshot(&self, key: &SessionKey) -> Option<(SessionMeta, Arc<str>)> {
+        let inner = self.lock();
+        let e = inner.sessions.get(&rk(key)).filter(|e| e.meta.agent_id == key.agent_id)?;
+        Some((e.meta.clone(), e.bytes.clone()))
+    }
+
+    /// Replaces the record of `key` if its revision is still `from`. `Ok(false)`: it moved on.
+    fn commit_update(
+        &self,
+        op: &'static str,
+        key: &SessionKey,
+        from: &Timestamp,
+        meta: SessionMeta,
+        bytes: String,
+        count: u64,
+    ) -> Result<bool> {
+        let mut inner = self.lock();
+        let Some(e) = inner.sessions.get_mut(&rk(key)).filter(|e| e.meta.agent_id == key.agent_id) else {
+            return Err(not_found(op, key));
+        };
+        if e.meta.updated_at != *from {
+            return Ok(false);
+        }
+        e.meta = meta;
+        e.bytes = bytes.into();
+        e.message_count = count;
+        Ok(true)
+    }
+
+    async fn create(&self, req: UpsertSession, id: String) -> Result<Option<SessionRecord>> {
+        let now = Timestamp::now();
+        let meta = SessionMeta {
+            id: id.clone(),
+            updated_at: now,
+            created_at: now,
+            user_id: req.owner.user_id.clone(),
+            agent_id: req.owner.agent_id.clone(),
+            source: req.source,
+            source_schedule_id: req.source_schedule_id.clone(),
+            team_id: None,
+            config: req.config.clone(),
+        };
+        let state = req.state.clone().unwrap_or_default();
+        let bytes = encode_record(&meta, &state);
+        check_size(BACKEND, "upsert_session", bytes.len(), self.max_record_bytes)?;
+        let mut inner = self.lock();
+        let k = (meta.user_id.clone(), id.clone());
+        if let Some(e) = inner.sessions.get(&k) {
+            if e.meta.agent_id == req.owner.agent_id {
+                // Created concurrently under the same owner: the caller retries as an update.
+                return Ok(None);
+            }
+            return Err(err(
+                StorageErrorKind::AlreadyExists,
+                "upsert_session",
+                format!("session {id:?} of user {:?} belongs to another agent", meta.user_id),
+            ));
+        }
+        let entry = Entry {
+            meta: meta.clone(),
+            bytes: bytes.into(),
+            message_count: state.context.len() as u64,
+            messages: Vec::new(),
+        };
+        inner.sessions.insert(k, entry);
+        inner.index.entry(req.owner.clone()).or_default().insert((now, id));
+        drop(inner);
+        Ok(Some(SessionRecord::from_parts(meta, state)))
+    }
+
+    async fn update(&self, req: &UpsertSession, key: &SessionKey) -> Result<Option<SessionRecord>> {
+        loop {
+            let Some((old, bytes)) = self.snapshot(key) else { return Ok(None) };
+            let state = match &req.state {
+                Some(s) => s.clone(),
+                None => parse_record(&bytes, "upsert_session")?.state,
+            };
+            let mut meta = old.clone();
+            meta.config = req.config.clone();
+            meta.updated_at = Timestamp::now_after(&old.updated_at);
+            let bytes = encode_record(&meta, &state);
+            check_size(BACKEND, "upsert_session", bytes.len(), self.max_record_bytes)?;
+            match self.commit_update(
+                "upsert_session",
+                key,
+                &old.updated_at,
+                meta.clone(),
+                bytes,
+                state.context.len() as u64,
+            ) {
+                Ok(true) => return Ok(Some(SessionRecord::from_parts(meta, state))),
+                Ok(false) => continue,
+                // Deleted meanwhile: fall back to create-under-this-id, as if we had come later.
+                Err(e) if e.kind() == StorageErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+fn rk(key: &SessionKey) -> RecordKey {
+    (key.user_id.clone(), key.session_id.clone())
+}
+
+fn err(kind: StorageErrorKind, op: &'static str, msg: impl Into<String>) -> StorageError {
+    StorageError::new(kind, BACKEND, op, msg)
+}
+
+fn not_found(op: &'static str, key: &SessionKey) -> StorageError {
+    err(StorageErrorKind::NotFound, op, format!("session {:?} not found", key.session_id))
+}
+
+fn parse_record(bytes: &str, op: &'static str) -> Result<SessionRecord> {
+    as_message::from_json(bytes).map_err(|e| err(StorageErrorKind::Serialization, op, e.to_string()).with_source(e))
+}
+
+#[async_trait]
+impl StorageBase for InMemoryStorage {
+    fn backend_name(&self) -> &'static str {
+        BACKEND
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::none()
+    }
+
+    async fn open(&self) -> Result<()> {
+        match self.lifecycle.compare_exchange(NEW, OPEN, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) | Err(OPEN) => Ok(()),
+            Err(_) => Err(err(StorageErrorKind::Unavailable, "open", "the store is closed and cannot be reopened")),
+        }
+    }
+
+    async fn close(&self) -> Result<()> {
+        self.lifecycle.store(CLOSED, Ordering::Release);
+        Ok(())
+    }
+
+    async fn upsert_session(&self, req: UpsertSession) -> Result<SessionRecord> {
+        self.ready("upsert_session")?;
+        req.owner.validate()?;
+        let explicit = req.session_id.clone().filter(|s| !s.is_empty());
+        if let Some(id) = &explicit {
+            validate_id("session_id", id)?;
+        }
+        let Some(id) = explicit else {
+            // A fresh id: a collision is practically impossible, but stay correct anyway.
+            loop {
+                match self.create(req.clone(), generate_id()).await {
+                    Ok(Some(rec)) => return Ok(rec),
+                    Ok(None) => continue,
+                    Err(e) if e.kind() == StorageErrorKind::AlreadyExists => continue,
+                    Err(e) => return Err(e),
+                }
+            }
+        };
+        let key = req.owner.session(id.clone());
+        loop {
+            if let Some(rec) = self.update(&req, &key).await? {
+                return Ok(rec);
+            }
+            if let Some(rec) = self.create(req.clone(), id.clone()).await? {
+                return Ok(rec);
+            }
+        }
+    }
+
+    async fn update_session_state(
+        &self,
+        key: &SessionKey,
+        state: &AgentState,
+        expected: Option<&Revision>,
+    ) -> Result<Revision> {
+        const OP: &str = "update_session_state";
+        self.ready(OP)?;
+        key.validate()?;
+        loop {
+            let Some((old, _)) = self.snapshot(key) else { return Err(not_found(OP, key)) };
+            if let Some(exp) = expected
+                && *exp != old.revision()
+            {
+                return Err(err(
+                    StorageErrorKind::Conflict,
+                    OP,
+                    format!("session {:?} is at revision {}, expected {exp}", key.session_id, old.revision()),
+                ));
+            }
+            let mut meta = old.clone();
+            meta.updated_at = Timestamp::now_after(&old.updated_at);
+            let bytes = encode_record(&meta, state);
+            check_size(BACKEND, OP, bytes.len(), self.max_record_bytes)?;
+            let rev = meta.revision();
+            match self.commit_update(OP, key, &old.updated_at, meta, bytes, state.context.len() as u64) {
+                Ok(true) => return Ok(rev),
+                Ok(false) if expected.is_some() => {
+                    return Err(err(
+                        StorageErrorKind::Conflict,
+                        OP,
+                        format!("session {:?} was written concurrently", key.session_id),
+                    ));
+                }
+                Ok(false) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    async fn get_session(&self, key: &SessionKey) -> Result<Option<SessionRecord>> {
+        self.ready("get_session")?;
+        key.validate()?;
+        match self.snapshot(key) {
+            Some((_, bytes)) => parse_record(&bytes, "get_session").map(Some),
+            None => Ok(None),
+        }
+    }
+
+    async fn list_sessions(&self, owner: &Owner, page: &PageRequest) -> Result<SessionPage> {
+        self.ready("list_sessions")?;
+        owner.validate()?;
+        let cursor = page.cursor.as_deref().map(|c| SessionCursor::decode(BACKEND, c)).transpose()?;
+        let limit = page.limit.max(1);
+        let inner = self.lock();
+        let Some(ids) = inner.index.get(owner) else { return Ok(SessionPage::default()) };
+        let mut sessions = Vec::with_capacity(limit.min(ids.len()));
+        let mut more = false;
+        let candidates = ids.iter().rev().filter(|(c, id)| cursor.as_ref().is_none_or(|cur| cur.is_before(c, id)));
+        for (_, id) in candidates {
+            if sessions.len() == limit {
+                more = true;
+                break;
+            }
+            let Some(e) = inner.sessions.get(&(owner.user_id.clone(), id.clone())) else { continue };
+            sessions.push(SessionSummary {
+                id: e.meta.id.clone(),
+                name: e.meta.config.name.clone(),
+                created_at: e.meta.created_at,
+                updated_at: e.meta.updated_at,
+                source: e.meta.source,
+                message_count: Some(e.message_count),
+                size_bytes: e.bytes.len() as u64,
+            });
+        }
+        drop(inner);
+        let next_cursor = if more {
+            sessions.last().map(|s| SessionCursor { created_at: s.created_at, id: s.id.clone() }.encode())
+        } else {
+            None
+        };
+        Ok(SessionPage { sessions, errors: Vec::new(), next_cursor })
+    }
+
+    async fn delete_session(&self, key: &SessionKey) -> Result<bool> {
+        self.ready("delete_session")?;
+        key.validate()?;
+        let mut inner = self.lock();
+        let k = rk(key);
+        if inner.sessions.get(&k).is_none_or(|e| e.meta.agent_id != key.agent_id) {
+            return Ok(false);
+        }
+        if let Some(e) = inner.sessions.remove(&k) {
+            let owner = key.owner();
+            if let Some(set) = inner.index.get_mut(&owner) {
+                set.remove(&(e.meta.created_at, e.meta.id));
+                if set.is_empty() {
+                    inner.index.remove(&owner);
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    async fn upsert_message(&self, key: &SessionKey, msg: &Msg) -> Result<()> {
+        const OP: &str = "upsert_message";
+        self.ready(OP)?;
+        key.validate()?;
+        let json = as_message::to_json(msg);
+        check_size(BACKEND, OP, json.len(), self.max_record_bytes)?;
+        let mut inner = self.lock();
+        let Some(e) = inner.sessions.get_mut(&rk(key)).filter(|e| e.meta.agent_id == key.agent_id) else {
+            return Err(not_found(OP, key));
+        };
+        match e.messages.last_mut() {
+            Some(last) if last.0 == msg.id => last.1 = json.into(),
+            _ => e.messages.push((msg.id.clone(), json.into())),
+        }
+        Ok(())
+    }
+
+    async fn get_message(&self, key: &SessionKey, message_id: &str) -> Result<Option<Msg>> {
+        const OP: &str = "get_message";
+        self.ready(OP)?;
+        key.validate()?;
+        let found = {
+            let inner = self.lock();
+            inner
+                .sessions
+                .get(&rk(key))
+                .filter(|e| e.meta.agent_id == key.agent_id)
+                .and_then(|e| e.messages.iter().rev().find(|(id, _)| id == message_id).map(|(_, j)| j.clone()))
+        };
+        found.map(|j| parse_msg(&j, OP)).transpose()
+    }
+
+    async fn list_messages(&self, key: &SessionKey, offset: i64, limit: i64) -> Result<Vec<Msg>> {
+        const OP: &str = "list_messages";
+        self.ready(OP)?;
+        key.validate()?;
+        let slice: Vec<Arc<str>> = {
+            let inner = self.lock();
+            match inner.sessions.get(&rk(key)).filter(|e| e.meta.agent_id == key.agent_id) {
+                Some(e) => {
+                    e.messages[message_range(e.messages.len(), offset, limit)].iter().map(|m| m.1.clone()).collect()
+                }
+                None => Vec::new(),
+            }
+        };
+        slice.iter().map(|j| parse_msg(j, OP)).collect()
+    }
+}
+
+fn parse_msg(json: &str, op: &'static str) -> Result<Msg> {
+    as_message::from_json(json).map_err(|e| err(StorageErrorKind::Serialization, op, e.to_string()).with_source(e))
+}
