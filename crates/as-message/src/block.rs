@@ -64,6 +64,7 @@ pub struct TextBlock {
     pub text: String,
     /// Block id.
     #[serde(default = "generate_id")]
+    #[schemars(transform = crate::schema::generated_default)]
     pub id: String,
 }
 
@@ -195,6 +196,7 @@ impl<'de> Deserialize<'de> for Source {
 pub struct DataBlock {
     /// Block id (written before `source`).
     #[serde(default = "generate_id")]
+    #[schemars(transform = crate::schema::generated_default)]
     pub id: String,
     /// The data.
     pub source: Source,
@@ -328,12 +330,12 @@ impl<'de> Deserialize<'de> for TextOrBlocks {
 
 fn prefix_err<E: serde::de::Error>(prefix: &str, e: E) -> E {
     let msg = e.to_string();
-    if let Some(rest) = msg.strip_prefix('@') {
-        if let Some(end) = rest.find("@ ") {
-            let inner = &rest[..end];
-            let sep = if inner.starts_with('[') { "" } else { "." };
-            return E::custom(format!("@{prefix}{sep}{inner}@ {}", &rest[end + 2..]));
-        }
+    if let Some(rest) = msg.strip_prefix('@')
+        && let Some(end) = rest.find("@ ")
+    {
+        let inner = &rest[..end];
+        let sep = if inner.starts_with('[') { "" } else { "." };
+        return E::custom(format!("@{prefix}{sep}{inner}@ {}", &rest[end + 2..]));
     }
     E::custom(format!("@{prefix}@ {msg}"))
 }
@@ -345,6 +347,7 @@ pub struct HintBlock {
     pub hint: TextOrBlocks,
     /// Block id.
     #[serde(default = "generate_id")]
+    #[schemars(transform = crate::schema::generated_default)]
     pub id: String,
     /// Who sent it (a name, `"system"`, or none).
     #[serde(default)]

@@ -29,10 +29,10 @@ pub fn generate_id() -> String {
     if let Some(id) = LOCAL_FACTORY.with(|f| f.borrow().as_ref().map(|f| f())) {
         return id;
     }
-    if let Ok(guard) = GLOBAL_FACTORY.read() {
-        if let Some(f) = guard.as_ref() {
-            return f();
-        }
+    if let Ok(guard) = GLOBAL_FACTORY.read()
+        && let Some(f) = guard.as_ref()
+    {
+        return f();
     }
     uuid::Uuid::new_v4().simple().to_string()
 }

@@ -76,10 +76,10 @@ fn split_nested(outer: String, msg: String) -> MessageError {
 }
 
 fn parse_nested(msg: &str) -> (String, String) {
-    if let Some(rest) = msg.strip_prefix('@') {
-        if let Some(end) = rest.find("@ ") {
-            return (rest[..end].to_owned(), rest[end + 2..].to_owned());
-        }
+    if let Some(rest) = msg.strip_prefix('@')
+        && let Some(end) = rest.find("@ ")
+    {
+        return (rest[..end].to_owned(), rest[end + 2..].to_owned());
     }
     (String::new(), msg.to_owned())
 }

@@ -23,6 +23,7 @@ mod id;
 mod json;
 mod msg;
 mod permission;
+pub mod schema;
 
 pub use block::{
     Base64Source, BlockType, ContentBlock, DataBlock, HintBlock, Source, TextBlock, TextOrBlocks, TextOrData,

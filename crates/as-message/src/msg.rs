@@ -80,10 +80,12 @@ struct MsgWire {
     content: Vec<ContentBlock>,
     role: Role,
     #[serde(default = "generate_id")]
+    #[schemars(transform = crate::schema::generated_default)]
     id: String,
     #[serde(default)]
     metadata: JsonMap,
     #[serde(default = "now_iso")]
+    #[schemars(transform = crate::schema::generated_default)]
     created_at: String,
     #[serde(default)]
     finished_at: Option<String>,

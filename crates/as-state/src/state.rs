@@ -23,6 +23,7 @@ use crate::tool_context::ToolContext;
 pub struct AgentState {
     /// The session this state belongs to.
     #[serde(default = "generate_id")]
+    #[schemars(transform = as_message::schema::generated_default)]
     pub session_id: String,
     /// Compressed earlier context, prepended to the model input (text, or text/data blocks).
     #[serde(default)]
@@ -32,6 +33,7 @@ pub struct AgentState {
     pub context: Vec<Msg>,
     /// Id of the current reply and of its final message.
     #[serde(default = "generate_id")]
+    #[schemars(transform = as_message::schema::generated_default)]
     pub reply_id: String,
     /// The current ReAct iteration.
     #[serde(default, deserialize_with = "as_message::lax_int::deserialize")]
@@ -82,11 +84,13 @@ impl AgentState {
     /// appended to it in place; otherwise a new assistant message with `id = reply_id` is pushed.
     /// (As in 2.0.4, a different `name` creates a second message with the same id.)
     pub fn append_context(&mut self, name: &str, blocks: Vec<ContentBlock>) {
-        if let Some(last) = self.context.last_mut() {
-            if last.role == Role::Assistant && last.name == name && last.id == self.reply_id {
-                last.content.extend(blocks);
-                return;
-            }
+        if let Some(last) = self.context.last_mut()
+            && last.role == Role::Assistant
+            && last.name == name
+            && last.id == self.reply_id
+        {
+            last.content.extend(blocks);
+            return;
         }
         let mut msg = Msg::new(name, Role::Assistant, blocks);
         msg.id = self.reply_id.clone();

@@ -28,12 +28,14 @@ pub struct Task {
     pub metadata: JsonMap,
     /// Creation time, a naive local ISO string.
     #[serde(default = "now_iso")]
+    #[schemars(transform = as_message::schema::generated_default)]
     pub created_at: String,
     /// Progress.
     #[serde(default)]
     pub state: TaskState,
     /// Task id.
     #[serde(default = "generate_id")]
+    #[schemars(transform = as_message::schema::generated_default)]
     pub id: String,
     /// Who works on it.
     #[serde(default)]

@@ -69,6 +69,7 @@ pub struct SessionConfig {
     pub workspace_id: String,
     /// Display name; defaults to the creation time `%Y-%m-%d %H:%M:%S`.
     #[serde(default = "default_name")]
+    #[schemars(transform = as_message::schema::generated_default)]
     pub name: String,
     /// Primary chat model.
     #[serde(default)]
@@ -121,12 +122,15 @@ impl Default for SessionConfig {
 pub struct SessionRecord {
     /// Session id.
     #[serde(default = "generate_id")]
+    #[schemars(transform = as_message::schema::generated_default)]
     pub id: String,
     /// Last write time; also the record's revision token.
     #[serde(default = "Timestamp::now")]
+    #[schemars(transform = as_message::schema::generated_default)]
     pub updated_at: Timestamp,
     /// Creation time.
     #[serde(default = "Timestamp::now")]
+    #[schemars(transform = as_message::schema::generated_default)]
     pub created_at: Timestamp,
     /// Owning user.
     pub user_id: String,
@@ -145,6 +149,7 @@ pub struct SessionRecord {
     pub config: SessionConfig,
     /// The agent's state.
     #[serde(default)]
+    #[schemars(transform = as_message::schema::generated_default)]
     pub state: AgentState,
 }
 

@@ -1,0 +1,7 @@
+//! One module per top-level command. Add `pub(crate) mod <command>;` here and a variant in `main.rs`.
+
+pub(crate) mod schema;
+pub(crate) mod state;
+// pub(crate) mod sessions;  (storage engineer)
+// pub(crate) mod chat;      (CLI engineer)
+// pub(crate) mod demo;      (CLI engineer)

@@ -1,0 +1,33 @@
+//! `agentscope schema [NAME]`.
+
+use as_cli::schemas::{SCHEMAS, find, render};
+
+use crate::GlobalArgs;
+use crate::exit::{CliError, CliResult, ExitKind};
+
+/// Arguments of `schema`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct SchemaArgs {
+    /// The schema to print (`agent-state`, `msg`, `session-record`, …); omit to list them.
+    name: Option<String>,
+}
+
+/// Prints one schema, or the list.
+pub(crate) fn run(_global: &GlobalArgs, args: SchemaArgs) -> CliResult {
+    match args.name {
+        None => {
+            for e in SCHEMAS {
+                println!("{:<16}{}", e.name, e.about);
+            }
+            Ok(())
+        }
+        Some(name) => {
+            let entry = find(&name).ok_or_else(|| {
+                let names: Vec<&str> = SCHEMAS.iter().map(|e| e.name).collect();
+                CliError::new(ExitKind::NotFound, format!("no schema named {name:?}; known: {}", names.join(", ")))
+            })?;
+            print!("{}", render(entry));
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,190 @@
+//! `agentscope state fmt|check`: drive the wire format from outside.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use as_message::{JsonValue, Msg};
+use as_state::AgentState;
+use as_storage::SessionRecord;
+
+use crate::GlobalArgs;
+use crate::exit::{CliError, CliResult, ExitKind};
+
+/// `state` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum StateCommand {
+    /// Write canonical compact JSON (byte-identical to AgentScope Python's) to stdout.
+    Fmt(FmtArgs),
+    /// Validate files; one `ok  <file>  <kind> <n> messages` line each, or an error naming the JSON path.
+    Check(CheckArgs),
+}
+
+/// What a JSON document is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Kind {
+    /// An `AgentState`.
+    State,
+    /// A `SessionRecord` (config and state).
+    Record,
+    /// A single `Msg`.
+    Msg,
+}
+
+impl Kind {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::State => "state",
+            Self::Record => "record",
+            Self::Msg => "msg",
+        }
+    }
+}
+
+/// Arguments of `state fmt`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct FmtArgs {
+    /// The file to read; `-` or nothing reads stdin.
+    file: Option<PathBuf>,
+    /// The document kind; detected from its keys when omitted.
+    #[arg(long, value_enum)]
+    kind: Option<Kind>,
+}
+
+/// Arguments of `state check`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct CheckArgs {
+    /// Files to check.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// The document kind; detected per file when omitted.
+    #[arg(long, value_enum)]
+    kind: Option<Kind>,
+}
+
+/// Runs a `state` subcommand.
+pub(crate) fn run(_global: &GlobalArgs, cmd: StateCommand) -> CliResult {
+    match cmd {
+        StateCommand::Fmt(args) => fmt(args),
+        StateCommand::Check(args) => check(args),
+    }
+}
+
+/// A parsed document.
+#[derive(Debug)]
+pub(crate) enum Doc {
+    /// An agent state.
+    State(Box<AgentState>),
+    /// A session record.
+    Record(Box<SessionRecord>),
+    /// A message.
+    Msg(Box<Msg>),
+}
+
+impl Doc {
+    fn kind(&self) -> Kind {
+        match self {
+            Self::State(_) => Kind::State,
+            Self::Record(_) => Kind::Record,
+            Self::Msg(_) => Kind::Msg,
+        }
+    }
+
+    fn messages(&self) -> usize {
+        match self {
+            Self::State(s) => s.context.len(),
+            Self::Record(r) => r.state.context.len(),
+            Self::Msg(_) => 1,
+        }
+    }
+
+    fn to_json(&self) -> String {
+        match self {
+            Self::State(s) => as_message::to_json(s),
+            Self::Record(r) => as_message::to_json(r),
+            Self::Msg(m) => as_message::to_json(m),
+        }
+    }
+}
+
+/// Guesses the kind from the top-level keys: records have `user_id`/`agent_id`/`config`,
+/// messages `role`, anything else is read as a state.
+pub(crate) fn detect(bytes: &[u8]) -> Result<Kind, as_message::MessageError> {
+    let value: JsonValue = as_message::from_json_slice(bytes)?;
+    let JsonValue::Object(map) = value else {
+        return Err(as_message::MessageError::new(
+            as_message::MessageErrorKind::InvalidJson,
+            "",
+            "expected a JSON object at the top level",
+        ));
+    };
+    Ok(if map.contains_key("user_id") || map.contains_key("agent_id") || map.contains_key("config") {
+        Kind::Record
+    } else if map.contains_key("role") {
+        Kind::Msg
+    } else {
+        Kind::State
+    })
+}
+
+/// Parses `bytes` as `kind` (detected when `None`).
+pub(crate) fn parse(bytes: &[u8], kind: Option<Kind>) -> Result<Doc, as_message::MessageError> {
+    let kind = match kind {
+        Some(k) => k,
+        None => detect(bytes)?,
+    };
+    Ok(match kind {
+        Kind::State => Doc::State(Box::new(as_message::from_json_slice(bytes)?)),
+        Kind::Record => Doc::Record(Box::new(as_message::from_json_slice(bytes)?)),
+        Kind::Msg => Doc::Msg(Box::new(as_message::from_json_slice(bytes)?)),
+    })
+}
+
+fn read_input(file: Option<&Path>) -> CliResult<Vec<u8>> {
+    match file {
+        None => read_stdin(),
+        Some(p) if p.as_os_str() == "-" => read_stdin(),
+        Some(p) => {
+            std::fs::read(p).map_err(|e| CliError::new(ExitKind::Invalid, format!("cannot read {}: {e}", p.display())))
+        }
+    }
+}
+
+fn read_stdin() -> CliResult<Vec<u8>> {
+    let mut buf = Vec::new();
+    std::io::stdin()
+        .read_to_end(&mut buf)
+        .map_err(|e| CliError::new(ExitKind::Invalid, format!("cannot read stdin: {e}")))?;
+    Ok(buf)
+}
+
+fn fmt(args: FmtArgs) -> CliResult {
+    let bytes = read_input(args.file.as_deref())?;
+    let doc = parse(&bytes, args.kind)?;
+    let mut out = std::io::stdout().lock();
+    out.write_all(doc.to_json().as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| CliError::new(ExitKind::Failed, format!("cannot write stdout: {e}")))
+}
+
+fn check(args: CheckArgs) -> CliResult {
+    let mut failed = 0usize;
+    for file in &args.files {
+        let shown = file.display();
+        let result = std::fs::read(file)
+            .map_err(|e| format!("cannot read: {e}"))
+            .and_then(|bytes| parse(&bytes, args.kind).map_err(|e| e.to_string()));
+        match result {
+            Ok(doc) => println!("ok  {shown}  {} {} messages", doc.kind().as_str(), doc.messages()),
+            Err(msg) => {
+                failed += 1;
+                println!("error  {shown}  {msg}");
+            }
+        }
+    }
+    if failed == 0 {
+        Ok(())
+    } else {
+        eprintln!("{failed} of {} files failed", args.files.len());
+        Err(CliError::silent(ExitKind::Failed))
+    }
+}

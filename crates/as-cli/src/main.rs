@@ -1,0 +1,74 @@
+//! `agentscope`: the command line of agentscope-rs.
+//!
+//! Each command lives in its own module under `src/cmd/`; this file only declares the
+//! top-level arguments and dispatches. See `/work/shared/guides/cli.md` for the surface.
+
+mod cmd;
+mod exit;
+mod provider;
+mod render;
+// Other top-level modules (e.g. `mod storage_url;`) go here.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::exit::{CliResult, EXIT_CODES_HELP};
+
+/// Options every command sees.
+#[derive(Clone, Debug, Default, clap::Args)]
+pub(crate) struct GlobalArgs {
+    /// Session storage: `memory`, `sqlite:PATH`, `redis://[:password@]host:port[/db]`, `rediss://…`.
+    #[arg(long, global = true, env = "AGENTSCOPE_STORAGE", value_name = "URL")]
+    pub(crate) storage: Option<String>,
+}
+
+/// AgentScope agents in Rust: wire-compatible state, sessions and chat.
+#[derive(Debug, Parser)]
+#[command(name = "agentscope", version, about, after_help = EXIT_CODES_HELP)]
+struct Cli {
+    #[command(flatten)]
+    global: GlobalArgs,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Print a JSON Schema of a wire type; without NAME, list them.
+    Schema(cmd::schema::SchemaArgs),
+    /// Read, check and canonicalise AgentState / SessionRecord / Msg JSON files.
+    #[command(subcommand)]
+    State(cmd::state::StateCommand),
+    // ---- storage engineer: `Sessions(cmd::sessions::SessionsArgs)` goes here ----
+    // ---- CLI engineer: `Chat(cmd::chat::ChatArgs)` goes here ----
+    // ---- CLI engineer: `Demo(cmd::demo::DemoArgs)` goes here ----
+}
+
+async fn dispatch(cli: Cli) -> CliResult {
+    let global = cli.global;
+    match cli.command {
+        Command::Schema(args) => cmd::schema::run(&global, args),
+        Command::State(args) => cmd::state::run(&global, args),
+        // ---- new commands dispatch here (async ones: `cmd::x::run(&global, args).await`) ----
+    }
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match dispatch(cli).await {
+        Ok(()) => ExitCode::from(exit::OK),
+        Err(e) => e.report(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        super::Cli::command().debug_assert();
+    }
+}
