@@ -1,0 +1,229 @@
+//! §9: context compression (structured summary, truncation fallback) and tool-result truncation.
+
+use std::collections::HashSet;
+
+use as_message::{ContentBlock, Msg, TextBlock, TextOrBlocks, TextOrData, ToolResultBlock};
+use as_model::{ChatModel as _, StructuredOutputRequest, ToolSchema};
+
+use crate::agent::Agent;
+use crate::error::{AgentError, Result};
+use crate::run::{Compressed, Run, TRUNCATION_NOTE};
+
+/// The marker appended to a truncated tool result.
+pub const TRUNCATED_MARKER: &str =
+    "\n<<<TRUNCATED>>>\n<system-reminder>The remaining content has been omitted for limited context.</system-reminder>";
+
+fn count(agent: &Agent, msgs: &[Msg], tools: &[ToolSchema]) -> usize {
+    agent.model.count_tokens(msgs, tools)
+}
+
+/// Splits `context` so that the reserved (newest) part stays within `budget` tokens together with `base`.
+/// Returns `(to_compress, reserved)`; `to_compress` is empty when nothing would be compressed.
+fn split(agent: &Agent, base: &[Msg], context: &[Msg], budget: usize) -> (Vec<Msg>, Vec<Msg>) {
+    let with = |extra: &[Msg]| {
+        let mut v = base.to_vec();
+        v.extend_from_slice(extra);
+        count(agent, &v, &[])
+    };
+    let Some(i) = (0..context.len()).rev().find(|&i| with(&context[i..]) >= budget) else {
+        return (Vec::new(), context.to_vec());
+    };
+    let boundary = &context[i];
+    let after = &context[i + 1..];
+    // The first block index (from the end) whose suffix, with the reserved messages, exceeds the budget.
+    let mut j: Option<usize> = None;
+    for k in (0..boundary.content.len()).rev() {
+        let mut part = boundary.clone();
+        part.content = boundary.content[k..].to_vec();
+        let mut v = vec![part];
+        v.extend_from_slice(after);
+        if with(&v) > budget {
+            j = Some(k);
+            break;
+        }
+    }
+    let mut head_len = j.map_or(0, |j| j + 1);
+    // Keep tool calls and their results together: a result whose call is compressed is compressed too
+    // (repeated until stable, upstream fix 2d5ebe15f).
+    loop {
+        let compressed_calls: HashSet<&str> = boundary.content[..head_len]
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::ToolCall(c) => Some(c.id.as_str()),
+                _ => None,
+            })
+            .collect();
+        let last_result = boundary.content[head_len..]
+            .iter()
+            .enumerate()
+            .filter_map(|(k, b)| match b {
+                ContentBlock::ToolResult(r) if compressed_calls.contains(r.id.as_str()) => Some(head_len + k),
+                _ => None,
+            })
+            .max();
+        match last_result {
+            Some(k) => head_len = k + 1,
+            None => break,
+        }
+    }
+    // A reserved result must never lose its call either: move calls of reserved results? Calls always precede
+    // their results in one message, so the loop above is enough.
+    let mut to_compress = context[..i].to_vec();
+    let mut reserved = Vec::new();
+    if head_len > 0 {
+        let mut head = boundary.clone();
+        head.content = boundary.content[..head_len].to_vec();
+        to_compress.push(head);
+    }
+    if head_len < boundary.content.len() {
+        let mut tail = boundary.clone();
+        tail.content = boundary.content[head_len..].to_vec();
+        reserved.push(tail);
+    }
+    reserved.extend_from_slice(after);
+    (to_compress, reserved)
+}
+
+/// Runs before every reasoning step (§9.2).
+pub(crate) async fn compress(run: &mut Run<'_>) -> Result<Compressed> {
+    let tools = run.tool_schemas();
+    let base = run.base_messages();
+    let (agent, state, cancel) = run.parts();
+    let cfg = &agent.context_config;
+    let size = agent.model.context_size();
+    let mut all = base.clone();
+    all.extend(state.context.iter().cloned());
+    let est = count(agent, &all, &tools);
+    if (est as f64) < cfg.trigger_ratio * size as f64 {
+        return Ok(Compressed::No);
+    }
+    if state.context.is_empty() {
+        return Err(AgentError::compression(format!(
+            "the system prompt and summary alone ({est} tokens) exceed the compression trigger"
+        )));
+    }
+    let budget = (cfg.reserve_ratio * size as f64) as usize;
+    let (mut to_compress, mut reserved) = split(agent, &base, &state.context, budget);
+    if to_compress.is_empty() {
+        (to_compress, reserved) = split(agent, &base, &state.context, 0);
+    }
+    if to_compress.is_empty() {
+        return Ok(Compressed::No);
+    }
+    let build = |msgs: &[Msg]| {
+        let mut input = base.clone();
+        input.extend_from_slice(msgs);
+        input.push(Msg::user("user", cfg.compression_prompt.clone()));
+        input
+    };
+    let structured_tool = ToolSchema::new(as_model::STRUCTURED_OUTPUT_TOOL, "", cfg.summary_schema.clone());
+    let mut input = build(&to_compress);
+    let overflow = count(agent, &input, std::slice::from_ref(&structured_tool)) > size;
+    let mut attempt = 0;
+    let summary = loop {
+        let request =
+            StructuredOutputRequest::new(input.clone(), cfg.summary_schema.clone()).with_cancel(cancel.clone());
+        let result = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Ok(Compressed::Cancelled),
+            r = agent.model.generate_structured_output(request) => r,
+        };
+        match result {
+            Ok(r) => match cfg.render_summary(&r.content) {
+                Ok(s) => break Some(s),
+                Err(e) => {
+                    tracing::warn!(error = %e, "compression summary is unusable; truncating instead");
+                    break None;
+                }
+            },
+            Err(e) if overflow && attempt == 0 => {
+                tracing::warn!(error = %e, "compression call failed with an overflowing input; retrying shorter");
+                attempt += 1;
+                let limit = cfg.trigger_ratio * size as f64;
+                while !to_compress.is_empty() && count(agent, &build(&to_compress), &[]) as f64 >= limit {
+                    to_compress.remove(0);
+                }
+                input = build(&to_compress);
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "compression call failed; falling back to truncation");
+                break None;
+            }
+        }
+    };
+    match summary {
+        Some(s) => state.summary = TextOrBlocks::Text(s),
+        None => {
+            // Fallback (upstream 4a121d874): keep the old summary, or leave a note that messages were removed.
+            let note = match &state.summary {
+                TextOrBlocks::Text(s) if s.is_empty() => TRUNCATION_NOTE.to_owned(),
+                TextOrBlocks::Blocks(b) if b.is_empty() => TRUNCATION_NOTE.to_owned(),
+                other if other.text().contains(TRUNCATION_NOTE) => other.text(),
+                other => format!("{}\n{TRUNCATION_NOTE}", other.text()),
+            };
+            state.summary = TextOrBlocks::Text(note);
+        }
+    }
+    let read_paths: Vec<String> = reserved
+        .iter()
+        .flat_map(|m| m.content.iter())
+        .filter_map(|b| match b {
+            ContentBlock::ToolCall(c) if c.name == "Read" => serde_json::from_str::<serde_json::Value>(&c.input)
+                .ok()
+                .and_then(|v| v.get("file_path").and_then(|p| p.as_str()).map(str::to_owned)),
+            _ => None,
+        })
+        .collect();
+    state.tool_context.clean_file_cache(Some(&read_paths));
+    state.context = reserved;
+    Ok(Compressed::Yes)
+}
+
+/// §9.3: a tool result over `tool_result_limit` tokens is cut for the context (the events carried it whole).
+pub(crate) fn truncate_tool_result(agent: &Agent, block: ToolResultBlock) -> ToolResultBlock {
+    let limit = agent.context_config.tool_result_limit;
+    let as_msg = |output: &TextOrBlocks| {
+        let blocks: Vec<ContentBlock> = match output {
+            TextOrBlocks::Text(s) => vec![ContentBlock::Text(TextBlock { text: s.clone(), id: String::new() })],
+            TextOrBlocks::Blocks(b) => b.iter().cloned().map(Into::into).collect(),
+        };
+        Msg::new("", as_message::Role::Assistant, blocks)
+    };
+    let total = count(agent, &[as_msg(&block.output)], &[]);
+    if total <= limit {
+        return block;
+    }
+    let blocks: Vec<TextOrData> = match &block.output {
+        TextOrBlocks::Text(s) => vec![TextOrData::Text(TextBlock::new(s.clone()))],
+        TextOrBlocks::Blocks(b) => b.clone(),
+    };
+    let mut kept: Vec<TextOrData> = Vec::new();
+    for b in blocks {
+        let mut probe = kept.clone();
+        probe.push(b.clone());
+        let used = count(agent, &[as_msg(&TextOrBlocks::Blocks(probe))], &[]);
+        if used <= limit {
+            kept.push(b);
+            continue;
+        }
+        if let TextOrData::Text(t) = b {
+            let before = count(agent, &[as_msg(&TextOrBlocks::Blocks(kept.clone()))], &[]);
+            let share = limit.saturating_sub(before) as f64 / (used - before).max(1) as f64;
+            let mut cut = ((t.text.len() as f64) * share) as usize;
+            while cut > 0 && !t.text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            kept.push(TextOrData::Text(TextBlock { text: t.text[..cut].to_owned(), id: t.id }));
+        }
+        break;
+    }
+    match kept.last_mut() {
+        Some(TextOrData::Text(t)) => t.text.push_str(TRUNCATED_MARKER),
+        _ => kept.push(TextOrData::Text(TextBlock::new(TRUNCATED_MARKER))),
+    }
+    let output = match block.output {
+        TextOrBlocks::Text(_) => TextOrBlocks::Text(TextOrBlocks::Blocks(kept).text()),
+        TextOrBlocks::Blocks(_) => TextOrBlocks::Blocks(kept),
+    };
+    ToolResultBlock { output, metadata: as_message::JsonMap::new(), ..block }
+}

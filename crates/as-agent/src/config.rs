@@ -1,0 +1,200 @@
+//! `ReActConfig` and `ContextConfig` (2.0.4's `agentscope.agent._config`). `ModelConfig` (retries
+//! and the fallback model) lives in `as-model` and is re-exported by this crate.
+
+use serde_json::{Value, json};
+
+use crate::error::{AgentError, Result};
+
+/// The default interruption message (returned, never stored).
+pub const DEFAULT_INTERRUPTION_MESSAGE: &str = "I notice the interruption. How can I help you?";
+
+/// The default compression prompt (the last user message of the compression call).
+pub const DEFAULT_COMPRESSION_PROMPT: &str = "<system-hint>You have been working on the task described above but \
+    have not yet completed it. Now write a continuation summary that will allow you to resume work efficiently in \
+    a future context window where the conversation history will be replaced with this summary. Your summary should \
+    be structured, concise, and actionable.</system-hint>";
+
+/// The default summary template (`{field}` placeholders of [`summary_schema`]).
+pub const DEFAULT_SUMMARY_TEMPLATE: &str = "<system-info>Here is a summary of your previous work\n# Task Overview\n\
+    {task_overview}\n\n# Current State\n{current_state}\n\n# Important Discoveries\n{important_discoveries}\n\n\
+    # Next Steps\n{next_steps}\n\n# Context to Preserve\n{context_to_preserve}</system-info>";
+
+/// Bounds of the reasoning-acting loop.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReActConfig {
+    /// Reasoning-acting rounds per reply (default 20, at least 1).
+    pub max_iters: u32,
+    /// The final message returned when a reply is interrupted (never stored in the context).
+    pub interruption_message: String,
+}
+
+impl Default for ReActConfig {
+    fn default() -> Self {
+        Self { max_iters: 20, interruption_message: DEFAULT_INTERRUPTION_MESSAGE.to_owned() }
+    }
+}
+
+impl ReActConfig {
+    /// Sets `max_iters`.
+    pub fn with_max_iters(mut self, n: u32) -> Self {
+        self.max_iters = n;
+        self
+    }
+
+    /// Checks the bounds (`max_iters >= 1`).
+    pub fn validate(&self) -> Result<()> {
+        if self.max_iters == 0 {
+            return Err(AgentError::config("react_config.max_iters must be at least 1"));
+        }
+        Ok(())
+    }
+}
+
+/// Context compression and tool-result truncation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ContextConfig {
+    /// Compress when the estimated input reaches `trigger_ratio × context_size` (`0 < x <= 0.9`; 2.0.4 rejected
+    /// 0.9 itself, fixed upstream in 84918a5f6).
+    pub trigger_ratio: f64,
+    /// Tokens kept uncompressed: `reserve_ratio × context_size` (`0 < x < 0.9`).
+    pub reserve_ratio: f64,
+    /// The last user message of the compression call.
+    pub compression_prompt: String,
+    /// Rendered with the structured summary's fields (`{task_overview}`, ...).
+    pub summary_template: String,
+    /// The JSON Schema the summary must satisfy.
+    pub summary_schema: Value,
+    /// Tool results longer than this many tokens are truncated in the context (not in the events).
+    pub tool_result_limit: usize,
+}
+
+impl Default for ContextConfig {
+    fn default() -> Self {
+        Self {
+            trigger_ratio: 0.8,
+            reserve_ratio: 0.1,
+            compression_prompt: DEFAULT_COMPRESSION_PROMPT.to_owned(),
+            summary_template: DEFAULT_SUMMARY_TEMPLATE.to_owned(),
+            summary_schema: summary_schema(),
+            tool_result_limit: 50_000,
+        }
+    }
+}
+
+impl ContextConfig {
+    /// Sets the two ratios.
+    pub fn with_ratios(mut self, trigger_ratio: f64, reserve_ratio: f64) -> Self {
+        self.trigger_ratio = trigger_ratio;
+        self.reserve_ratio = reserve_ratio;
+        self
+    }
+
+    /// Checks the ratio bounds.
+    pub fn validate(&self) -> Result<()> {
+        if !(self.trigger_ratio > 0.0 && self.trigger_ratio <= 0.9) {
+            return Err(AgentError::config(format!(
+                "context_config.trigger_ratio must be in (0, 0.9], got {}",
+                self.trigger_ratio
+            )));
+        }
+        if !(self.reserve_ratio > 0.0 && self.reserve_ratio < 0.9) {
+            return Err(AgentError::config(format!(
+                "context_config.reserve_ratio must be in (0, 0.9), got {}",
+                self.reserve_ratio
+            )));
+        }
+        Ok(())
+    }
+
+    /// `summary_template` with `{key}` replaced by the summary's string fields (Python `str.format`
+    /// for the simple case; `{{`/`}}` escape braces).
+    pub fn render_summary(&self, fields: &as_message::JsonMap) -> Result<String> {
+        let t = &self.summary_template;
+        let mut out = String::with_capacity(t.len() + 256);
+        let mut chars = t.char_indices().peekable();
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '{' if matches!(chars.peek(), Some((_, '{'))) => {
+                    chars.next();
+                    out.push('{');
+                }
+                '}' if matches!(chars.peek(), Some((_, '}'))) => {
+                    chars.next();
+                    out.push('}');
+                }
+                '{' => {
+                    let rest = &t[i + 1..];
+                    let end = rest
+                        .find('}')
+                        .ok_or_else(|| AgentError::config("summary_template has an unclosed '{'".to_owned()))?;
+                    let key = &rest[..end];
+                    let value = fields.get(key).ok_or_else(|| {
+                        AgentError::compression(format!("the summary has no field {key:?} used by summary_template"))
+                    })?;
+                    match value {
+                        Value::String(s) => out.push_str(s),
+                        other => out.push_str(&other.to_string()),
+                    }
+                    for _ in 0..=end {
+                        chars.next();
+                    }
+                }
+                c => out.push(c),
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The JSON Schema of 2.0.4's `SummarySchema`: five required string fields.
+pub fn summary_schema() -> Value {
+    let field = |d: &str| json!({"description": d, "type": "string"});
+    json!({
+        "properties": {
+            "task_overview": field("The user's core request and success criteria, and any clarifications or constraints they specified."),
+            "current_state": field("What has been completed so far, files created/modified/analyzed (with paths if relevant), and key outputs or artifacts produced."),
+            "important_discoveries": field("Technical constraints or requirements uncovered, decisions made and their rationale, errors encountered and how they were resolved, and what approaches were tried that didn't work (and why)."),
+            "next_steps": field("Specific actions needed to complete the task, any blockers or open questions to resolve, and priority order if multiple steps remain."),
+            "context_to_preserve": field("User preferences or style requirements, domain-specific details that aren't obvious, and any promises made to the user."),
+        },
+        "required": ["task_overview", "current_state", "important_discoveries", "next_steps", "context_to_preserve"],
+        "type": "object",
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_renders_like_the_recorded_one() {
+        let fields: as_message::JsonMap = serde_json::from_value(json!({
+            "task_overview": "Chat about numbers.",
+            "current_state": "Discussed 1..3.",
+            "important_discoveries": "None.",
+            "next_steps": "Answer the last question.",
+            "context_to_preserve": "User likes brevity.",
+        }))
+        .unwrap();
+        let got = ContextConfig::default().render_summary(&fields).unwrap();
+        assert_eq!(
+            got,
+            "<system-info>Here is a summary of your previous work\n# Task Overview\nChat about numbers.\n\n# Current \
+             State\nDiscussed 1..3.\n\n# Important Discoveries\nNone.\n\n# Next Steps\nAnswer the last question.\n\n# \
+             Context to Preserve\nUser likes brevity.</system-info>"
+        );
+        let mut partial = fields.clone();
+        partial.remove("next_steps");
+        assert!(ContextConfig::default().render_summary(&partial).is_err());
+    }
+
+    #[test]
+    fn ratios_are_checked() {
+        assert!(ContextConfig::default().validate().is_ok());
+        assert!(ContextConfig::default().with_ratios(0.9, 0.1).validate().is_ok());
+        assert!(ContextConfig::default().with_ratios(0.91, 0.1).validate().is_err());
+        assert!(ContextConfig::default().with_ratios(0.0, 0.1).validate().is_err());
+        assert!(ContextConfig::default().with_ratios(0.5, 0.9).validate().is_err());
+        assert!(ReActConfig::default().with_max_iters(0).validate().is_err());
+    }
+}

@@ -1,0 +1,63 @@
+//! Middleware hooks (2.0.4's `MiddlewareBase`), with their data in `AgentState::middle_context`.
+//!
+//! 2.0.4's hooks are async-generator onions; here each hook is a plain async method with a
+//! default that does nothing, called in list order (the first middleware is the outermost, so it
+//! sees the input first):
+//!
+//! | 2.0.4 hook | here |
+//! |---|---|
+//! | `on_system_prompt` | [`Middleware::on_system_prompt`] (a transformer pipeline) |
+//! | `on_model_call` | [`Middleware::on_model_call`] (may edit the request: messages, tools, tool choice) |
+//! | `on_acting` | [`Middleware::on_acting`] (may answer the call instead of the tool; no slot, calls may run concurrently) and [`Middleware::on_tool_result`] |
+//! | `on_reply` | [`Middleware::on_event`] (sees every event of the reply, `REPLY_START` to `REPLY_END`) |
+//!
+//! Each hook gets `slot`: the middleware's own entry `middle_context[key]` (JSON `null` when
+//! absent; set it back to `null` to remove it). It is saved with the state, so it survives HITL
+//! parks, interrupts and process restarts.
+
+use std::fmt;
+
+use as_message::{JsonValue, ToolCallBlock, ToolResultBlock};
+use as_model::ChatRequest;
+use async_trait::async_trait;
+
+use crate::error::Result;
+use crate::event::AgentEvent;
+
+/// A middleware. Every method has a no-op default.
+#[async_trait]
+pub trait Middleware: Send + Sync + fmt::Debug {
+    /// The key of this middleware's entry in `middle_context` (2.0.4: the class name).
+    fn key(&self) -> &str;
+
+    /// Transforms the system prompt before each model call.
+    fn on_system_prompt(&self, prompt: String, slot: &JsonValue) -> String {
+        let _ = slot;
+        prompt
+    }
+
+    /// Called before each model call attempt; may edit the request.
+    async fn on_model_call(&self, request: &mut ChatRequest, slot: &mut JsonValue) -> Result<()> {
+        let _ = (request, slot);
+        Ok(())
+    }
+
+    /// Called before a permitted local tool runs (possibly concurrently with other calls of the
+    /// batch, hence no `slot`); returning a result answers the call without running the tool.
+    async fn on_acting(&self, call: &ToolCallBlock) -> Result<Option<ToolResultBlock>> {
+        let _ = call;
+        Ok(None)
+    }
+
+    /// Called with each tool result before it is saved to the context.
+    async fn on_tool_result(&self, result: &mut ToolResultBlock, slot: &mut JsonValue) -> Result<()> {
+        let _ = (result, slot);
+        Ok(())
+    }
+
+    /// Called with every event the reply emits, before the caller sees it.
+    async fn on_event(&self, event: &AgentEvent, slot: &mut JsonValue) -> Result<()> {
+        let _ = (event, slot);
+        Ok(())
+    }
+}

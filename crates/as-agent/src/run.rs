@@ -1,0 +1,1092 @@
+//! One reply: the 2.0.4 algorithm (spec §4–§9) over a borrowed `AgentState`, without its bugs.
+
+use std::collections::HashSet;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use as_message::{
+    ContentBlock, JsonMap, JsonValue, Msg, PermissionBehavior, PermissionContext, PermissionRule, Role, Source,
+    TextOrBlocks, TextOrData, ToolCallBlock, ToolCallState, ToolResultBlock, ToolResultState, Usage, generate_id,
+};
+use as_model::{ChatChunk, ChatModel as _, ChatRequest, ChatStream, ResponseHandle, ToolSchema};
+use as_state::AgentState;
+use as_tools::{DynTool, INTERRUPTED_TEXT, SharedToolState, ToolCallContext, ToolOutput};
+use futures::stream::{self, BoxStream};
+use futures::{Stream, StreamExt as _};
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::{Agent, ReplyInput, check_input_messages};
+use crate::error::{AgentError, Result};
+use crate::event::*;
+use crate::stream::{EventQueue, ReplyOutcome, ReplyStatus};
+
+/// The text of the message returned when a reply parks.
+pub const PARKED_MESSAGE: &str = "Waiting for tool calls to be confirmed or executed from outside ...";
+/// The text of the message returned when `max_iters` is reached.
+pub const MAX_ITERS_MESSAGE: &str = "Executed maximum iterations of reasoning-acting loop without finishing the task.";
+/// The note used as (or added to) the summary when compression fell back to truncation.
+pub const TRUNCATION_NOTE: &str = "<system-reminder>Earlier messages were removed from the context because it \
+    exceeded the model's window and could not be summarized.</system-reminder>";
+
+fn denied_by_user_text(name: &str) -> String {
+    format!("<system-reminder>The execution of tool \"{name}\" is denied by user!</system-reminder>")
+}
+
+/// Whether compression ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Compressed {
+    No,
+    Yes,
+    Cancelled,
+}
+
+enum Reasoned {
+    Final(Msg),
+    Acting,
+    Interrupted,
+}
+
+enum Acted {
+    Done,
+    Parked,
+    Interrupted,
+}
+
+/// What a tool-call worker asks the reply loop to do (the loop owns the state).
+enum Action {
+    Event(AgentEvent),
+    Started(AgentEvent, String),
+    SetAllowed(String),
+    Ask { call_id: String, suggested: Vec<PermissionRule>, event: AgentEvent },
+    Submit { call_id: String, event: AgentEvent },
+    Result { block: ToolResultBlock, end: AgentEvent },
+}
+
+/// Owns the `&mut AgentState` of a reply. When the reply future is dropped (or fails) before it
+/// finished cleanly, `Drop` leaves the state consistent: tool-state parts written back, the
+/// in-flight partial model response saved, and every open (non-parked) tool call closed with an
+/// `interrupted` result.
+struct Guard<'a> {
+    state: &'a mut AgentState,
+    name: String,
+    inflight: Option<ResponseHandle>,
+    tools: Option<SharedToolState>,
+    armed: bool,
+}
+
+impl Drop for Guard<'_> {
+    fn drop(&mut self) {
+        if let Some(t) = self.tools.take() {
+            t.write_back(self.state);
+        }
+        if let Some(h) = self.inflight.take() {
+            let r = h.snapshot();
+            save_to_context(self.state, &self.name, drop_audio(r.content), r.usage.map(|u| u.to_usage()));
+        }
+        if self.armed {
+            close_open_calls_silently(self.state, &self.name);
+        }
+    }
+}
+
+pub(crate) struct Run<'a> {
+    agent: &'a Agent,
+    g: Guard<'a>,
+    queue: EventQueue,
+    cancel: CancellationToken,
+    started: HashSet<String>,
+}
+
+impl<'a> Run<'a> {
+    pub(crate) fn new(
+        agent: &'a Agent,
+        state: &'a mut AgentState,
+        queue: EventQueue,
+        cancel: CancellationToken,
+    ) -> Self {
+        let name = agent.name.clone();
+        Self {
+            agent,
+            g: Guard { state, name, inflight: None, tools: None, armed: false },
+            queue,
+            cancel,
+            started: HashSet::new(),
+        }
+    }
+
+    pub(crate) fn disarm(&mut self) {
+        self.g.armed = false;
+    }
+
+    fn state(&mut self) -> &mut AgentState {
+        self.g.state
+    }
+
+    fn reply_id(&self) -> String {
+        self.g.state.reply_id.clone()
+    }
+
+    fn name(&self) -> &str {
+        &self.agent.name
+    }
+
+    /// Runs middleware event hooks, queues the event and waits until the caller took it.
+    async fn emit(&mut self, event: impl Into<AgentEvent>) -> Result<()> {
+        let event = event.into();
+        for mw in &self.agent.middlewares {
+            let key = mw.key().to_owned();
+            let mut slot = self.g.state.middle_context.shift_remove(&key).unwrap_or(JsonValue::Null);
+            let r = mw.on_event(&event, &mut slot).await;
+            if !slot.is_null() {
+                self.g.state.middle_context.insert(key, slot);
+            }
+            r?;
+        }
+        self.queue.push(event);
+        self.queue.drained().await;
+        Ok(())
+    }
+
+    pub(crate) async fn run(mut self, input: ReplyInput) -> Result<ReplyOutcome> {
+        let name = self.agent.name.clone();
+        match input {
+            ReplyInput::Interrupt(ev) => {
+                if !self.g.state.has_awaiting_tool_calls(&name) {
+                    return Ok(ReplyOutcome { status: ReplyStatus::NoOp, message: None });
+                }
+                self.check_reply_id(&ev.reply_id)?;
+                self.g.armed = true;
+                self.finish_interrupted().await
+            }
+            ReplyInput::Confirm(ev) => {
+                self.check_confirm(&ev)?;
+                self.g.armed = true;
+                self.handle_confirm(ev).await?;
+                self.react_loop().await
+            }
+            ReplyInput::External(ev) => {
+                self.check_external(&ev)?;
+                self.g.armed = true;
+                self.handle_external(ev).await?;
+                self.react_loop().await
+            }
+            ReplyInput::Messages(msgs) => {
+                if self.g.state.has_awaiting_tool_calls(&name) {
+                    let (confirmations, external) = awaiting_counts(self.g.state, &name);
+                    return Err(AgentError::Awaiting { confirmations, external });
+                }
+                check_input_messages(&msgs)?;
+                self.g.armed = true;
+                // A previous reply that could not clean up (process crash mid-reply) left calls without
+                // results: answer them now so the history sent to the model is valid.
+                repair_unanswered_calls(self.g.state, &name);
+                let state = self.state();
+                state.context.extend(msgs);
+                state.reply_id = generate_id();
+                state.cur_iter = 0;
+                let (session_id, reply_id) = (state.session_id.clone(), state.reply_id.clone());
+                self.emit(ReplyStartEvent::new(session_id, reply_id, name, Role::Assistant)).await?;
+                self.react_loop().await
+            }
+        }
+    }
+
+    fn check_reply_id(&self, got: &str) -> Result<()> {
+        if got != self.g.state.reply_id {
+            return Err(AgentError::ReplyIdMismatch { expected: self.g.state.reply_id.clone(), got: got.to_owned() });
+        }
+        Ok(())
+    }
+
+    fn check_confirm(&self, ev: &UserConfirmResultEvent) -> Result<()> {
+        let asking: Vec<&ToolCallBlock> = own_unanswered(self.g.state, self.name())
+            .into_iter()
+            .filter(|c| c.state == ToolCallState::Asking)
+            .collect();
+        if asking.is_empty() {
+            return Err(AgentError::unexpected(
+                "agent is not waiting for user confirmation, but received UserConfirmResultEvent",
+            ));
+        }
+        self.check_reply_id(&ev.reply_id)?;
+        let unknown: Vec<&str> = ev
+            .confirm_results
+            .iter()
+            .map(|r| r.tool_call.id.as_str())
+            .filter(|id| !asking.iter().any(|c| c.id == *id))
+            .collect();
+        if !unknown.is_empty() {
+            return Err(AgentError::unexpected(format!(
+                "received UserConfirmResultEvent with tool call ids {unknown:?} that are not waiting for confirmation"
+            )));
+        }
+        for r in &ev.confirm_results {
+            if let Some(parked) = asking.iter().find(|c| c.id == r.tool_call.id) {
+                if r.confirmed && r.tool_call.name != parked.name {
+                    return Err(AgentError::unexpected(format!(
+                        "a confirmation cannot change tool call {:?} from {:?} to {:?}",
+                        parked.id, parked.name, r.tool_call.name
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn check_external(&self, ev: &ExternalExecutionResultEvent) -> Result<()> {
+        let submitted: Vec<&ToolCallBlock> = own_unanswered(self.g.state, self.name())
+            .into_iter()
+            .filter(|c| c.state == ToolCallState::Submitted)
+            .collect();
+        if submitted.is_empty() {
+            return Err(AgentError::unexpected(
+                "agent is not waiting for external execution results, but received ExternalExecutionResultEvent",
+            ));
+        }
+        self.check_reply_id(&ev.reply_id)?;
+        let unknown: Vec<&str> = ev
+            .execution_results
+            .iter()
+            .map(|r| r.id.as_str())
+            .filter(|id| !submitted.iter().any(|c| c.id == *id))
+            .collect();
+        if !unknown.is_empty() {
+            return Err(AgentError::unexpected(format!(
+                "received ExternalExecutionResultEvent with tool call ids {unknown:?} that are not waiting for \
+                 external execution results"
+            )));
+        }
+        Ok(())
+    }
+
+    async fn handle_confirm(&mut self, ev: UserConfirmResultEvent) -> Result<()> {
+        let reply_id = self.reply_id();
+        for r in ev.confirm_results {
+            let id = r.tool_call.id.clone();
+            if r.confirmed {
+                if let Some(c) = call_mut(self.g.state, &self.agent.name, &id) {
+                    c.state = ToolCallState::Allowed;
+                    c.input.clone_from(&r.tool_call.input);
+                }
+                for rule in r.rules.unwrap_or_default() {
+                    as_tools::PermissionEngine::add_rule(&mut self.g.state.permission_context, rule);
+                }
+            } else {
+                let name = r.tool_call.name.clone();
+                let parked_name = call_mut(self.g.state, &self.agent.name, &id).map(|c| c.name.clone()).unwrap_or(name);
+                let text = denied_by_user_text(&parked_name);
+                self.emit(ToolResultStartEvent::new(reply_id.clone(), id.clone(), parked_name.clone())).await?;
+                self.started.insert(id.clone());
+                self.emit(ToolResultTextDeltaEvent::new(reply_id.clone(), id.clone(), text.clone())).await?;
+                let block = ToolResultBlock::new(id.clone(), parked_name, text, ToolResultState::Denied);
+                self.save_result(block).await?;
+                self.emit(ToolResultEndEvent::new(reply_id.clone(), id, ToolResultState::Denied)).await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn handle_external(&mut self, ev: ExternalExecutionResultEvent) -> Result<()> {
+        let reply_id = self.reply_id();
+        for result in ev.execution_results {
+            let id = result.id.clone();
+            self.started.insert(id.clone());
+            match &result.output {
+                TextOrBlocks::Text(s) => {
+                    self.emit(ToolResultTextDeltaEvent::new(reply_id.clone(), id.clone(), s.clone())).await?;
+                }
+                TextOrBlocks::Blocks(blocks) => {
+                    for b in blocks {
+                        for e in output_events(&reply_id, &id, b) {
+                            self.emit(e).await?;
+                        }
+                    }
+                }
+            }
+            let mut end = ToolResultEndEvent::new(reply_id.clone(), id.clone(), result.state);
+            end.metadata.clone_from(&result.metadata);
+            let state = result.state;
+            self.save_result(result).await?;
+            let _ = state;
+            self.emit(end).await?;
+        }
+        Ok(())
+    }
+
+    /// Saves a tool result (after the result middlewares and truncation) and finishes its call.
+    async fn save_result(&mut self, mut block: ToolResultBlock) -> Result<()> {
+        for mw in &self.agent.middlewares {
+            let key = mw.key().to_owned();
+            let mut slot = self.g.state.middle_context.shift_remove(&key).unwrap_or(JsonValue::Null);
+            let r = mw.on_tool_result(&mut block, &mut slot).await;
+            if !slot.is_null() {
+                self.g.state.middle_context.insert(key, slot);
+            }
+            r?;
+        }
+        let block = crate::compress::truncate_tool_result(self.agent, block);
+        let id = block.id.clone();
+        save_to_context(self.g.state, &self.agent.name, vec![ContentBlock::ToolResult(block)], None);
+        if let Some(c) = call_mut(self.g.state, &self.agent.name, &id) {
+            c.state = ToolCallState::Finished;
+        }
+        Ok(())
+    }
+
+    async fn react_loop(&mut self) -> Result<ReplyOutcome> {
+        let max = i64::from(self.agent.react_config.max_iters);
+        while self.g.state.cur_iter < max {
+            if self.cancel.is_cancelled() {
+                return self.finish_interrupted().await;
+            }
+            match next_action(self.g.state, &self.agent.name) {
+                NextAction::Acting => {}
+                NextAction::Exit { asking, submitted } => {
+                    self.g.armed = false;
+                    return Ok(ReplyOutcome {
+                        status: ReplyStatus::Parked,
+                        message: Some(self.waiting_msg(asking, submitted)),
+                    });
+                }
+                NextAction::Reasoning => {
+                    match self.compress().await? {
+                        Compressed::Cancelled => return self.finish_interrupted().await,
+                        Compressed::No | Compressed::Yes => {}
+                    }
+                    match self.reasoning().await? {
+                        Reasoned::Final(msg) => {
+                            let (sid, rid) = (self.g.state.session_id.clone(), self.reply_id());
+                            self.emit(ReplyEndEvent::new(sid, rid, ReplyFinishedReason::Completed)).await?;
+                            return Ok(ReplyOutcome { status: ReplyStatus::Completed, message: Some(msg) });
+                        }
+                        Reasoned::Interrupted => return self.finish_interrupted().await,
+                        Reasoned::Acting => {}
+                    }
+                }
+            }
+            match self.acting().await? {
+                Acted::Interrupted => return self.finish_interrupted().await,
+                Acted::Parked => {
+                    self.g.armed = false;
+                    let mut msg = Msg::assistant(self.agent.name.clone(), PARKED_MESSAGE);
+                    msg.id = self.reply_id();
+                    return Ok(ReplyOutcome { status: ReplyStatus::Parked, message: Some(msg) });
+                }
+                Acted::Done => {}
+            }
+            // Count a round only when it left no call unfinished (upstream fix 662ebaab3).
+            if own_unanswered(self.g.state, &self.agent.name).is_empty() {
+                self.g.state.cur_iter += 1;
+            }
+        }
+        let (sid, rid, name) = (self.g.state.session_id.clone(), self.reply_id(), self.agent.name.clone());
+        self.emit(ExceedMaxItersEvent::new(rid.clone(), name.clone())).await?;
+        tracing::warn!(agent = %name, max_iters = max, "exceeded the maximum iterations of the reasoning-acting loop");
+        self.emit(ReplyEndEvent::new(sid, rid.clone(), ReplyFinishedReason::ExceedMaxIters)).await?;
+        let mut msg = Msg::assistant(name, MAX_ITERS_MESSAGE);
+        msg.id = rid;
+        Ok(ReplyOutcome { status: ReplyStatus::ExceedMaxIters, message: Some(msg) })
+    }
+
+    fn waiting_msg(&self, asking: usize, submitted: usize) -> Msg {
+        let mut parts = Vec::new();
+        if asking > 0 {
+            parts.push(format!("user confirmation for {asking} tool calls"));
+        }
+        if submitted > 0 {
+            parts.push(format!("external execution results for {submitted} tool calls"));
+        }
+        let mut msg = Msg::assistant(self.agent.name.clone(), format!("I'm waiting for {}.", parts.join(", and ")));
+        msg.id = self.reply_id();
+        msg
+    }
+
+    /// §8: closes every open call of the reply message with an `interrupted` result (with events), then
+    /// `REPLY_END(interrupted)`. The interruption message is returned, never stored.
+    async fn finish_interrupted(&mut self) -> Result<ReplyOutcome> {
+        let (sid, rid) = (self.g.state.session_id.clone(), self.reply_id());
+        let end = ReplyEndEvent::new(sid, rid.clone(), ReplyFinishedReason::Interrupted);
+        let open: Vec<ToolCallBlock> = own_unanswered(self.g.state, &self.agent.name).into_iter().cloned().collect();
+        for call in open {
+            // No second TOOL_RESULT_START for a call whose result already started (upstream fix 698297b4c).
+            if !self.started.contains(&call.id) && call.state != ToolCallState::Submitted {
+                self.emit(ToolResultStartEvent::new(rid.clone(), call.id.clone(), call.name.clone())).await?;
+            }
+            self.emit(ToolResultTextDeltaEvent::new(rid.clone(), call.id.clone(), INTERRUPTED_TEXT)).await?;
+            let block = ToolResultBlock::new(
+                call.id.clone(),
+                call.name.clone(),
+                INTERRUPTED_TEXT,
+                ToolResultState::Interrupted,
+            );
+            save_to_context(self.g.state, &self.agent.name, vec![ContentBlock::ToolResult(block)], None);
+            if let Some(c) = call_mut(self.g.state, &self.agent.name, &call.id) {
+                c.state = ToolCallState::Finished;
+            }
+            self.emit(ToolResultEndEvent::new(rid.clone(), call.id, ToolResultState::Interrupted)).await?;
+        }
+        self.emit(end).await?;
+        self.g.armed = false;
+        let mut msg = Msg::assistant(self.agent.name.clone(), self.agent.react_config.interruption_message.clone());
+        msg.id = rid;
+        Ok(ReplyOutcome { status: ReplyStatus::Interrupted, message: Some(msg) })
+    }
+
+    // ------------------------------------------------------------------ reasoning
+
+    pub(crate) fn system_prompt(&self) -> String {
+        let mut prompt = self.agent.system_prompt.clone();
+        for mw in &self.agent.middlewares {
+            let slot = self.g.state.middle_context.get(mw.key()).cloned().unwrap_or(JsonValue::Null);
+            prompt = mw.on_system_prompt(prompt, &slot);
+        }
+        prompt
+    }
+
+    pub(crate) fn base_messages(&self) -> Vec<Msg> {
+        let mut msgs = vec![Msg::system("system", self.system_prompt())];
+        match &self.g.state.summary {
+            TextOrBlocks::Text(s) if s.is_empty() => {}
+            TextOrBlocks::Text(s) => msgs.push(Msg::user("user", s.clone())),
+            TextOrBlocks::Blocks(b) if b.is_empty() => {}
+            TextOrBlocks::Blocks(b) => msgs.push(Msg::user_blocks("user", b.iter().cloned().map(Into::into).collect())),
+        }
+        msgs
+    }
+
+    pub(crate) fn tool_schemas(&self) -> Vec<ToolSchema> {
+        self.agent
+            .toolkit
+            .schemas(&self.g.state.tool_context.activated_groups)
+            .iter()
+            .filter_map(|v| ToolSchema::from_function_value(v).ok())
+            .collect()
+    }
+
+    async fn call_model(&mut self, messages: Vec<Msg>, tools: Vec<ToolSchema>) -> Result<ChatStream> {
+        let attempts = self.agent.model_config.attempts(&self.agent.model);
+        let mut last_err = None;
+        for (model, attempt) in attempts {
+            if self.cancel.is_cancelled() {
+                return Ok(ChatStream::interrupted());
+            }
+            let mut request =
+                ChatRequest::new(messages.clone()).with_tools(tools.clone()).with_cancel(self.cancel.clone());
+            for mw in &self.agent.middlewares {
+                let key = mw.key().to_owned();
+                let mut slot = self.g.state.middle_context.shift_remove(&key).unwrap_or(JsonValue::Null);
+                let r = mw.on_model_call(&mut request, &mut slot).await;
+                if !slot.is_null() {
+                    self.g.state.middle_context.insert(key, slot);
+                }
+                r?;
+            }
+            let cancel = self.cancel.clone();
+            let result = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Ok(ChatStream::interrupted()),
+                r = model.stream(request) => r,
+            };
+            match result {
+                Ok(s) => return Ok(s),
+                Err(e) => {
+                    tracing::warn!(model = model.model_name(), attempt, error = %e, "model call failed");
+                    last_err = Some(e);
+                }
+            }
+        }
+        Err(last_err.map_or_else(|| AgentError::config("no model to call"), AgentError::Model))
+    }
+
+    async fn reasoning(&mut self) -> Result<Reasoned> {
+        let reply_id = self.reply_id();
+        let model_name = self.agent.model.model_name().to_owned();
+        self.emit(ModelCallStartEvent::new(reply_id.clone(), model_name)).await?;
+        let mut messages = self.base_messages();
+        messages.extend(self.g.state.context.iter().cloned());
+        let tools = self.tool_schemas();
+        let mut stream = self.call_model(messages, tools).await?;
+        self.g.inflight = Some(stream.handle());
+        let mut conv = Converter::new(reply_id.clone());
+        while let Some(item) = stream.next().await {
+            let chunk = item?;
+            for ev in conv.chunk(&chunk) {
+                self.emit(ev).await?;
+            }
+        }
+        for ev in conv.finish() {
+            self.emit(ev).await?;
+        }
+        let response = stream.response();
+        drop(stream);
+        let usage = response.usage.as_ref().map(|u| u.to_usage());
+        let (inp, out) = usage.map_or((0, 0), |u| (u.input_tokens, u.output_tokens));
+        let reason =
+            if response.is_interrupted() { ModelFinishedReason::Interrupted } else { ModelFinishedReason::Completed };
+        self.emit(ModelCallEndEvent::new(reply_id.clone(), inp, out, reason)).await?;
+        self.g.inflight = None;
+        save_to_context(self.g.state, &self.agent.name, drop_audio(response.content.clone()), usage);
+        if response.is_interrupted() {
+            return Ok(Reasoned::Interrupted);
+        }
+        if response.tool_calls().next().is_some() {
+            return Ok(Reasoned::Acting);
+        }
+        let mut msg = Msg::new(self.agent.name.clone(), Role::Assistant, response.content);
+        msg.id = reply_id;
+        msg.usage = last_own(self.g.state, &self.agent.name).and_then(|m| m.usage);
+        Ok(Reasoned::Final(msg))
+    }
+
+    // ------------------------------------------------------------------ acting
+
+    async fn acting(&mut self) -> Result<Acted> {
+        let calls: Vec<ToolCallBlock> = own_unanswered(self.g.state, &self.agent.name)
+            .into_iter()
+            .filter(|c| matches!(c.state, ToolCallState::Pending | ToolCallState::Allowed))
+            .cloned()
+            .collect();
+        if calls.is_empty() {
+            return Ok(Acted::Done);
+        }
+        // Consecutive calls are grouped: unknown or concurrency-safe tools run concurrently.
+        let mut batches: Vec<(bool, Vec<ToolCallBlock>)> = Vec::new();
+        for c in calls {
+            let concurrent = self.agent.toolkit.get_tool(&c.name).is_none_or(|t| t.is_concurrency_safe());
+            match batches.last_mut() {
+                Some((k, b)) if *k == concurrent => b.push(c),
+                _ => batches.push((concurrent, vec![c])),
+            }
+        }
+        let permission = Arc::new(self.g.state.permission_context.clone());
+        let shared = SharedToolState::from_state(self.g.state);
+        self.g.tools = Some(shared.clone());
+        let mut outcome = Acted::Done;
+        for (concurrent, batch) in batches {
+            let (parked, interrupted) = if concurrent {
+                let workers: Vec<_> =
+                    batch.iter().map(|c| self.worker(c.clone(), Arc::clone(&permission), shared.clone())).collect();
+                let mut merged = PreferEarliest::new(workers);
+                let mut flags = (false, false);
+                while let Some(action) = merged.next().await {
+                    let f = self.apply(action).await?;
+                    flags = (flags.0 || f.0, flags.1 || f.1);
+                }
+                flags
+            } else {
+                let mut flags = (false, false);
+                for c in batch {
+                    let mut w = self.worker(c, Arc::clone(&permission), shared.clone());
+                    while let Some(action) = w.next().await {
+                        let f = self.apply(action).await?;
+                        flags = (flags.0 || f.0, flags.1 || f.1);
+                    }
+                    if flags.0 || flags.1 {
+                        break;
+                    }
+                }
+                flags
+            };
+            // The tools' view of the state becomes the state's before the next batch.
+            shared.write_back(self.g.state);
+            if interrupted || self.cancel.is_cancelled() {
+                outcome = Acted::Interrupted;
+                break;
+            }
+            if parked {
+                outcome = Acted::Parked;
+                break;
+            }
+        }
+        if let Some(t) = self.g.tools.take() {
+            t.write_back(self.g.state);
+        }
+        Ok(outcome)
+    }
+
+    /// Applies one worker action to the state; returns `(parked, interrupted)`.
+    async fn apply(&mut self, action: Action) -> Result<(bool, bool)> {
+        match action {
+            Action::Event(e) => {
+                self.emit(e).await?;
+                Ok((false, false))
+            }
+            Action::Started(e, id) => {
+                self.started.insert(id);
+                self.emit(e).await?;
+                Ok((false, false))
+            }
+            Action::SetAllowed(id) => {
+                if let Some(c) = call_mut(self.g.state, &self.agent.name, &id) {
+                    c.state = ToolCallState::Allowed;
+                }
+                Ok((false, false))
+            }
+            Action::Ask { call_id, suggested, event } => {
+                if let Some(c) = call_mut(self.g.state, &self.agent.name, &call_id) {
+                    c.state = ToolCallState::Asking;
+                    c.suggested_rules = suggested;
+                }
+                self.emit(event).await?;
+                Ok((true, false))
+            }
+            Action::Submit { call_id, event } => {
+                if let Some(c) = call_mut(self.g.state, &self.agent.name, &call_id) {
+                    c.state = ToolCallState::Submitted;
+                }
+                self.emit(event).await?;
+                Ok((true, false))
+            }
+            Action::Result { block, end } => {
+                let interrupted = block.state == ToolResultState::Interrupted;
+                self.save_result(block).await?;
+                self.emit(end).await?;
+                Ok((false, interrupted))
+            }
+        }
+    }
+
+    /// The stream of actions of one tool call (§6.1): availability and input checks, the permission
+    /// engine, then asking, submitting, refusing or running the tool.
+    fn worker(
+        &self,
+        call: ToolCallBlock,
+        permission: Arc<PermissionContext>,
+        shared: SharedToolState,
+    ) -> BoxStream<'a, Action> {
+        let agent = self.agent;
+        let reply_id = self.g.state.reply_id.clone();
+        let cancel = self.cancel.child_token();
+        let prepare = async move {
+            let groups = shared.with(|p| p.tool_context.activated_groups.clone());
+            let (tool, input) = match agent.toolkit.prepare(&call.name, &call.input, &groups) {
+                Ok(x) => x,
+                Err(e) => return error_actions(&reply_id, &call, e.model_text().to_owned(), ToolResultState::Error),
+            };
+            if call.state != ToolCallState::Allowed {
+                let decision = agent.engine.check_permission(&permission, tool.as_ref(), &input).await;
+                match decision.behavior {
+                    PermissionBehavior::Ask | PermissionBehavior::Passthrough => {
+                        let suggested = decision.suggested_rules.unwrap_or_default();
+                        let mut asked = call.clone();
+                        asked.state = ToolCallState::Asking;
+                        asked.suggested_rules.clone_from(&suggested);
+                        let event = RequireUserConfirmEvent::new(reply_id.clone(), vec![asked]).into();
+                        return stream::iter(vec![Action::Ask { call_id: call.id.clone(), suggested, event }]).boxed();
+                    }
+                    PermissionBehavior::Deny => {
+                        return error_actions(&reply_id, &call, decision.message, ToolResultState::Denied);
+                    }
+                    PermissionBehavior::Allow => {}
+                }
+            }
+            let start = ToolResultStartEvent::new(reply_id.clone(), call.id.clone(), call.name.clone()).into();
+            let head = vec![Action::SetAllowed(call.id.clone()), Action::Started(start, call.id.clone())];
+            if tool.is_external() {
+                let mut submitted = call.clone();
+                submitted.state = ToolCallState::Submitted;
+                let event = RequireExternalExecutionEvent::new(reply_id.clone(), vec![submitted]).into();
+                let mut actions = head;
+                actions.push(Action::Submit { call_id: call.id.clone(), event });
+                return stream::iter(actions).boxed();
+            }
+            for mw in &agent.middlewares {
+                match mw.on_acting(&call).await {
+                    Ok(Some(block)) => {
+                        let mut actions = head;
+                        if let TextOrBlocks::Blocks(bs) = &block.output {
+                            for b in bs {
+                                actions.extend(output_events(&reply_id, &call.id, b).into_iter().map(Action::Event));
+                            }
+                        } else if let TextOrBlocks::Text(s) = &block.output {
+                            actions.push(Action::Event(
+                                ToolResultTextDeltaEvent::new(reply_id.clone(), call.id.clone(), s.clone()).into(),
+                            ));
+                        }
+                        let mut end = ToolResultEndEvent::new(reply_id.clone(), call.id.clone(), block.state);
+                        end.metadata.clone_from(&block.metadata);
+                        actions.push(Action::Result { block, end: end.into() });
+                        return stream::iter(actions).boxed();
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        return error_actions(&reply_id, &call, format!("Error: {e}"), ToolResultState::Error);
+                    }
+                }
+            }
+            let ctx = ToolCallContext::new(call.id.clone(), shared, agent.working_dir.clone()).with_cancel(cancel);
+            let body = run_tool(agent, tool, input, ctx, reply_id, call);
+            stream::iter(head).chain(body).boxed()
+        };
+        stream::once(prepare).flatten().boxed()
+    }
+
+    // ------------------------------------------------------------------ compression
+
+    pub(crate) async fn compress(&mut self) -> Result<Compressed> {
+        crate::compress::compress(self).await
+    }
+
+    pub(crate) fn parts(&mut self) -> (&'a Agent, &mut AgentState, &CancellationToken) {
+        (self.agent, self.g.state, &self.cancel)
+    }
+}
+
+fn run_tool(
+    agent: &Agent,
+    tool: Arc<dyn DynTool>,
+    input: JsonMap,
+    ctx: ToolCallContext,
+    reply_id: String,
+    call: ToolCallBlock,
+) -> BoxStream<'static, Action> {
+    agent
+        .toolkit
+        .call_tool(tool, input, ctx)
+        .flat_map(move |out| {
+            let actions: Vec<Action> = match out {
+                ToolOutput::Chunk(chunk) => chunk
+                    .content
+                    .iter()
+                    .flat_map(|b| output_events(&reply_id, &call.id, b))
+                    .map(Action::Event)
+                    .collect(),
+                ToolOutput::Response(r) => {
+                    let block = ToolResultBlock {
+                        id: call.id.clone(),
+                        name: call.name.clone(),
+                        output: TextOrBlocks::Blocks(r.content),
+                        state: r.state,
+                        metadata: r.metadata.clone(),
+                    };
+                    let mut end = ToolResultEndEvent::new(reply_id.clone(), call.id.clone(), r.state);
+                    end.metadata = r.metadata;
+                    vec![Action::Result { block, end: end.into() }]
+                }
+            };
+            stream::iter(actions)
+        })
+        .boxed()
+}
+
+/// `_handle_error_tool_call`: START, the text, the result (a plain-string output), END.
+fn error_actions(
+    reply_id: &str,
+    call: &ToolCallBlock,
+    text: String,
+    state: ToolResultState,
+) -> BoxStream<'static, Action> {
+    let start = ToolResultStartEvent::new(reply_id, call.id.clone(), call.name.clone()).into();
+    let delta = ToolResultTextDeltaEvent::new(reply_id, call.id.clone(), text.clone()).into();
+    let block = ToolResultBlock::new(call.id.clone(), call.name.clone(), text, state);
+    let end = ToolResultEndEvent::new(reply_id, call.id.clone(), state).into();
+    stream::iter(vec![Action::Started(start, call.id.clone()), Action::Event(delta), Action::Result { block, end }])
+        .boxed()
+}
+
+/// Events of one output block of a tool result (text delta, or a data delta with a fresh block id).
+fn output_events(reply_id: &str, call_id: &str, b: &TextOrData) -> Vec<AgentEvent> {
+    match b {
+        TextOrData::Text(t) => vec![ToolResultTextDeltaEvent::new(reply_id, call_id, t.text.clone()).into()],
+        TextOrData::Data(d) => {
+            let (media_type, data, url) = match &d.source {
+                Source::Base64(s) => (s.media_type.clone(), Some(s.data.clone()), None),
+                Source::Url(u) => (u.media_type.clone(), None, Some(u.url.clone())),
+            };
+            vec![ToolResultDataDeltaEvent::new(reply_id, call_id, generate_id(), media_type, data, url).into()]
+        }
+    }
+}
+
+/// Merges worker streams, always taking from the earliest one that is ready: a worker that never waits runs
+/// to its end before the next starts, as asyncio runs gathered tasks.
+struct PreferEarliest<'s> {
+    streams: Vec<Option<BoxStream<'s, Action>>>,
+}
+
+impl<'s> PreferEarliest<'s> {
+    fn new(streams: Vec<BoxStream<'s, Action>>) -> Self {
+        Self { streams: streams.into_iter().map(Some).collect() }
+    }
+}
+
+impl Stream for PreferEarliest<'_> {
+    type Item = Action;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Action>> {
+        let mut live = false;
+        for slot in self.streams.iter_mut() {
+            let Some(s) = slot.as_mut() else { continue };
+            match s.as_mut().poll_next(cx) {
+                Poll::Ready(Some(a)) => return Poll::Ready(Some(a)),
+                Poll::Ready(None) => *slot = None,
+                Poll::Pending => live = true,
+            }
+        }
+        if live { Poll::Pending } else { Poll::Ready(None) }
+    }
+}
+
+/// §5.5: turns model chunks into block events, with agent-generated block ids for text and thinking.
+struct Converter {
+    reply_id: String,
+    text: Option<String>,
+    thinking: Option<String>,
+    tools: Vec<String>,
+    data: Vec<String>,
+}
+
+impl Converter {
+    fn new(reply_id: String) -> Self {
+        Self { reply_id, text: None, thinking: None, tools: Vec::new(), data: Vec::new() }
+    }
+
+    fn chunk(&mut self, chunk: &ChatChunk) -> Vec<AgentEvent> {
+        let rid = self.reply_id.clone();
+        let mut out: Vec<AgentEvent> = Vec::new();
+        let has_data = chunk.content.iter().any(|b| matches!(b, ContentBlock::Data(_)));
+        let thinking: Vec<&str> = chunk
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::Thinking(t) => Some(t.thinking.as_str()),
+                _ => None,
+            })
+            .collect();
+        if !thinking.is_empty() {
+            let id = match &self.thinking {
+                Some(id) => id.clone(),
+                None => {
+                    let id = generate_id();
+                    out.push(ThinkingBlockStartEvent::new(rid.clone(), id.clone()).into());
+                    self.thinking = Some(id.clone());
+                    id
+                }
+            };
+            out.push(ThinkingBlockDeltaEvent::new(rid.clone(), id, thinking.concat()).into());
+        } else if !has_data {
+            if let Some(id) = self.thinking.take() {
+                out.push(ThinkingBlockEndEvent::new(rid.clone(), id).into());
+            }
+        }
+        let text: Vec<&str> = chunk
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::Text(t) => Some(t.text.as_str()),
+                _ => None,
+            })
+            .collect();
+        if !text.is_empty() {
+            let id = match &self.text {
+                Some(id) => id.clone(),
+                None => {
+                    let id = generate_id();
+                    out.push(TextBlockStartEvent::new(rid.clone(), id.clone()).into());
+                    self.text = Some(id.clone());
+                    id
+                }
+            };
+            out.push(TextBlockDeltaEvent::new(rid.clone(), id, text.concat()).into());
+        } else if !has_data {
+            if let Some(id) = self.text.take() {
+                out.push(TextBlockEndEvent::new(rid.clone(), id).into());
+            }
+        }
+        let mut in_chunk: Vec<&str> = Vec::new();
+        for b in &chunk.content {
+            if let ContentBlock::ToolCall(c) = b {
+                if !self.tools.contains(&c.id) {
+                    out.push(ToolCallStartEvent::new(rid.clone(), c.id.clone(), c.name.clone()).into());
+                    self.tools.push(c.id.clone());
+                }
+                out.push(ToolCallDeltaEvent::new(rid.clone(), c.id.clone(), c.input.clone()).into());
+                in_chunk.push(&c.id);
+            }
+        }
+        let (keep, closed): (Vec<String>, Vec<String>) =
+            std::mem::take(&mut self.tools).into_iter().partition(|id| in_chunk.contains(&id.as_str()));
+        for id in closed {
+            out.push(ToolCallEndEvent::new(rid.clone(), id).into());
+        }
+        self.tools = keep;
+        for b in &chunk.content {
+            if let ContentBlock::Data(d) = b {
+                if let Source::Base64(s) = &d.source {
+                    if !self.data.contains(&d.id) {
+                        out.push(DataBlockStartEvent::new(rid.clone(), d.id.clone(), s.media_type.clone()).into());
+                        self.data.push(d.id.clone());
+                    }
+                    out.push(
+                        DataBlockDeltaEvent::new(rid.clone(), d.id.clone(), s.data.clone(), s.media_type.clone())
+                            .into(),
+                    );
+                }
+            }
+        }
+        out
+    }
+
+    fn finish(&mut self) -> Vec<AgentEvent> {
+        let rid = self.reply_id.clone();
+        let mut out: Vec<AgentEvent> = Vec::new();
+        if let Some(id) = self.text.take() {
+            out.push(TextBlockEndEvent::new(rid.clone(), id).into());
+        }
+        if let Some(id) = self.thinking.take() {
+            out.push(ThinkingBlockEndEvent::new(rid.clone(), id).into());
+        }
+        for id in std::mem::take(&mut self.tools) {
+            out.push(ToolCallEndEvent::new(rid.clone(), id).into());
+        }
+        for id in std::mem::take(&mut self.data) {
+            out.push(DataBlockEndEvent::new(rid.clone(), id).into());
+        }
+        out
+    }
+}
+
+// ---------------------------------------------------------------------- state helpers
+
+fn drop_audio(blocks: Vec<ContentBlock>) -> Vec<ContentBlock> {
+    blocks
+        .into_iter()
+        .filter(|b| match b {
+            ContentBlock::Data(d) => {
+                let mt = match &d.source {
+                    Source::Base64(s) => &s.media_type,
+                    Source::Url(u) => &u.media_type,
+                };
+                !mt.starts_with("audio/")
+            }
+            _ => true,
+        })
+        .collect()
+}
+
+/// The last message, when it is this agent's assistant message.
+pub(crate) fn last_own<'s>(state: &'s AgentState, name: &str) -> Option<&'s Msg> {
+    state.context.last().filter(|m| m.role == Role::Assistant && m.name == name)
+}
+
+/// §5.8, with one fix: blocks extend the last message only when it is this reply's message (id ==
+/// reply_id); otherwise a new message with id = reply_id is created (2.0.4 appended a new reply's
+/// output to the previous reply's message).
+pub(crate) fn save_to_context(state: &mut AgentState, name: &str, blocks: Vec<ContentBlock>, usage: Option<Usage>) {
+    if blocks.is_empty() && usage.is_none() {
+        return;
+    }
+    let reply_id = state.reply_id.clone();
+    match state.context.last_mut() {
+        Some(m) if m.role == Role::Assistant && m.name == name && m.id == reply_id => {
+            m.content.extend(blocks);
+            if let Some(u) = usage {
+                let acc = m.usage.get_or_insert(Usage::default());
+                acc.input_tokens += u.input_tokens;
+                acc.output_tokens += u.output_tokens;
+            }
+        }
+        _ => {
+            let mut m = Msg::new(name, Role::Assistant, blocks);
+            m.id = reply_id;
+            m.usage = usage;
+            state.context.push(m);
+        }
+    }
+}
+
+/// Tool calls of `msg` with no result in `msg`, in block order.
+fn unanswered(msg: &Msg) -> Vec<&ToolCallBlock> {
+    let results: HashSet<&str> = msg
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::ToolResult(r) => Some(r.id.as_str()),
+            _ => None,
+        })
+        .collect();
+    msg.content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::ToolCall(c) if !results.contains(c.id.as_str()) => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+pub(crate) fn own_unanswered<'s>(state: &'s AgentState, name: &str) -> Vec<&'s ToolCallBlock> {
+    last_own(state, name).map(unanswered).unwrap_or_default()
+}
+
+/// `(asking, submitted without result)` in the last own message.
+pub(crate) fn awaiting_counts(state: &AgentState, name: &str) -> (usize, usize) {
+    let open = own_unanswered(state, name);
+    let asking = open.iter().filter(|c| c.state == ToolCallState::Asking).count();
+    let submitted = open.iter().filter(|c| c.state == ToolCallState::Submitted).count();
+    (asking, submitted)
+}
+
+fn call_mut<'s>(state: &'s mut AgentState, name: &str, id: &str) -> Option<&'s mut ToolCallBlock> {
+    let last = state.context.last_mut().filter(|m| m.role == Role::Assistant && m.name == name)?;
+    last.content.iter_mut().find_map(|b| match b {
+        ContentBlock::ToolCall(c) if c.id == id => Some(c),
+        _ => None,
+    })
+}
+
+enum NextAction {
+    Reasoning,
+    Acting,
+    Exit { asking: usize, submitted: usize },
+}
+
+fn next_action(state: &AgentState, name: &str) -> NextAction {
+    let open = own_unanswered(state, name);
+    if open.iter().any(|c| matches!(c.state, ToolCallState::Pending | ToolCallState::Allowed)) {
+        return NextAction::Acting;
+    }
+    let (asking, submitted) = awaiting_counts(state, name);
+    if asking + submitted > 0 {
+        return NextAction::Exit { asking, submitted };
+    }
+    NextAction::Reasoning
+}
+
+fn interrupted_result(call: &ToolCallBlock) -> ContentBlock {
+    ContentBlock::ToolResult(ToolResultBlock::new(
+        call.id.clone(),
+        call.name.clone(),
+        INTERRUPTED_TEXT,
+        ToolResultState::Interrupted,
+    ))
+}
+
+/// Closes every unanswered call of the last own message with an `interrupted` result, silently.
+pub(crate) fn close_open_calls_silently(state: &mut AgentState, name: &str) {
+    let Some(last) = state.context.last_mut().filter(|m| m.role == Role::Assistant && m.name == name) else {
+        return;
+    };
+    close_in_msg(last);
+}
+
+fn close_in_msg(msg: &mut Msg) {
+    let open: Vec<ToolCallBlock> = unanswered(msg).into_iter().cloned().collect();
+    for call in &open {
+        msg.content.push(interrupted_result(call));
+    }
+    for b in &mut msg.content {
+        if let ContentBlock::ToolCall(c) = b {
+            if open.iter().any(|o| o.id == c.id) {
+                c.state = ToolCallState::Finished;
+            }
+        }
+    }
+}
+
+/// Answers every unanswered call in any of the agent's messages (a reply cut short without cleanup).
+pub(crate) fn repair_unanswered_calls(state: &mut AgentState, name: &str) {
+    for m in state.context.iter_mut().filter(|m| m.role == Role::Assistant && m.name == name) {
+        close_in_msg(m);
+    }
+}

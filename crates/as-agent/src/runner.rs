@@ -1,0 +1,245 @@
+//! [`SessionRunner`]: the seed page's `chat_turn`, made safe.
+//!
+//! One turn: take the (optional) session lock, load the record or create it (never an update before the
+//! create), force `state.session_id` to the session's id, run the reply while streaming its events to the
+//! caller, then persist the state with a conditional update (the revision loaded at the start; a concurrent
+//! writer gives [`AgentErrorKind::Conflict`](crate::AgentErrorKind::Conflict), never a silent overwrite) and the
+//! turn's messages to the message log. The state is persisted whatever way the reply ended: completed, parked,
+//! interrupted (cancel token), max iterations, or a reply error (then the error is returned after persisting).
+//! A turn that was rejected before it changed anything (wrong `reply_id`, a message while parked, ...) writes
+//! nothing.
+
+use std::fmt;
+use std::sync::Arc;
+
+use as_message::Msg;
+use as_state::AgentState;
+use as_storage::{Revision, SessionConfig, SessionKey, SharedStorage, UpsertSession};
+use async_trait::async_trait;
+use futures::StreamExt as _;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::{Agent, ReplyInput};
+use crate::error::{AgentError, Result};
+use crate::event::AgentEvent;
+use crate::reply_msg::MsgEventExt;
+use crate::stream::ReplyStatus;
+
+/// A held session lock; released explicitly (and, best effort, by the implementation when dropped).
+#[async_trait]
+pub trait LockGuard: Send + Sync {
+    /// Releases the lock (only if it is still ours).
+    async fn release(self: Box<Self>) -> Result<()>;
+}
+
+/// A per-session mutual exclusion across processes (for example Redis `agentscope:session:lock:{sid}`,
+/// `SET NX EX` with a token). `as-agent` only defines the hook; backends implement it.
+#[async_trait]
+pub trait SessionLock: Send + Sync + fmt::Debug {
+    /// Waits for and takes the lock of `key`'s session; [`AgentErrorKind::Lock`](crate::AgentErrorKind::Lock)
+    /// when it cannot be taken.
+    async fn acquire(&self, key: &SessionKey) -> Result<Box<dyn LockGuard>>;
+}
+
+/// What a turn did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TurnOutcome {
+    /// How the reply ended.
+    pub status: ReplyStatus,
+    /// The reply's final message (`Agent::reply`'s value), if any.
+    pub message: Option<Msg>,
+    /// The state as persisted.
+    pub state: AgentState,
+    /// The record's revision after the write (unchanged when nothing was written).
+    pub revision: Revision,
+    /// Whether the session was created by this turn.
+    pub created: bool,
+}
+
+/// Runs chat turns over any storage backend.
+///
+/// ```
+/// use std::sync::Arc;
+/// use as_agent::{Agent, ReplyInput, ReplyStatus, SessionRunner};
+/// use as_model::{ScriptedModel, ScriptedTurn};
+/// use as_storage::{InMemoryStorage, SessionConfig, SessionKey, StorageBase};
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let storage = Arc::new(InMemoryStorage::new());
+/// storage.open().await?;
+/// let runner = SessionRunner::new(storage.clone(), SessionConfig::new("ws-1"));
+/// let model = Arc::new(ScriptedModel::new("scripted", [ScriptedTurn::new().text("Hi!")]));
+/// let agent = Agent::builder("Friday", "You are helpful.", model).build()?;
+/// let key = SessionKey::new("user-1", "agent-1", "session-1");
+/// let mut seen = Vec::new();
+/// let turn = runner.run_turn(&agent, &key, ReplyInput::user_text("Hello"), &mut |e| seen.push(e.event_type())).await?;
+/// assert_eq!(turn.status, ReplyStatus::Completed);
+/// assert!(turn.created);
+/// let stored = storage.get_session(&key).await?.unwrap();
+/// assert_eq!(stored.state, turn.state);
+/// assert_eq!(stored.state.session_id, "session-1");
+/// assert_eq!(storage.list_messages(&key, 0, 0).await?.len(), 2);
+/// # Ok::<(), as_agent::AgentError>(()) }).unwrap();
+/// ```
+#[derive(Clone)]
+pub struct SessionRunner {
+    storage: SharedStorage,
+    config: SessionConfig,
+    lock: Option<Arc<dyn SessionLock>>,
+}
+
+impl fmt::Debug for SessionRunner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SessionRunner")
+            .field("storage", &self.storage.backend_name())
+            .field("lock", &self.lock)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SessionRunner {
+    /// A runner over `storage`; sessions it creates get `config`.
+    pub fn new(storage: SharedStorage, config: SessionConfig) -> Self {
+        Self { storage, config, lock: None }
+    }
+
+    /// Takes `lock` around every turn.
+    pub fn with_lock(mut self, lock: Arc<dyn SessionLock>) -> Self {
+        self.lock = Some(lock);
+        self
+    }
+
+    /// The storage.
+    pub fn storage(&self) -> &SharedStorage {
+        &self.storage
+    }
+
+    /// Runs one turn; see the module docs.
+    pub async fn run_turn(
+        &self,
+        agent: &Agent,
+        key: &SessionKey,
+        input: ReplyInput,
+        on_event: &mut (dyn FnMut(&AgentEvent) + Send),
+    ) -> Result<TurnOutcome> {
+        self.run_turn_with_cancel(agent, key, input, on_event, CancellationToken::new()).await
+    }
+
+    /// [`SessionRunner::run_turn`], interruptible through `cancel` (the interrupted state is persisted).
+    ///
+    /// Use the token to stop a turn: dropping the returned future instead stops it without persisting.
+    pub async fn run_turn_with_cancel(
+        &self,
+        agent: &Agent,
+        key: &SessionKey,
+        input: ReplyInput,
+        on_event: &mut (dyn FnMut(&AgentEvent) + Send),
+        cancel: CancellationToken,
+    ) -> Result<TurnOutcome> {
+        key.validate()?;
+        let guard = match &self.lock {
+            Some(l) => Some(l.acquire(key).await?),
+            None => None,
+        };
+        let result = self.turn_locked(agent, key, input, on_event, cancel).await;
+        if let Some(g) = guard {
+            let released = g.release().await;
+            if let (Ok(_), Err(e)) = (&result, released) {
+                return Err(e);
+            }
+        }
+        result
+    }
+
+    async fn turn_locked(
+        &self,
+        agent: &Agent,
+        key: &SessionKey,
+        input: ReplyInput,
+        on_event: &mut (dyn FnMut(&AgentEvent) + Send),
+        cancel: CancellationToken,
+    ) -> Result<TurnOutcome> {
+        // Load inside the lock, or create (never update before create).
+        let (record, created) = match self.storage.get_session(key).await? {
+            Some(r) => (r, false),
+            None => {
+                let req = UpsertSession::new(key.owner(), self.config.clone())
+                    .with_session_id(key.session_id.clone())
+                    .with_state(AgentState::for_session(key.session_id.clone()));
+                (self.storage.upsert_session(req).await?, true)
+            }
+        };
+        let revision = record.revision();
+        let mut state = record.state;
+        state.session_id.clone_from(&key.session_id);
+        let before = state.clone();
+
+        // The reply message of the log: rebuilt from the events (2.0.4's Msg.append_event). A resume continues
+        // the stored one (or, if the log lacks it, the context's copy).
+        let mut reply_msg: Option<Msg> = match &input {
+            ReplyInput::Confirm(_) | ReplyInput::External(_) | ReplyInput::Interrupt(_) => {
+                let stored = self.storage.get_message(key, &state.reply_id).await?;
+                stored.or_else(|| state.context.iter().rev().find(|m| m.id == state.reply_id).cloned())
+            }
+            ReplyInput::Messages(_) => None,
+        };
+        if let (Some(m), Some(ev)) = (reply_msg.as_mut(), incoming_event(&input)) {
+            m.append_event(&ev);
+        }
+        let inputs: Vec<Msg> = match &input {
+            ReplyInput::Messages(msgs) => msgs.clone(),
+            _ => Vec::new(),
+        };
+
+        let mut stream = agent.reply_stream_with_cancel(&mut state, input, cancel);
+        let mut reply_error = None;
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok(ev) => {
+                    if let AgentEvent::ReplyStart(s) = &ev {
+                        reply_msg = Some(Msg::from_reply_start(s));
+                    } else if let Some(m) = reply_msg.as_mut() {
+                        m.append_event(&ev);
+                    }
+                    on_event(&ev);
+                }
+                Err(e) => {
+                    reply_error = Some(e);
+                    break;
+                }
+            }
+        }
+        let outcome = stream.into_outcome();
+        // The stream is gone: the state is consistent (its guard closed what it had to).
+
+        if state == before {
+            // Rejected before it changed anything (or a no-op): write nothing.
+            if let Some(e) = reply_error {
+                return Err(e);
+            }
+            let outcome = outcome.ok_or(AgentError::NoFinalMessage)?;
+            return Ok(TurnOutcome { status: outcome.status, message: outcome.message, state, revision, created });
+        }
+        let revision = self.storage.update_session_state(key, &state, Some(&revision)).await?;
+        for m in &inputs {
+            self.storage.upsert_message(key, m).await?;
+        }
+        if let Some(m) = &reply_msg {
+            self.storage.upsert_message(key, m).await?;
+        }
+        if let Some(e) = reply_error {
+            return Err(e);
+        }
+        let outcome = outcome.ok_or(AgentError::NoFinalMessage)?;
+        Ok(TurnOutcome { status: outcome.status, message: outcome.message, state, revision, created })
+    }
+}
+
+fn incoming_event(input: &ReplyInput) -> Option<AgentEvent> {
+    match input {
+        ReplyInput::Confirm(e) => Some(AgentEvent::UserConfirmResult(e.clone())),
+        ReplyInput::External(e) => Some(AgentEvent::ExternalExecutionResult(e.clone())),
+        ReplyInput::Interrupt(e) => Some(AgentEvent::UserInterrupt(e.clone())),
+        ReplyInput::Messages(_) => None,
+    }
+}
