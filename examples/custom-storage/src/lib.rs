@@ -1,0 +1,409 @@
+#![doc = include_str!("../README.md")]
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+
+use as_message::{Msg, generate_id};
+use as_state::AgentState;
+use as_storage::{
+    Capabilities, DEFAULT_MAX_RECORD_BYTES, Owner, PageRequest, Result, Revision, SessionCursor, SessionKey,
+    SessionMeta, SessionPage, SessionRecord, SessionSummary, StorageBase, StorageError, StorageErrorKind, Timestamp,
+    UpsertSession, check_size, encode_record, message_range, validate_id,
+};
+use async_trait::async_trait;
+
+const BACKEND: &str = "json-dir";
+
+/// Sessions as JSON files: `<root>/<hex user id>/sessions/<hex session id>/record.json` holds
+/// the record and `…/messages.jsonl` its message log, one compact `Msg` per line. Hex ids longer
+/// than 120 characters are split into nested directories (a 256-byte id is 512 hex characters,
+/// over the usual 255-byte file name limit: the conformance suite caught exactly that).
+#[derive(Debug, Clone)]
+pub struct JsonDirStorage {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    root: PathBuf,
+    max_record_bytes: usize,
+    /// 0 new, 1 open, 2 closed.
+    lifecycle: AtomicU8,
+    /// Serializes every read-modify-write of this instance (in-process only).
+    lock: Mutex<()>,
+}
+
+impl JsonDirStorage {
+    /// A store rooted at `root` (created by `open`).
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                root: root.into(),
+                max_record_bytes: DEFAULT_MAX_RECORD_BYTES,
+                lifecycle: AtomicU8::new(0),
+                lock: Mutex::new(()),
+            }),
+        }
+    }
+
+    /// Sets the largest record or message accepted, in bytes.
+    pub fn with_max_record_bytes(self, max: usize) -> Self {
+        let root = self.inner.root.clone();
+        Self {
+            inner: Arc::new(Inner { root, max_record_bytes: max, lifecycle: AtomicU8::new(0), lock: Mutex::new(()) }),
+        }
+    }
+
+    /// Runs `f` on a blocking thread, holding this store's lock: file I/O never blocks the
+    /// async runtime, and no lock is held across an `.await`.
+    async fn run<T: Send + 'static>(
+        &self,
+        op: &'static str,
+        f: impl FnOnce(&Inner) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        match self.inner.lifecycle.load(Ordering::Acquire) {
+            1 => {}
+            0 => return Err(StorageError::new(StorageErrorKind::Unavailable, BACKEND, op, "not open")),
+            _ => return Err(StorageError::new(StorageErrorKind::Unavailable, BACKEND, op, "closed")),
+        }
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || {
+            let _guard = inner.lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            f(&inner)
+        })
+        .await
+        .map_err(|e| StorageError::new(StorageErrorKind::Backend, BACKEND, op, "worker failed").with_source(e))?
+    }
+}
+
+/// Map I/O errors to contract kinds at the edge: they never cross the trait as `io::Error`.
+fn io_err(op: &'static str, e: io::Error) -> StorageError {
+    let kind = match e.kind() {
+        io::ErrorKind::PermissionDenied | io::ErrorKind::NotConnected => StorageErrorKind::Unavailable,
+        _ => StorageErrorKind::Backend,
+    };
+    StorageError::new(kind, BACKEND, op, e.to_string()).with_source(e)
+}
+
+fn bad_json(op: &'static str, e: as_message::MessageError) -> StorageError {
+    StorageError::new(StorageErrorKind::Serialization, BACKEND, op, e.to_string()).with_source(e)
+}
+
+/// Ids pass `validate_id` but may still contain `/` or be `..`: never use them as file names raw.
+/// Hex-encode, in path segments of at most 120 characters.
+fn id_path(id: &str) -> PathBuf {
+    let hex: String = id.bytes().map(|b| format!("{b:02x}")).collect();
+    let mut p = PathBuf::new();
+    for chunk in hex.as_bytes().chunks(120) {
+        p.push(String::from_utf8_lossy(chunk).as_ref());
+    }
+    p
+}
+
+/// Every `record.json` below `dir` (session directories may nest: see [`id_path`]).
+fn find_records(dir: &Path, out: &mut Vec<PathBuf>) -> io::Result<()> {
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        let path = entry.path();
+        if entry.file_type()?.is_dir() {
+            find_records(&path, out)?;
+        } else if entry.file_name() == "record.json" {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+impl Inner {
+    fn user_dir(&self, user: &str) -> PathBuf {
+        // "sessions" is not hex, so it never collides with a segment of a longer user id.
+        self.root.join(id_path(user)).join("sessions")
+    }
+
+    fn record_path(&self, user: &str, session: &str) -> PathBuf {
+        self.user_dir(user).join(id_path(session)).join("record.json")
+    }
+
+    fn messages_path(&self, user: &str, session: &str) -> PathBuf {
+        self.user_dir(user).join(id_path(session)).join("messages.jsonl")
+    }
+
+    fn read(&self, op: &'static str, path: &Path) -> Result<Option<Vec<u8>>> {
+        match fs::read(path) {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io_err(op, e)),
+        }
+    }
+
+    /// Write-then-rename: a reader sees the old file or the new one, never half of one.
+    fn write_atomic(&self, op: &'static str, path: &Path, bytes: &[u8]) -> Result<()> {
+        let dir = path.parent().unwrap_or(&self.root);
+        fs::create_dir_all(dir).map_err(|e| io_err(op, e))?;
+        let tmp = dir.join(format!(".tmp-{}", generate_id()));
+        let mut f = fs::File::create(&tmp).map_err(|e| io_err(op, e))?;
+        f.write_all(bytes).and_then(|()| f.sync_all()).map_err(|e| io_err(op, e))?;
+        fs::rename(&tmp, path).map_err(|e| io_err(op, e))
+    }
+
+    /// The envelope of `key`'s record, if it exists and belongs to `key`'s agent.
+    fn meta(&self, op: &'static str, key: &SessionKey) -> Result<Option<(SessionMeta, Vec<u8>)>> {
+        let Some(bytes) = self.read(op, &self.record_path(&key.user_id, &key.session_id))? else { return Ok(None) };
+        let meta: SessionMeta = as_message::from_json_slice(&bytes).map_err(|e| bad_json(op, e))?;
+        Ok((meta.agent_id == key.agent_id).then_some((meta, bytes)))
+    }
+
+    fn messages(&self, op: &'static str, key: &SessionKey) -> Result<Vec<String>> {
+        let bytes = self.read(op, &self.messages_path(&key.user_id, &key.session_id))?.unwrap_or_default();
+        let text = String::from_utf8(bytes).map_err(|e| {
+            StorageError::new(StorageErrorKind::Serialization, BACKEND, op, "message log is not UTF-8").with_source(e)
+        })?;
+        Ok(text.lines().filter(|l| !l.is_empty()).map(str::to_owned).collect())
+    }
+
+    fn write_record(&self, op: &'static str, meta: &SessionMeta, state: &AgentState) -> Result<()> {
+        // encode_record writes state.session_id as meta.id: the one-session-id invariant.
+        let json = encode_record(meta, state);
+        check_size(BACKEND, op, json.len(), self.max_record_bytes)?;
+        self.write_atomic(op, &self.record_path(&meta.user_id, &meta.id), json.as_bytes())
+    }
+}
+
+#[async_trait]
+impl StorageBase for JsonDirStorage {
+    fn backend_name(&self) -> &'static str {
+        BACKEND
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        // Files survive a restart; the lock does not span processes.
+        Capabilities::none().with_durable(true)
+    }
+
+    async fn open(&self) -> Result<()> {
+        fs::create_dir_all(&self.inner.root).map_err(|e| io_err("open", e))?;
+        match self.inner.lifecycle.compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) | Err(1) => Ok(()),
+            Err(_) => Err(StorageError::new(StorageErrorKind::Unavailable, BACKEND, "open", "closed")),
+        }
+    }
+
+    async fn close(&self) -> Result<()> {
+        self.inner.lifecycle.store(2, Ordering::Release);
+        Ok(())
+    }
+
+    async fn upsert_session(&self, req: UpsertSession) -> Result<SessionRecord> {
+        const OP: &str = "upsert_session";
+        req.owner.validate()?;
+        let id = match req.session_id.as_deref() {
+            None | Some("") => generate_id(),
+            Some(id) => {
+                validate_id("session_id", id)?;
+                id.to_owned()
+            }
+        };
+        self.run(OP, move |db| {
+            let path = db.record_path(&req.owner.user_id, &id);
+            if let Some(bytes) = db.read(OP, &path)? {
+                let old: SessionRecord = as_message::from_json_slice(&bytes).map_err(|e| bad_json(OP, e))?;
+                if old.agent_id != req.owner.agent_id {
+                    return Err(StorageError::new(
+                        StorageErrorKind::AlreadyExists,
+                        BACKEND,
+                        OP,
+                        "id owned by another agent",
+                    ));
+                }
+                let mut meta = old.meta();
+                meta.config = req.config;
+                meta.updated_at = Timestamp::now_after(&old.updated_at);
+                let state = req.state.unwrap_or(old.state);
+                db.write_record(OP, &meta, &state)?;
+                return Ok(SessionRecord::from_parts(meta, state));
+            }
+            let now = Timestamp::now();
+            let meta = SessionMeta {
+                id: id.clone(),
+                updated_at: now,
+                created_at: now,
+                user_id: req.owner.user_id.clone(),
+                agent_id: req.owner.agent_id.clone(),
+                source: req.source,
+                source_schedule_id: req.source_schedule_id,
+                team_id: None,
+                config: req.config,
+            };
+            let state = req.state.unwrap_or_default();
+            db.write_record(OP, &meta, &state)?;
+            // A message log left by a crash between the two deletes must not leak into a new session.
+            let _ = fs::remove_file(db.messages_path(&meta.user_id, &id));
+            Ok(SessionRecord::from_parts(meta, state))
+        })
+        .await
+    }
+
+    async fn update_session_state(
+        &self,
+        key: &SessionKey,
+        state: &AgentState,
+        expected: Option<&Revision>,
+    ) -> Result<Revision> {
+        const OP: &str = "update_session_state";
+        key.validate()?;
+        let (key, state, expected) = (key.clone(), state.clone(), expected.cloned());
+        self.run(OP, move |db| {
+            let Some((mut meta, _)) = db.meta(OP, &key)? else {
+                return Err(StorageError::new(StorageErrorKind::NotFound, BACKEND, OP, "no such session"));
+            };
+            if expected.is_some_and(|e| e != meta.revision()) {
+                return Err(StorageError::new(StorageErrorKind::Conflict, BACKEND, OP, "revision moved on"));
+            }
+            meta.updated_at = Timestamp::now_after(&meta.updated_at);
+            db.write_record(OP, &meta, &state)?;
+            Ok(meta.revision())
+        })
+        .await
+    }
+
+    async fn get_session(&self, key: &SessionKey) -> Result<Option<SessionRecord>> {
+        const OP: &str = "get_session";
+        key.validate()?;
+        let key = key.clone();
+        self.run(OP, move |db| match db.meta(OP, &key)? {
+            Some((_, bytes)) => as_message::from_json_slice(&bytes).map(Some).map_err(|e| bad_json(OP, e)),
+            None => Ok(None),
+        })
+        .await
+    }
+
+    async fn list_sessions(&self, owner: &Owner, page: &PageRequest) -> Result<SessionPage> {
+        const OP: &str = "list_sessions";
+        owner.validate()?;
+        let cursor = page.cursor.as_deref().map(|c| SessionCursor::decode(BACKEND, c)).transpose()?;
+        let (owner, limit) = (owner.clone(), page.limit.max(1));
+        self.run(OP, move |db| {
+            let mut out = SessionPage::default();
+            let mut paths = Vec::new();
+            match find_records(&db.user_dir(&owner.user_id), &mut paths) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(out),
+                Err(e) => return Err(io_err(OP, e)),
+            }
+            let mut all = Vec::new();
+            for path in paths {
+                let Some(bytes) = db.read(OP, &path)? else { continue };
+                // Only the envelope is built; the state is skipped by the parser.
+                match as_message::from_json_slice::<SessionMeta>(&bytes) {
+                    Ok(m) if m.agent_id == owner.agent_id => all.push((m, bytes.len() as u64)),
+                    Ok(_) => {}
+                    Err(e) => {
+                        let session_id = path.display().to_string();
+                        out.errors.push(as_storage::ListError { session_id, error: bad_json(OP, e) });
+                    }
+                }
+            }
+            all.sort_by(|(a, _), (b, _)| (b.created_at, &b.id).cmp(&(a.created_at, &a.id)));
+            let mut rest =
+                all.into_iter().filter(|(m, _)| cursor.as_ref().is_none_or(|c| c.is_before(&m.created_at, &m.id)));
+            for (m, size) in rest.by_ref().take(limit) {
+                out.sessions.push(SessionSummary {
+                    id: m.id,
+                    name: m.config.name,
+                    created_at: m.created_at,
+                    updated_at: m.updated_at,
+                    source: m.source,
+                    message_count: None, // would need the state: this backend does not know cheaply
+                    size_bytes: size,
+                });
+            }
+            if rest.next().is_some() {
+                out.next_cursor =
+                    out.sessions.last().map(|s| SessionCursor { created_at: s.created_at, id: s.id.clone() }.encode());
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn delete_session(&self, key: &SessionKey) -> Result<bool> {
+        const OP: &str = "delete_session";
+        key.validate()?;
+        let key = key.clone();
+        self.run(OP, move |db| {
+            if db.meta(OP, &key)?.is_none() {
+                return Ok(false);
+            }
+            // Record first: once it is gone the session does not exist, whatever happens next.
+            fs::remove_file(db.record_path(&key.user_id, &key.session_id)).map_err(|e| io_err(OP, e))?;
+            match fs::remove_file(db.messages_path(&key.user_id, &key.session_id)) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(io_err(OP, e)),
+                _ => {}
+            }
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn upsert_message(&self, key: &SessionKey, msg: &Msg) -> Result<()> {
+        const OP: &str = "upsert_message";
+        key.validate()?;
+        let json = as_message::to_json(msg);
+        check_size(BACKEND, OP, json.len(), self.inner.max_record_bytes)?;
+        let (key, id) = (key.clone(), msg.id.clone());
+        self.run(OP, move |db| {
+            if db.meta(OP, &key)?.is_none() {
+                return Err(StorageError::new(StorageErrorKind::NotFound, BACKEND, OP, "no such session"));
+            }
+            let mut lines = db.messages(OP, &key)?;
+            let last_id = lines.last().and_then(|l| as_message::from_json::<Msg>(l).ok()).map(|m| m.id);
+            if last_id.as_deref() == Some(id.as_str()) {
+                lines.pop();
+            }
+            lines.push(json);
+            let mut text = lines.join("\n");
+            text.push('\n');
+            db.write_atomic(OP, &db.messages_path(&key.user_id, &key.session_id), text.as_bytes())
+        })
+        .await
+    }
+
+    async fn get_message(&self, key: &SessionKey, message_id: &str) -> Result<Option<Msg>> {
+        const OP: &str = "get_message";
+        key.validate()?;
+        let (key, message_id) = (key.clone(), message_id.to_owned());
+        self.run(OP, move |db| {
+            if db.meta(OP, &key)?.is_none() {
+                return Ok(None);
+            }
+            for line in db.messages(OP, &key)?.iter().rev() {
+                let m: Msg = as_message::from_json(line).map_err(|e| bad_json(OP, e))?;
+                if m.id == message_id {
+                    return Ok(Some(m));
+                }
+            }
+            Ok(None)
+        })
+        .await
+    }
+
+    async fn list_messages(&self, key: &SessionKey, offset: i64, limit: i64) -> Result<Vec<Msg>> {
+        const OP: &str = "list_messages";
+        key.validate()?;
+        let key = key.clone();
+        self.run(OP, move |db| {
+            if db.meta(OP, &key)?.is_none() {
+                return Ok(Vec::new());
+            }
+            let lines = db.messages(OP, &key)?;
+            lines[message_range(lines.len(), offset, limit)]
+                .iter()
+                .map(|l| as_message::from_json(l).map_err(|e| bad_json(OP, e)))
+                .collect()
+        })
+        .await
+    }
+}

@@ -1,0 +1,55 @@
+//! Runs the whole as-storage conformance suite against `JsonDirStorage`: this file is all a
+//! backend crate needs (a factory and one macro call).
+
+use std::sync::Arc;
+
+use as_storage::conformance::{BuildOptions, StorageFactory};
+use as_storage::{SharedStorage, StorageBase, StorageError};
+use example_custom_storage::JsonDirStorage;
+
+/// Each scenario gets its own temporary directory, removed when the guard drops.
+struct JsonDirFactory;
+
+impl StorageFactory for JsonDirFactory {
+    type Guard = tempfile::TempDir;
+
+    async fn build(&self, options: &BuildOptions) -> Result<(tempfile::TempDir, SharedStorage), StorageError> {
+        let dir = tempfile::tempdir().map_err(|e| {
+            StorageError::new(as_storage::StorageErrorKind::Backend, "json-dir", "build", "no temp dir").with_source(e)
+        })?;
+        let mut store = JsonDirStorage::new(dir.path());
+        if let Some(max) = options.max_record_bytes {
+            store = store.with_max_record_bytes(max);
+        }
+        store.open().await?;
+        Ok((dir, Arc::new(store)))
+    }
+
+    /// A new instance over the same directory, as after a process restart.
+    async fn reopen(&self, guard: &tempfile::TempDir) -> Result<Option<SharedStorage>, StorageError> {
+        let store = JsonDirStorage::new(guard.path());
+        store.open().await?;
+        Ok(Some(Arc::new(store)))
+    }
+}
+
+as_storage::storage_conformance_tests!(JsonDirFactory);
+
+/// Ids that are valid in the contract but dangerous as paths stay inside the root.
+#[tokio::test]
+async fn path_like_ids_stay_inside_the_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let store = JsonDirStorage::new(&root);
+    store.open().await.unwrap();
+    let owner = as_storage::Owner::new("..", "agent/1");
+    let rec = store
+        .upsert_session(
+            as_storage::UpsertSession::new(owner, as_storage::SessionConfig::new("ws")).with_session_id("../../x"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(rec.id, "../../x");
+    let outside: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(outside, [std::ffi::OsString::from("root")], "nothing written outside the root");
+}
