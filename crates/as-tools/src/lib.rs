@@ -63,6 +63,7 @@ mod error;
 mod permission;
 mod response;
 mod schema;
+pub mod task_tools;
 mod tool;
 mod toolkit;
 mod util;

@@ -3,6 +3,8 @@
 //! * inlined sub-schemas, no `$schema`, no `title` anywhere (2.0.4 `_remove_title_field`);
 //! * `Option<T>` as `anyOf: [T, {"type": "null"}]` (pydantic), not `type: [T, "null"]`;
 //! * integer `format`s dropped (pydantic has none);
+//! * unit enums (`oneOf` of documented `const`s) as `{"enum": [...], "type": "string"}`, like a
+//!   `Literal[...]` (the enum's own doc comment is not emitted);
 //! * keys sorted as pydantic's `GenerateJsonSchema.sort` does: every object's keys
 //!   alphabetically, except the children of `properties` (declaration order) and `default`
 //!   values (kept as is).
@@ -72,11 +74,41 @@ fn reshape(value: JsonValue) -> JsonValue {
                     }
                 }
             }
-            nullable_to_any_of(out)
+            nullable_to_any_of(literal_enum(out))
         }
         JsonValue::Array(items) => JsonValue::Array(items.into_iter().map(reshape).collect()),
         other => other,
     }
+}
+
+/// A documented Rust unit enum comes out as `oneOf` of `{const, type, description}`; pydantic's
+/// `Literal[...]` is `{"enum": [...], "type": "string"}`. Converts, dropping the per-variant and
+/// type-level descriptions (a `Literal` has none).
+fn literal_enum(mut map: JsonMap) -> JsonMap {
+    let Some(JsonValue::Array(items)) = map.get("oneOf") else { return map };
+    let mut values = Vec::new();
+    let mut ty: Option<JsonValue> = None;
+    for item in items {
+        let JsonValue::Object(o) = item else { return map };
+        if o.keys().any(|k| !matches!(k.as_str(), "const" | "type" | "description")) {
+            return map;
+        }
+        let Some(c) = o.get("const") else { return map };
+        match (&ty, o.get("type")) {
+            (_, None) => return map,
+            (None, Some(t)) => ty = Some(t.clone()),
+            (Some(a), Some(b)) if a != b => return map,
+            _ => {}
+        }
+        values.push(c.clone());
+    }
+    map.remove("oneOf");
+    map.remove("description");
+    map.insert("enum".into(), JsonValue::Array(values));
+    if let Some(t) = ty {
+        map.insert("type".into(), t);
+    }
+    map
 }
 
 fn is_numeric_format(v: &JsonValue) -> bool {

@@ -56,3 +56,15 @@ fn function_tool_and_reset_tools_match_fixture() {
         assert_eq!(serde_json::to_string(s).unwrap(), serde_json::to_string(&expect).unwrap(), "{name}");
     }
 }
+
+#[test]
+fn task_tools_match_fixture() {
+    let toolkit = as_tools::task_tools::task_tools().into_iter().fold(Toolkit::new(), |k, t| k.with(t));
+    let schemas = toolkit.schemas(&[]);
+    assert_eq!(schemas.len(), 4);
+    for s in &schemas {
+        let name = s["function"]["name"].as_str().unwrap();
+        let expect = fixture_tool(name);
+        assert_eq!(serde_json::to_string_pretty(s).unwrap(), serde_json::to_string_pretty(&expect).unwrap(), "{name}");
+    }
+}
