@@ -1,0 +1,605 @@
+//! The 12 scenarios recorded from AgentScope 2.0.4 (`events_generate.py`), replayed with the
+//! scripted model: same event type sequences and final states (ids and timestamps aside), except
+//! where spec §15 lists an upstream bug; those tests pin our fixed behaviour and say so.
+
+mod common;
+
+use std::sync::Arc;
+
+use as_agent::{
+    Agent, AgentErrorKind, AgentEvent, ConfirmResult, ContextConfig, ExternalExecutionResultEvent, ReActConfig,
+    ReplyStatus, UserConfirmResultEvent, UserInterruptEvent,
+};
+use as_message::{
+    ContentBlock, Msg, PermissionContext, PermissionMode, PermissionRule, TextBlock, ThinkingBlock, ToolCallBlock,
+    ToolResultBlock, ToolResultState,
+};
+use as_model::{ScriptedModel, ScriptedTurn};
+use as_state::AgentState;
+use as_tools::{ToolGroup, Toolkit};
+use common::*;
+use futures::StreamExt;
+
+fn text(id: &str, t: &str) -> ContentBlock {
+    ContentBlock::Text(TextBlock { text: t.into(), id: id.into() })
+}
+
+fn thinking(id: &str, t: &str) -> ContentBlock {
+    let mut b = ThinkingBlock::new(t);
+    b.id = id.into();
+    ContentBlock::Thinking(b)
+}
+
+fn call(id: &str, name: &str, input: &str) -> ContentBlock {
+    ContentBlock::ToolCall(ToolCallBlock::new(id, name, input))
+}
+
+fn agent(model: ScriptedModel, toolkit: Toolkit) -> Agent {
+    Agent::builder("Friday", "sys", Arc::new(model)).toolkit(toolkit).build().unwrap()
+}
+
+fn state_with(permission: PermissionContext) -> AgentState {
+    AgentState { permission_context: permission, ..AgentState::default() }
+}
+
+fn allow_ctx(tool: &str) -> PermissionContext {
+    let mut p = PermissionContext::default();
+    p.allow_rules.insert(tool.into(), vec![allow_rule(tool)]);
+    p
+}
+
+/// Checks one phase against the recording: event types and the state after it.
+fn check_phase(name: &str, phase: usize, file: &str, events: &[AgentEvent], state: &AgentState) {
+    let s = scenario(name);
+    assert_eq!(types(events), fixture_types(file), "{name} phase {phase}: event types");
+    assert_same(&state_json(state), &s["phases"][phase]["state_after"], &format!("{name} phase {phase}: state"));
+}
+
+#[tokio::test]
+async fn text_only() {
+    let model = ScriptedModel::new(
+        "scripted-model",
+        [ScriptedTurn::new()
+            .chunk(vec![thinking("th1", "The user greets. ")])
+            .chunk(vec![thinking("th1", "Reply politely.")])
+            .chunk(vec![text("tx1", "Hello")])
+            .chunk(vec![text("tx1", " there!")])
+            .usage(12, 7)],
+    );
+    let model = Arc::new(model);
+    let agent = Agent::builder("Friday", "You are a helpful assistant.", model.clone()).build().unwrap();
+    let s = scenario("text-only");
+    let mut state = AgentState::default();
+    let (events, out) = run(&agent, &mut state, phase_input_msg(&s, 0)).await;
+    let out = out.unwrap();
+    check_phase("text-only", 0, "events-text-only.jsonl", &events, &state);
+    assert_eq!(out.status, ReplyStatus::Completed);
+    let ret: serde_json::Value = serde_json::to_value(out.message.unwrap()).unwrap();
+    assert_same(&ret, &s["phases"][0]["reply_return_value"], "final message");
+    // Every event carries the reply id, which is also the context message's id.
+    assert!(events.iter().all(|e| e.reply_id() == Some(state.reply_id.as_str())));
+    assert_eq!(state.context[1].id, state.reply_id);
+    // The model saw [system, user].
+    let req = &model.requests()[0];
+    assert_eq!(req.messages.len(), 2);
+    assert_eq!(req.messages[0].get_text_content("").as_deref(), Some("You are a helpful assistant."));
+}
+
+#[tokio::test]
+async fn one_tool_call() {
+    let model = ScriptedModel::new(
+        "scripted-model",
+        [
+            ScriptedTurn::new()
+                .chunk(vec![thinking("th1", "Need the weather.")])
+                .chunk(vec![text("tx1", "Let me check.")])
+                .chunk(vec![call("call_1", "get_weather", r#"{"city": "#)])
+                .chunk(vec![call("call_1", "get_weather", r#""Paris"}"#)])
+                .usage(100, 20),
+            ScriptedTurn::new()
+                .chunk(vec![text("tx2", "It is sunny")])
+                .chunk(vec![text("tx2", " in Paris.")])
+                .usage(150, 8),
+        ],
+    );
+    let agent = Agent::builder("Friday", "You are a helpful assistant.", Arc::new(model))
+        .toolkit(Toolkit::new().with(get_weather().read_only(true)))
+        .build()
+        .unwrap();
+    let s = scenario("one-tool-call");
+    let mut state = state_with(allow_ctx("get_weather"));
+    let (events, out) = run(&agent, &mut state, phase_input_msg(&s, 0)).await;
+    check_phase("one-tool-call", 0, "events-one-tool-call.jsonl", &events, &state);
+    let ret = serde_json::to_value(out.unwrap().message.unwrap()).unwrap();
+    assert_same(&ret, &s["phases"][0]["reply_return_value"], "final message (usage 250/28)");
+}
+
+#[tokio::test]
+async fn streaming_tool() {
+    let model = ScriptedModel::new(
+        "scripted-model",
+        [
+            ScriptedTurn::new().chunk(vec![call("call_s", "stream_numbers", r#"{"count": 3}"#)]),
+            ScriptedTurn::new().text("Done."),
+        ],
+    );
+    let agent = agent(model, Toolkit::new().with(stream_numbers()));
+    let s = scenario("streaming-tool");
+    let mut state = state_with(PermissionContext { mode: PermissionMode::Bypass, ..PermissionContext::default() });
+    let (events, out) = run(&agent, &mut state, phase_input_msg(&s, 0)).await;
+    assert_eq!(out.unwrap().status, ReplyStatus::Completed);
+    check_phase("streaming-tool", 0, "events-streaming-tool.jsonl", &events, &state);
+}
+
+#[tokio::test]
+async fn hitl_confirm() {
+    let model = ScriptedModel::new(
+        "scripted-model",
+        [
+            ScriptedTurn::new().chunk(vec![call("call_a", "get_weather", r#"{"city": "Oslo"}"#)]),
+            ScriptedTurn::new().chunk(vec![text("t", "Oslo is sunny.")]),
+            ScriptedTurn::new().chunk(vec![call("call_b", "get_weather", r#"{"city": "Rome"}"#)]),
+            ScriptedTurn::new().chunk(vec![text("t2", "Fine, I will not check.")]),
+        ],
+    );
+    let agent = agent(model, Toolkit::new().with(get_weather()));
+    let s = scenario("hitl-confirm");
+    let mut state = AgentState::default();
+
+    // 1: park on the confirmation.
+    let (events, out) = run(&agent, &mut state, phase_input_msg(&s, 0)).await;
+    let out = out.unwrap();
+    assert_eq!(out.status, ReplyStatus::Parked);
+    assert_eq!(out.message.unwrap().get_text_content("").as_deref(), Some(as_agent::PARKED_MESSAGE));
+    check_phase("hitl-confirm", 0, "events-hitl-confirm-1-park.jsonl", &events, &state);
+    let reply_id = state.reply_id.clone();
+    let parked = state.clone();
+
+    // 2: a new message while parked is refused, state untouched.
+    let (events, out) = run(&agent, &mut state, phase_input_msg(&s, 1)).await;
+    let err = out.unwrap_err();
+    assert_eq!(err.kind(), AgentErrorKind::Awaiting);
+    assert!(err.to_string().contains("waiting for 1 tool calls and external execution results for 0 tool calls"));
+    assert!(events.is_empty());
+    assert_eq!(state, parked);
+    check_phase("hitl-confirm", 1, "events-hitl-confirm-2-new-msg-while-parked.jsonl", &events, &state);
+
+    // 3: an unknown tool call id is refused, state untouched.
+    let unknown = UserConfirmResultEvent::new(
+        reply_id.clone(),
+        vec![ConfirmResult::approve(ToolCallBlock::new("nope", "get_weather", "{}"))],
+    );
+    let (events, out) = run(&agent, &mut state, unknown).await;
+    assert_eq!(out.unwrap_err().kind(), AgentErrorKind::UnexpectedEvent);
+    assert!(events.is_empty());
+    check_phase("hitl-confirm", 2, "events-hitl-confirm-3-unknown-id.jsonl", &events, &state);
+
+    // 4. Fixed (§15.4): 2.0.4 accepted reply_id "any-reply-id-is-accepted"; we refuse it, untouched...
+    let edited = ToolCallBlock::new("call_a", "get_weather", r#"{"city": "Oslo", "unit": "kelvin"}"#);
+    let mut confirm = ConfirmResult::approve(edited.clone());
+    confirm.rules =
+        Some(vec![PermissionRule::new("other_tool", None, as_message::PermissionBehavior::Allow, "session")]);
+    let wrong = UserConfirmResultEvent::new("any-reply-id-is-accepted", vec![confirm.clone()]);
+    let (events, out) = run(&agent, &mut state, wrong).await;
+    assert_eq!(out.unwrap_err().kind(), AgentErrorKind::ReplyIdMismatch);
+    assert!(events.is_empty());
+    assert_eq!(state, parked);
+    // ... and a confirmation that swaps the tool is refused too (2.0.4 ran the other tool unchecked).
+    let mut swap = confirm.clone();
+    swap.tool_call.name = "other_tool".into();
+    let (_, out) = run(&agent, &mut state, UserConfirmResultEvent::new(reply_id.clone(), vec![swap])).await;
+    assert_eq!(out.unwrap_err().kind(), AgentErrorKind::UnexpectedEvent);
+    assert_eq!(state, parked);
+    // With the parked reply id it resumes exactly as 2.0.4: edited input, rule added, no REPLY_START.
+    let (events, out) = run(&agent, &mut state, UserConfirmResultEvent::new(reply_id.clone(), vec![confirm])).await;
+    assert_eq!(out.unwrap().status, ReplyStatus::Completed);
+    check_phase("hitl-confirm", 3, "events-hitl-confirm-4-confirm.jsonl", &events, &state);
+    assert_eq!(state.reply_id, reply_id);
+
+    // 5: a second reply parks again; 6: the user denies.
+    let (events, _) = run(&agent, &mut state, phase_input_msg(&s, 4)).await;
+    check_phase("hitl-confirm", 4, "events-hitl-confirm-5-park-again.jsonl", &events, &state);
+    let deny = UserConfirmResultEvent::new(
+        state.reply_id.clone(),
+        vec![ConfirmResult::deny(ToolCallBlock::new("call_b", "get_weather", r#"{"city": "Rome"}"#))],
+    );
+    let (events, out) = run(&agent, &mut state, deny).await;
+    assert_eq!(out.unwrap().status, ReplyStatus::Completed);
+    check_phase("hitl-confirm", 5, "events-hitl-confirm-6-deny.jsonl", &events, &state);
+}
+
+#[tokio::test]
+async fn hitl_external() {
+    let model = ScriptedModel::new(
+        "scripted-model",
+        [
+            ScriptedTurn::new()
+                .chunk(vec![text("t", "Running it in your browser.")])
+                .chunk(vec![call("call_x", "run_in_browser", r#"{"text": "alert(1)"}"#)])
+                .chunk(vec![call("call_y", "run_in_browser", r#"{"text": "alert(2)"}"#)]),
+            ScriptedTurn::new().chunk(vec![text("t2", "Both ran.")]),
+        ],
+    );
+    let agent = agent(model, Toolkit::new().with(AllowTool::new("run_in_browser").concurrent().external().arc()));
+    let s = scenario("hitl-external");
+    let mut state = AgentState::default();
+    let (events, out) = run(&agent, &mut state, phase_input_msg(&s, 0)).await;
+    assert_eq!(out.unwrap().status, ReplyStatus::Parked);
+    check_phase("hitl-external", 0, "events-hitl-external-1-park.jsonl", &events, &state);
+
+    let mut r1: ExternalExecutionResultEvent = as_message::from_value(s["phases"][1]["input"].clone()).unwrap();
+    r1.reply_id = state.reply_id.clone(); // the recorded event carries the recorded run's reply id
+    let (events, out) = run(&agent, &mut state, r1).await;
+    let out = out.unwrap();
+    assert_eq!(out.status, ReplyStatus::Parked);
+    // Fixed (§15.4): 2.0.4 said "I'm waiting for , and external ..." with a fresh id.
+    let msg = out.message.unwrap();
+    assert_eq!(
+        msg.get_text_content("").as_deref(),
+        Some("I'm waiting for external execution results for 1 tool calls.")
+    );
+    assert_eq!(msg.id, state.reply_id);
+    check_phase("hitl-external", 1, "events-hitl-external-2-partial-result.jsonl", &events, &state);
+
+    let mut r2: ExternalExecutionResultEvent = as_message::from_value(s["phases"][2]["input"].clone()).unwrap();
+    r2.reply_id = state.reply_id.clone();
+    let (events, out) = run(&agent, &mut state, r2).await;
+    assert_eq!(out.unwrap().status, ReplyStatus::Completed);
+    check_phase("hitl-external", 2, "events-hitl-external-3-rest.jsonl", &events, &state);
+}
+
+#[tokio::test]
+async fn user_interrupt() {
+    let model = ScriptedModel::new(
+        "scripted-model",
+        [ScriptedTurn::new()
+            .chunk(vec![text("t", "Need HITL.")])
+            .chunk(vec![call("call_ask", "needs_ok", r#"{"text": "a"}"#)])
+            .chunk(vec![call("call_ext", "external_job", r#"{"text": "b"}"#)])],
+    );
+    let toolkit = Toolkit::new()
+        .with(AllowTool::new("needs_ok").concurrent().ask().arc())
+        .with(AllowTool::new("external_job").concurrent().external().arc());
+    let agent = agent(model, toolkit);
+    let s = scenario("user-interrupt");
+    let mut state = AgentState::default();
+    let (events, _) = run(&agent, &mut state, phase_input_msg(&s, 0)).await;
+    check_phase("user-interrupt", 0, "events-user-interrupt-1-park.jsonl", &events, &state);
+    let parked = state.clone();
+
+    // Fixed (§15.4): the recorded interrupt used reply_id "reply-id-is-not-checked"; we refuse it.
+    let (events, out) = run(&agent, &mut state, UserInterruptEvent::new("reply-id-is-not-checked")).await;
+    assert_eq!(out.unwrap_err().kind(), AgentErrorKind::ReplyIdMismatch);
+    assert!(events.is_empty());
+    assert_eq!(state, parked);
+
+    let rid = state.reply_id.clone();
+    let (events, out) = run(&agent, &mut state, UserInterruptEvent::new(rid)).await;
+    let out = out.unwrap();
+    assert_eq!(out.status, ReplyStatus::Interrupted);
+    assert_eq!(out.message.unwrap().get_text_content("").as_deref(), Some(as_agent::DEFAULT_INTERRUPTION_MESSAGE));
+    // Fixed (§15.3, upstream 698297b4c): no second TOOL_RESULT_START for the submitted call.
+    let mut expected = fixture_types("events-user-interrupt-2-interrupt.jsonl");
+    assert_eq!(expected[3], "TOOL_RESULT_START");
+    expected.remove(3);
+    assert_eq!(types(&events), expected);
+    assert_same(&state_json(&state), &s["phases"][1]["state_after"], "state after interrupt");
+
+    // 3: interrupting an idle agent is a silent no-op.
+    let before = state.clone();
+    let rid = state.reply_id.clone();
+    let (events, out) = run(&agent, &mut state, UserInterruptEvent::new(rid)).await;
+    assert_eq!(out.unwrap().status, ReplyStatus::NoOp);
+    assert!(events.is_empty());
+    assert_eq!(state, before);
+    check_phase("user-interrupt", 2, "events-user-interrupt-3-interrupt-idle.jsonl", &events, &state);
+    let err = agent.reply(&mut state, UserInterruptEvent::new(before.reply_id.clone())).await.unwrap_err();
+    assert_eq!(err.kind(), AgentErrorKind::NoFinalMessage);
+}
+
+#[tokio::test]
+async fn cancel_tool() {
+    let model = ScriptedModel::new(
+        "scripted-model",
+        [ScriptedTurn::new().chunk(vec![
+            ContentBlock::text("Calling slow twice."),
+            call("call_1", "slow", r#"{"text": "1"}"#),
+            call("call_2", "slow", r#"{"text": "2"}"#),
+        ])],
+    );
+    let agent = agent(model, Toolkit::new().with(AllowTool::new("slow").blocking().arc()));
+    let s = scenario("cancel-tool");
+    let mut state = AgentState::default();
+    let mut events = Vec::new();
+    let mut stream = agent.reply_stream(&mut state, phase_input_msg(&s, 0));
+    while let Some(e) = stream.next().await {
+        let e = e.unwrap();
+        if matches!(&e, AgentEvent::ToolResultStart(x) if x.tool_call_id == "call_1") {
+            stream.cancel(); // the first call is running now
+        }
+        events.push(e);
+    }
+    let out = stream.into_outcome().unwrap();
+    assert_eq!(out.status, ReplyStatus::Interrupted);
+    check_phase("cancel-tool", 0, "events-cancel-tool.jsonl", &events, &state);
+}
+
+#[tokio::test]
+async fn cancel_model_stream_keeps_partial_output_and_never_runs_the_cut_call() {
+    // Fixed (BUG-1, §8/§15.1): 2.0.4 lost this cancellation, executed the truncated call and kept reasoning
+    // (events-cancel-model-stream.jsonl). We keep the partial output, close the call as interrupted, stop.
+    let model = Arc::new(ScriptedModel::new(
+        "scripted-model",
+        [
+            ScriptedTurn::new()
+                .chunk(vec![text("t", "Partial answ")])
+                .chunk(vec![call("call_p", "echo", r#"{"text": "x"#)])
+                .pause()
+                .chunk(vec![text("t", "er never arrives")]),
+            ScriptedTurn::new().chunk(vec![text("t2", "Second reasoning step.")]),
+        ],
+    ));
+    let gate = model.pause_gate();
+    let agent = Agent::builder("Friday", "sys", model.clone())
+        .toolkit(Toolkit::new().with(AllowTool::new("echo").arc()))
+        .build()
+        .unwrap();
+    let s = scenario("cancel-model-stream");
+    let mut state = AgentState::default();
+    let stream = agent.reply_stream(&mut state, phase_input_msg(&s, 0));
+    let token = stream.cancel_token();
+    let (out, ()) = tokio::join!(stream.run_to_end(|_| {}), async {
+        gate.wait_paused().await;
+        token.cancel();
+    });
+    let out = out.unwrap();
+    assert_eq!(out.status, ReplyStatus::Interrupted);
+    assert_eq!(model.remaining_turns(), 1, "no second reasoning step");
+    let msg = &state.context[1];
+    let blocks: Vec<&ContentBlock> = msg.content.iter().collect();
+    assert!(matches!(blocks[0], ContentBlock::Text(t) if t.text == "Partial answ"));
+    assert!(
+        matches!(blocks[1], ContentBlock::ToolCall(c) if c.input == r#"{"text": "x"# && c.state == as_message::ToolCallState::Finished)
+    );
+    assert!(matches!(blocks[2], ContentBlock::ToolResult(r) if r.state == ToolResultState::Interrupted
+        && r.output == as_message::TextOrBlocks::Text(as_tools::INTERRUPTED_TEXT.into())));
+    assert_eq!(blocks.len(), 3, "the interruption message is not stored");
+    assert_eq!(state.cur_iter, 0);
+}
+
+#[tokio::test]
+async fn cancel_model_call_ends_interrupted() {
+    // Fixed (BUG-1): 2.0.4 ended this reply COMPLETED with an empty final message (events-cancel-model-call).
+    let model = Arc::new(ScriptedModel::new("scripted-model", [ScriptedTurn::new().pause().text("never returned")]));
+    let gate = model.pause_gate();
+    let agent = Agent::builder("Friday", "sys", model.clone()).build().unwrap();
+    let s = scenario("cancel-model-call");
+    let mut state = AgentState::default();
+    let stream = agent.reply_stream(&mut state, phase_input_msg(&s, 0));
+    let token = stream.cancel_token();
+    let mut seen = Vec::new();
+    let (out, ()) = tokio::join!(stream.run_to_end(|e| seen.push(e)), async {
+        gate.wait_paused().await;
+        token.cancel();
+    });
+    assert_eq!(out.unwrap().status, ReplyStatus::Interrupted);
+    assert_eq!(types(&seen), ["REPLY_START", "MODEL_CALL_START", "MODEL_CALL_END", "REPLY_END"]);
+    assert!(
+        matches!(&seen[2], AgentEvent::ModelCallEnd(e) if e.finished_reason == as_agent::ModelFinishedReason::Interrupted)
+    );
+    assert!(
+        matches!(&seen[3], AgentEvent::ReplyEnd(e) if e.finished_reason == as_agent::ReplyFinishedReason::Interrupted)
+    );
+    // Same state as 2.0.4 recorded: only the user message (an empty response is not saved).
+    assert_same(&state_json(&state), &s["phases"][0]["state_after"], "state");
+}
+
+#[tokio::test]
+async fn exceed_max_iters() {
+    let model = ScriptedModel::new(
+        "scripted-model",
+        (0..2).map(|i| {
+            ScriptedTurn::new().chunk(vec![call(&format!("call_{i}"), "echo", &format!(r#"{{"text": "{i}"}}"#))])
+        }),
+    );
+    let agent = Agent::builder("Friday", "sys", Arc::new(model))
+        .toolkit(Toolkit::new().with(AllowTool::new("echo").concurrent().arc()))
+        .react_config(ReActConfig::default().with_max_iters(2))
+        .build()
+        .unwrap();
+    let s = scenario("exceed-max-iters");
+    let mut state = AgentState::default();
+    let (events, out) = run(&agent, &mut state, phase_input_msg(&s, 0)).await;
+    let out = out.unwrap();
+    assert_eq!(out.status, ReplyStatus::ExceedMaxIters);
+    assert_eq!(out.message.unwrap().get_text_content("").as_deref(), Some(as_agent::MAX_ITERS_MESSAGE));
+    check_phase("exceed-max-iters", 0, "events-exceed-max-iters.jsonl", &events, &state);
+}
+
+fn tool_errors_model() -> ScriptedModel {
+    ScriptedModel::new(
+        "scripted-model",
+        [
+            ScriptedTurn::new().chunk(vec![
+                call("c_unknown", "nope", "{}"),
+                call("c_badjson", "echo", "[1, 2]"),
+                call("c_schema", "echo", r#"{"text": 5}"#),
+                call("c_repair", "echo", r#"{"text": "repaired"#),
+            ]),
+            ScriptedTurn::new().text("ok"),
+        ],
+    )
+}
+
+#[tokio::test]
+async fn tool_errors() {
+    let agent = agent(tool_errors_model(), Toolkit::new().with(AllowTool::new("echo").concurrent().arc()));
+    let s = scenario("tool-errors");
+    let mut state = AgentState::default();
+    let (events, out) = run(&agent, &mut state, phase_input_msg(&s, 0)).await;
+    assert_eq!(out.unwrap().status, ReplyStatus::Completed);
+    check_phase("tool-errors", 0, "events-tool-errors.jsonl", &events, &state);
+}
+
+#[tokio::test]
+async fn reset_tools_and_tasks() {
+    let group = ToolGroup::new("weather", "Weather tools.").instructions("Always state the unit.").tool(get_weather());
+    let mut toolkit = Toolkit::new();
+    for t in as_tools::task_tools::task_tools() {
+        toolkit.register(t);
+    }
+    toolkit.add_group(group).unwrap();
+    let model = Arc::new(ScriptedModel::new(
+        "scripted-model",
+        [
+            ScriptedTurn::new().chunk(vec![call("c1", "get_weather", r#"{"city": "Oslo"}"#)]),
+            ScriptedTurn::new().chunk(vec![call("c2", "reset_tools", r#"{"weather": true}"#)]),
+            ScriptedTurn::new().chunk(vec![
+                call("c3", "get_weather", r#"{"city": "Oslo"}"#),
+                call("c4", "TaskCreate", r#"{"subject": "Check weather", "description": "Oslo"}"#),
+                call("c5", "TaskCreate", r#"{"subject": "Report", "description": "Tell user"}"#),
+            ]),
+            ScriptedTurn::new().chunk(vec![
+                call("c6", "TaskUpdate", r#"{"task_id": "2", "add_blocked_by": ["1"], "status": "in_progress"}"#),
+                call("c7", "TaskList", "{}"),
+                call("c8", "TaskGet", r#"{"task_id": "2"}"#),
+            ]),
+            ScriptedTurn::new().text("Done."),
+        ],
+    ));
+    let agent = Agent::builder("Friday", "sys", model.clone()).toolkit(toolkit).build().unwrap();
+    let s = scenario("reset-tools-and-tasks");
+    let mut state = state_with(allow_ctx("get_weather"));
+    let (events, out) = run(&agent, &mut state, phase_input_msg(&s, 0)).await;
+    assert_eq!(out.unwrap().status, ReplyStatus::Completed);
+    assert_eq!(types(&events), fixture_types("events-reset-tools-and-tasks.jsonl"));
+    // The schemas change on the next reasoning step.
+    let names = |i: usize| model.requests()[i].tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
+    let before: Vec<String> = serde_json::from_value(s["tool_names_before"].clone()).unwrap();
+    let after: Vec<String> = serde_json::from_value(s["tool_names_after"].clone()).unwrap();
+    assert_eq!(names(0), before);
+    assert_eq!(names(2), after);
+    // Fixed (§15.5): a tool of an inactive group is reported as such (2.0.4: "doesn't exist"). Everything
+    // else of the state is as recorded.
+    let mut theirs = s["phases"][0]["state_after"].clone();
+    let ours = state_json(&state);
+    let c1_ours = ours["context"][1]["content"][1]["output"].clone();
+    assert!(c1_ours.as_str().unwrap().contains("weather"), "{c1_ours}");
+    assert_eq!(
+        theirs["context"][1]["content"][1]["output"],
+        "ToolNotFoundError: The tool named 'get_weather' doesn't exist."
+    );
+    theirs["context"][1]["content"][1]["output"] = c1_ours;
+    assert_same(&ours, &theirs, "state");
+}
+
+#[tokio::test]
+async fn compression() {
+    let summary = serde_json::json!({
+        "task_overview": "Chat about numbers.",
+        "current_state": "Discussed 1..3.",
+        "important_discoveries": "None.",
+        "next_steps": "Answer the last question.",
+        "context_to_preserve": "User likes brevity.",
+    });
+    let model = Arc::new(
+        ScriptedModel::new(
+            "scripted-model",
+            [
+                ScriptedTurn::new().tool_call("so", as_model::STRUCTURED_OUTPUT_TOOL, summary.to_string()),
+                ScriptedTurn::new().chunk(vec![text("t", "Short answer.")]),
+            ],
+        )
+        .with_context_size(1500),
+    );
+    let agent = Agent::builder("Friday", "sys", model.clone())
+        .context_config(ContextConfig::default().with_ratios(0.5, 0.2))
+        .build()
+        .unwrap();
+    let long = "x".repeat(400);
+    let mut state = AgentState::default();
+    for i in 0..6 {
+        state.context.push(Msg::user("user", format!("q{i} {long}")));
+        state.context.push(Msg::assistant("Friday", format!("a{i} {long}")));
+    }
+    let s = scenario("compression");
+    let (events, out) = run(&agent, &mut state, phase_input_msg(&s, 0)).await;
+    assert_eq!(out.unwrap().status, ReplyStatus::Completed);
+    assert_eq!(types(&events), fixture_types("events-compression.jsonl"), "compression emits no event");
+    check_phase("compression", 0, "events-compression.jsonl", &events, &state);
+    // The summary call saw the compressed part (q0..a4) and the compression prompt.
+    let req = &model.requests()[0];
+    let recorded = s["model_calls"][0]["structured_output_messages"].as_array().unwrap();
+    assert_eq!(req.messages.len(), recorded.len());
+    for (ours, theirs) in req.messages.iter().zip(recorded) {
+        assert_eq!(
+            ours.get_text_content(""),
+            theirs["content"][0]["text"]
+                .as_str()
+                .map(|t| {
+                    // our structured-output call appends the "MUST call the tool" reminder to the last user message
+                    t.to_owned()
+                })
+                .map(|t| if ours.content.len() > 1 {
+                    format!("{t}{}", as_model::STRUCTURED_OUTPUT_REMINDER)
+                } else {
+                    t
+                })
+        );
+    }
+    // The answer's call saw the summary right after the system prompt.
+    let answer_req = &model.requests()[1];
+    assert_eq!(
+        answer_req.messages[1].get_text_content("").as_deref(),
+        s["phases"][0]["state_after"]["summary"].as_str()
+    );
+}
+
+#[tokio::test]
+async fn compression_falls_back_to_truncation_when_the_summary_fails() {
+    // Fixed (§15.5, upstream 4a121d874): a failed summary no longer aborts the reply.
+    let model = Arc::new(
+        ScriptedModel::new(
+            "scripted-model",
+            [ScriptedTurn::new().text("no tool call here"), ScriptedTurn::new().text("Short answer.")],
+        )
+        .with_context_size(1500),
+    );
+    let agent = Agent::builder("Friday", "sys", model.clone())
+        .context_config(ContextConfig::default().with_ratios(0.5, 0.2))
+        .build()
+        .unwrap();
+    let long = "x".repeat(400);
+    let mut state = AgentState::default();
+    for i in 0..6 {
+        state.context.push(Msg::user("user", format!("q{i} {long}")));
+        state.context.push(Msg::assistant("Friday", format!("a{i} {long}")));
+    }
+    let out = agent.reply_outcome(&mut state, Msg::user("user", "last?")).await.unwrap();
+    assert_eq!(out.status, ReplyStatus::Completed);
+    assert_eq!(state.context.len(), 4, "q5, a5, last?, answer");
+    assert_eq!(state.summary, as_message::TextOrBlocks::Text(as_agent::TRUNCATION_NOTE.into()));
+}
+
+#[tokio::test]
+async fn tool_results_are_results_not_errors() {
+    // Style §9: unknown tools, bad JSON, schema violations and tool failures are observations.
+    let failing = as_tools::FunctionTool::new("fails", "Always fails.", |_a: Count, _ctx| async move {
+        Err::<String, _>(as_tools::ToolError::execution("boom"))
+    });
+    let model = ScriptedModel::new(
+        "m",
+        [ScriptedTurn::new().tool_call("c1", "fails", r#"{"count": 1}"#), ScriptedTurn::new().text("recovered")],
+    );
+    let agent = agent(model, Toolkit::new().with(failing));
+    let mut state = state_with(PermissionContext { mode: PermissionMode::Bypass, ..PermissionContext::default() });
+    let out = agent.reply_outcome(&mut state, Msg::user("user", "go")).await.unwrap();
+    assert_eq!(out.status, ReplyStatus::Completed);
+    let result = state.context[1].content.iter().find_map(|b| match b {
+        ContentBlock::ToolResult(r) => Some(r.clone()),
+        _ => None,
+    });
+    let result: ToolResultBlock = result.unwrap();
+    assert_eq!(result.state, ToolResultState::Error);
+    assert!(result.output.text().contains("boom"));
+}
