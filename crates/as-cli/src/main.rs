@@ -5,6 +5,7 @@
 
 mod cmd;
 mod exit;
+mod interim;
 mod provider;
 mod render;
 // Other top-level modules (e.g. `mod storage_url;`) go here.
@@ -41,8 +42,13 @@ enum Command {
     #[command(subcommand)]
     State(cmd::state::StateCommand),
     // ---- storage engineer: `Sessions(cmd::sessions::SessionsArgs)` goes here ----
-    // ---- CLI engineer: `Chat(cmd::chat::ChatArgs)` goes here ----
-    // ---- CLI engineer: `Demo(cmd::demo::DemoArgs)` goes here ----
+    /// Chat with an agent in a persistent session (interactive, or one turn with --message).
+    Chat(cmd::chat::ChatArgs),
+    /// Walk through a session's lifecycle offline, each turn in a new process; pass/fail per step.
+    Demo(cmd::demo::DemoArgs),
+    /// One step of `demo`, run in its own process (internal).
+    #[command(hide = true)]
+    DemoStep(cmd::demo::DemoStepArgs),
 }
 
 async fn dispatch(cli: Cli) -> CliResult {
@@ -50,6 +56,9 @@ async fn dispatch(cli: Cli) -> CliResult {
     match cli.command {
         Command::Schema(args) => cmd::schema::run(&global, args),
         Command::State(args) => cmd::state::run(&global, args),
+        Command::Chat(args) => cmd::chat::run(&global, args).await,
+        Command::Demo(args) => cmd::demo::run(&global, args).await,
+        Command::DemoStep(args) => cmd::demo::run_step(&global, args).await,
         // ---- new commands dispatch here (async ones: `cmd::x::run(&global, args).await`) ----
     }
 }

@@ -3,5 +3,6 @@
 pub(crate) mod schema;
 pub(crate) mod state;
 // pub(crate) mod sessions;  (storage engineer)
-// pub(crate) mod chat;      (CLI engineer)
-// pub(crate) mod demo;      (CLI engineer)
+pub(crate) mod admin;
+pub(crate) mod chat;
+pub(crate) mod demo;

@@ -1,0 +1,790 @@
+//! Session administration: `sessions export | import | validate` and the `show --summary` view.
+//!
+//! The export format is JSON lines, one session per line:
+//!
+//! ```text
+//! {"kind":"session","record":{…the stored SessionRecord…},"messages":[…the session's message log…]}
+//! ```
+//!
+//! `record` is the record's canonical JSON (the bytes AgentScope Python writes); `messages` the
+//! session's message log in order. `import` also accepts a bare `SessionRecord` per line (a dump
+//! made by other tools).
+//!
+//! The storage trait can only list sessions per `(user, agent)`, so `export` and `validate` are
+//! scoped by `--user` and one or more `--agent`.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+
+use as_message::{ContentBlock, JsonValue, Msg, Role, ToolCallState};
+use as_storage::{
+    Owner, PageRequest, SessionKey, SessionRecord, SharedStorage, StorageErrorKind, UpsertSession, validate_id,
+};
+
+use crate::exit::{CliError, CliResult, ExitKind};
+
+/// The `kind` tag of an export line.
+pub(crate) const EXPORT_KIND: &str = "session";
+
+/// Sessions fetched per `list_sessions` page.
+const PAGE: usize = 100;
+
+/// Arguments of `sessions export`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Example:
+  agentscope sessions export --user alice --agent friday > alice.jsonl
+  agentscope --storage redis://127.0.0.1:6379 sessions import alice.jsonl
+
+Each line is {\"kind\":\"session\",\"record\":{…},\"messages\":[…]}: the stored record (exact JSON) and the
+session's message log. The storage API lists sessions per (user, agent), so name the agents with --agent.")]
+pub(crate) struct ExportArgs {
+    /// The user whose sessions to export.
+    #[arg(long)]
+    pub(crate) user: String,
+    /// The agent(s) whose sessions to export (repeatable).
+    #[arg(long = "agent", value_name = "AGENT", required = true)]
+    pub(crate) agents: Vec<String>,
+}
+
+/// Arguments of `sessions import`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Example:
+  agentscope --storage sqlite:old.db sessions export --user alice --agent friday > alice.jsonl
+  agentscope --storage redis://127.0.0.1:6379/0 sessions import alice.jsonl
+
+Prints one summary line: `imported N sessions (M messages), skipped K existing, F failed`.
+A progress bar is drawn on stderr when stderr is a terminal. Sessions that already exist in the
+target are skipped unless --overwrite is given. Timestamps (created_at, updated_at) are set by the
+target store: the storage API has no call that writes them verbatim.")]
+pub(crate) struct ImportArgs {
+    /// The JSON-lines file written by `sessions export` (`-` reads stdin).
+    pub(crate) file: PathBuf,
+    /// Replace sessions that already exist in the target (delete, then create).
+    #[arg(long)]
+    pub(crate) overwrite: bool,
+}
+
+/// Arguments of `sessions validate`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Example:
+  agentscope sessions validate --user alice --agent friday --agent helper
+
+Reads every session of the named owners and its message log, parses them against the wire model
+(reporting the JSON path of the first error) and checks the invariants (ids, state.session_id, tool call
+bookkeeping). Prints `bad  <user>/<agent>/<session>  <why>` per bad record and a final count; exit 1
+when any record is bad.")]
+pub(crate) struct ValidateArgs {
+    /// The user whose sessions to check.
+    #[arg(long)]
+    pub(crate) user: String,
+    /// The agent(s) whose sessions to check (repeatable).
+    #[arg(long = "agent", value_name = "AGENT", required = true)]
+    pub(crate) agents: Vec<String>,
+}
+
+/// Every session id of `owner`, newest first, following the pagination to the end.
+/// Records the backend could not read come back in the second list.
+async fn all_sessions(storage: &SharedStorage, owner: &Owner) -> CliResult<(Vec<String>, Vec<(String, String)>)> {
+    let mut ids = Vec::new();
+    let mut bad = Vec::new();
+    let mut page = PageRequest::first(PAGE);
+    loop {
+        let got = storage.list_sessions(owner, &page).await?;
+        ids.extend(got.sessions.into_iter().map(|s| s.id));
+        bad.extend(got.errors.into_iter().map(|e| (e.session_id, e.error.to_string())));
+        match got.next_cursor {
+            Some(c) => page.cursor = Some(c),
+            None => break,
+        }
+    }
+    Ok((ids, bad))
+}
+
+/// One export line for `record` and its message log.
+pub(crate) fn export_line(record: &SessionRecord, messages: &[Msg]) -> String {
+    let mut line = String::with_capacity(256);
+    line.push_str("{\"kind\":\"");
+    line.push_str(EXPORT_KIND);
+    line.push_str("\",\"record\":");
+    line.push_str(&record.to_canonical_json());
+    line.push_str(",\"messages\":[");
+    for (i, m) in messages.iter().enumerate() {
+        if i > 0 {
+            line.push(',');
+        }
+        line.push_str(&as_message::to_json(m));
+    }
+    line.push_str("]}");
+    line
+}
+
+/// What `export` wrote.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct ExportStats {
+    /// Sessions written.
+    pub(crate) sessions: usize,
+    /// Messages written.
+    pub(crate) messages: usize,
+}
+
+/// Writes every session of `user`'s `agents` to `out`, one line each.
+pub(crate) async fn export(
+    storage: &SharedStorage,
+    user: &str,
+    agents: &[String],
+    out: &mut dyn Write,
+) -> CliResult<ExportStats> {
+    let mut stats = ExportStats::default();
+    for agent in agents {
+        let owner = Owner::new(user, agent.as_str());
+        owner.validate()?;
+        let (ids, bad) = all_sessions(storage, &owner).await?;
+        for (id, why) in &bad {
+            eprintln!("warning: skipped {user}/{agent}/{id}: unreadable record: {why}");
+        }
+        for id in ids {
+            let key = owner.session(id.as_str());
+            // Deleted between the listing and now: nothing to export.
+            let Some(record) = storage.get_session(&key).await? else { continue };
+            let messages = storage.list_messages(&key, 0, 0).await?;
+            let line = export_line(&record, &messages);
+            writeln!(out, "{line}").map_err(write_error)?;
+            stats.sessions += 1;
+            stats.messages += messages.len();
+        }
+    }
+    out.flush().map_err(write_error)?;
+    Ok(stats)
+}
+
+fn write_error(e: std::io::Error) -> CliError {
+    CliError::new(ExitKind::Failed, format!("cannot write the output: {e}"))
+}
+
+/// One parsed import line.
+#[derive(Debug)]
+pub(crate) struct ImportItem {
+    /// The record.
+    pub(crate) record: SessionRecord,
+    /// Its message log.
+    pub(crate) messages: Vec<Msg>,
+}
+
+/// Parses one export line (or a bare `SessionRecord`).
+pub(crate) fn parse_line(line: &str) -> Result<ImportItem, String> {
+    let value: JsonValue = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
+    let JsonValue::Object(mut map) = value else { return Err("not a JSON object".to_owned()) };
+    if map.contains_key("record") {
+        match map.get("kind").and_then(JsonValue::as_str) {
+            Some(EXPORT_KIND) => {}
+            other => return Err(format!("unknown line kind {other:?} (expected \"{EXPORT_KIND}\")")),
+        }
+        let record = map.remove("record").unwrap_or(JsonValue::Null);
+        let record: SessionRecord = as_message::from_value(record).map_err(|e| format!("record: {e}"))?;
+        let messages = match map.remove("messages") {
+            None | Some(JsonValue::Null) => Vec::new(),
+            Some(JsonValue::Array(items)) => items
+                .into_iter()
+                .enumerate()
+                .map(|(i, m)| as_message::from_value::<Msg>(m).map_err(|e| format!("messages[{i}]: {e}")))
+                .collect::<Result<_, _>>()?,
+            Some(_) => return Err("messages: expected an array".to_owned()),
+        };
+        Ok(ImportItem { record, messages })
+    } else {
+        let record: SessionRecord =
+            as_message::from_value(JsonValue::Object(map)).map_err(|e| format!("record: {e}"))?;
+        Ok(ImportItem { record, messages: Vec::new() })
+    }
+}
+
+/// What `import` did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct ImportStats {
+    /// Sessions created.
+    pub(crate) imported: usize,
+    /// Messages written.
+    pub(crate) messages: usize,
+    /// Sessions left alone because they exist.
+    pub(crate) skipped: usize,
+    /// Lines that failed (parse or write).
+    pub(crate) failed: usize,
+}
+
+impl ImportStats {
+    /// The summary line.
+    pub(crate) fn summary(&self) -> String {
+        format!(
+            "imported {} sessions ({} messages), skipped {} existing, {} failed",
+            self.imported, self.messages, self.skipped, self.failed
+        )
+    }
+}
+
+/// Writes one item into `storage`. `Ok(false)`: it existed and was skipped.
+async fn import_one(storage: &SharedStorage, item: ImportItem, overwrite: bool) -> CliResult<bool> {
+    let r = item.record;
+    let key = SessionKey::new(r.user_id.as_str(), r.agent_id.as_str(), r.id.as_str());
+    key.validate()?;
+    if storage.get_session(&key).await?.is_some() {
+        if !overwrite {
+            return Ok(false);
+        }
+        storage.delete_session(&key).await?;
+    }
+    let req = UpsertSession {
+        owner: key.owner(),
+        session_id: Some(r.id.clone()),
+        config: r.config,
+        state: Some(r.state),
+        source: r.source,
+        source_schedule_id: r.source_schedule_id,
+    };
+    storage.upsert_session(req).await?;
+    for m in &item.messages {
+        storage.upsert_message(&key, m).await?;
+    }
+    Ok(true)
+}
+
+/// Imports every line of `text`; bad lines are reported on stderr (with their line number) and counted.
+pub(crate) async fn import(storage: &SharedStorage, text: &str, overwrite: bool, progress: bool) -> ImportStats {
+    let lines: Vec<(usize, &str)> =
+        text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()).map(|(i, l)| (i + 1, l)).collect();
+    let bar = if progress {
+        let bar =
+            indicatif::ProgressBar::with_draw_target(Some(lines.len() as u64), indicatif::ProgressDrawTarget::stderr());
+        if let Ok(style) = indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} sessions {msg}") {
+            bar.set_style(style);
+        }
+        Some(bar)
+    } else {
+        None
+    };
+    let mut stats = ImportStats::default();
+    for (n, line) in lines {
+        let outcome = match parse_line(line) {
+            Err(why) => Err(CliError::new(ExitKind::Invalid, why)),
+            Ok(item) => {
+                let count = item.messages.len();
+                import_one(storage, item, overwrite).await.map(|created| (created, count))
+            }
+        };
+        match outcome {
+            Ok((true, count)) => {
+                stats.imported += 1;
+                stats.messages += count;
+            }
+            Ok((false, _)) => stats.skipped += 1,
+            Err(e) => {
+                stats.failed += 1;
+                let text = format!("line {n}: {e}");
+                match &bar {
+                    Some(b) => b.println(format!("error: {text}")),
+                    None => eprintln!("error: {text}"),
+                }
+            }
+        }
+        if let Some(b) = &bar {
+            b.inc(1);
+        }
+    }
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    stats
+}
+
+/// Reads the import file (`-`: stdin).
+pub(crate) fn read_input(path: &std::path::Path) -> CliResult<String> {
+    if path.as_os_str() == "-" {
+        let mut text = String::new();
+        for line in std::io::stdin().lock().lines() {
+            let line = line.map_err(|e| CliError::new(ExitKind::Invalid, format!("cannot read stdin: {e}")))?;
+            text.push_str(&line);
+            text.push('\n');
+        }
+        Ok(text)
+    } else {
+        std::fs::read_to_string(path).map_err(|e| {
+            let kind = if e.kind() == std::io::ErrorKind::NotFound { ExitKind::NotFound } else { ExitKind::Invalid };
+            CliError::new(kind, format!("cannot read {}: {e}", path.display()))
+        })
+    }
+}
+
+/// `sessions export`.
+pub(crate) async fn run_export(storage: &SharedStorage, args: ExportArgs) -> CliResult {
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let stats = export(storage, &args.user, &args.agents, &mut out).await?;
+    drop(out);
+    eprintln!("exported {} sessions ({} messages)", stats.sessions, stats.messages);
+    Ok(())
+}
+
+/// `sessions import`.
+pub(crate) async fn run_import(storage: &SharedStorage, args: ImportArgs) -> CliResult {
+    let text = read_input(&args.file)?;
+    let stats = import(storage, &text, args.overwrite, std::io::stderr().is_terminal()).await;
+    println!("{}", stats.summary());
+    if stats.failed > 0 { Err(CliError::silent(ExitKind::Failed)) } else { Ok(()) }
+}
+
+/// One problem found by `validate`.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Problem {
+    /// `user/agent/session`.
+    pub(crate) key: String,
+    /// Why.
+    pub(crate) why: String,
+}
+
+/// Invariants a parsed record must hold beyond its schema.
+pub(crate) fn check_record(key: &SessionKey, record: &SessionRecord) -> Vec<String> {
+    let mut out = Vec::new();
+    if record.id != key.session_id {
+        out.push(format!("record id {:?} differs from the session id", record.id));
+    }
+    if record.user_id != key.user_id || record.agent_id != key.agent_id {
+        out.push(format!("owner {}/{} differs from the index's", record.user_id, record.agent_id));
+    }
+    if record.state.session_id != record.id {
+        out.push(format!("state.session_id {:?} differs from the record id", record.state.session_id));
+    }
+    if let Err(e) = validate_id("session_id", &record.id) {
+        out.push(e.message().to_owned());
+    }
+    if record.state.cur_iter < 0 {
+        out.push(format!("state.cur_iter is negative ({})", record.state.cur_iter));
+    }
+    for (i, msg) in record.state.context.iter().enumerate() {
+        let mut results = std::collections::HashSet::new();
+        for b in &msg.content {
+            if let ContentBlock::ToolResult(r) = b {
+                if !results.insert(r.id.as_str()) {
+                    out.push(format!("state.context[{i}]: two results for tool call {:?}", r.id));
+                }
+            }
+        }
+        for b in &msg.content {
+            if let ContentBlock::ToolCall(c) = b {
+                if c.state == ToolCallState::Finished && !results.contains(c.id.as_str()) {
+                    out.push(format!("state.context[{i}]: tool call {:?} is finished but has no result", c.id));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Checks every session of `user`'s `agents`. Returns the number checked and the problems.
+pub(crate) async fn validate(
+    storage: &SharedStorage,
+    user: &str,
+    agents: &[String],
+) -> CliResult<(usize, Vec<Problem>)> {
+    let mut checked = 0;
+    let mut problems = Vec::new();
+    for agent in agents {
+        let owner = Owner::new(user, agent.as_str());
+        owner.validate()?;
+        let (ids, bad) = all_sessions(storage, &owner).await?;
+        for (id, why) in bad {
+            checked += 1;
+            problems.push(Problem { key: format!("{user}/{agent}/{id}"), why });
+        }
+        for id in ids {
+            checked += 1;
+            let key = owner.session(id.as_str());
+            let name = key.to_string();
+            match storage.get_session(&key).await {
+                Ok(None) => checked -= 1, // deleted meanwhile
+                Ok(Some(record)) => {
+                    for why in check_record(&key, &record) {
+                        problems.push(Problem { key: name.clone(), why });
+                    }
+                    if let Err(e) = storage.list_messages(&key, 0, 0).await {
+                        problems.push(Problem { key: name, why: format!("message log: {e}") });
+                    }
+                }
+                Err(e) if matches!(e.kind(), StorageErrorKind::Serialization | StorageErrorKind::InvalidKey) => {
+                    problems.push(Problem { key: name, why: e.to_string() });
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    Ok((checked, problems))
+}
+
+/// `sessions validate`.
+pub(crate) async fn run_validate(storage: &SharedStorage, args: ValidateArgs) -> CliResult {
+    let (checked, problems) = validate(storage, &args.user, &args.agents).await?;
+    for p in &problems {
+        println!("bad  {}  {}", p.key, p.why);
+    }
+    let bad: std::collections::BTreeSet<&str> = problems.iter().map(|p| p.key.as_str()).collect();
+    println!("checked {checked} sessions: {} bad", bad.len());
+    if bad.is_empty() { Ok(()) } else { Err(CliError::silent(ExitKind::Failed)) }
+}
+
+/// How many of the last messages `--summary` shows.
+const LAST_MESSAGES: usize = 5;
+
+fn one_line(text: &str, max: usize) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= max {
+        flat
+    } else {
+        let cut: String = flat.chars().take(max.saturating_sub(1)).collect();
+        format!("{cut}…")
+    }
+}
+
+fn describe_block(b: &ContentBlock) -> String {
+    match b {
+        ContentBlock::Text(t) => one_line(&t.text, 100),
+        ContentBlock::Thinking(t) => format!("(thinking) {}", one_line(&t.thinking, 60)),
+        ContentBlock::Hint(_) => "(hint)".to_owned(),
+        ContentBlock::ToolCall(c) => format!("[tool call {} {} {}]", c.name, one_line(&c.input, 60), c.state_str()),
+        ContentBlock::ToolResult(r) => {
+            format!("[tool result {} {}: {}]", r.name, state_name(r.state), one_line(&r.output.text(), 60))
+        }
+        ContentBlock::Data(_) => "(data)".to_owned(),
+    }
+}
+
+fn state_name<T: serde::Serialize>(v: T) -> String {
+    as_message::to_json(&v).trim_matches('"').to_owned()
+}
+
+trait CallStateStr {
+    fn state_str(&self) -> String;
+}
+
+impl CallStateStr for as_message::ToolCallBlock {
+    fn state_str(&self) -> String {
+        state_name(self.state)
+    }
+}
+
+/// The readable view of `show --summary`.
+pub(crate) fn summary(record: &SessionRecord, log_len: Option<usize>) -> String {
+    use std::fmt::Write as _;
+    let s = &record.state;
+    let mut out = String::new();
+    let _ = writeln!(out, "session      {}", record.id);
+    let _ = writeln!(out, "owner        {}/{}", record.user_id, record.agent_id);
+    let _ = writeln!(out, "name         {}", record.config.name);
+    let _ = writeln!(out, "created      {}", record.created_at);
+    let _ = writeln!(out, "updated      {}", record.updated_at);
+    let _ = writeln!(out, "messages     {} in context", s.context.len());
+    if let Some(n) = log_len {
+        let _ = writeln!(out, "message log  {n}");
+    }
+    let _ = writeln!(out, "reply        {} (iteration {})", s.reply_id, s.cur_iter);
+    if !s.summary.is_empty() {
+        let _ = writeln!(out, "summary      {}", one_line(&s.summary.text(), 100));
+    }
+    let _ = writeln!(out, "\nlast messages:");
+    if s.context.is_empty() {
+        let _ = writeln!(out, "  (none)");
+    }
+    let start = s.context.len().saturating_sub(LAST_MESSAGES);
+    for m in &s.context[start..] {
+        let parts: Vec<String> = m.content.iter().map(describe_block).collect();
+        let _ = writeln!(out, "  {:<9} {}: {}", role_name(m.role), m.name, one_line(&parts.join(" "), 160));
+    }
+    let parked: Vec<&as_message::ToolCallBlock> = parked_calls(record);
+    let _ = writeln!(out, "\nparked tool calls:");
+    if parked.is_empty() {
+        let _ = writeln!(out, "  (none)");
+    }
+    for c in parked {
+        let _ = writeln!(out, "  {} {} {} ({})", c.id, c.name, one_line(&c.input, 80), c.state_str());
+        for r in &c.suggested_rules {
+            let _ = writeln!(out, "    suggested rule: {} {}", r.tool_name, r.rule_content.as_deref().unwrap_or("*"));
+        }
+    }
+    let _ = writeln!(out, "\ntasks:");
+    if s.tasks_context.tasks.is_empty() {
+        let _ = writeln!(out, "  (none)");
+    }
+    for t in &s.tasks_context.tasks {
+        let _ = writeln!(out, "  [{}] {} ({})", state_name(t.state), t.subject, t.id);
+    }
+    let p = &s.permission_context;
+    let _ = writeln!(out, "\npermissions: mode {}", p.mode.as_str());
+    let mut any = false;
+    for (label, rules) in [("allow", &p.allow_rules), ("deny", &p.deny_rules), ("ask", &p.ask_rules)] {
+        for (tool, list) in rules {
+            for r in list {
+                any = true;
+                let _ = writeln!(out, "  {label:<5} {tool} {}", r.rule_content.as_deref().unwrap_or("*"));
+            }
+        }
+    }
+    for dir in p.working_directories.keys() {
+        any = true;
+        let _ = writeln!(out, "  dir   {dir}");
+    }
+    if !any {
+        let _ = writeln!(out, "  (no rules)");
+    }
+    out
+}
+
+fn role_name(r: Role) -> &'static str {
+    r.as_str()
+}
+
+/// The tool calls the agent is waiting on (asking, or submitted without a result), in the last
+/// assistant message.
+pub(crate) fn parked_calls(record: &SessionRecord) -> Vec<&as_message::ToolCallBlock> {
+    let Some(last) = record.state.context.last() else { return Vec::new() };
+    if last.role != Role::Assistant {
+        return Vec::new();
+    }
+    let results: Vec<&str> = last
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::ToolResult(r) => Some(r.id.as_str()),
+            _ => None,
+        })
+        .collect();
+    last.content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::ToolCall(c)
+                if c.state == ToolCallState::Asking
+                    || (c.state == ToolCallState::Submitted && !results.contains(&c.id.as_str())) =>
+            {
+                Some(c)
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use as_message::{PermissionBehavior, PermissionRule, ToolCallBlock, ToolResultBlock, ToolResultState};
+    use as_state::AgentState;
+    use as_storage::StorageBase as _;
+    use as_storage::{SessionConfig, SessionMeta, Timestamp};
+
+    use super::*;
+
+    fn record() -> SessionRecord {
+        let mut state = AgentState::for_session("s1");
+        state.context.push(Msg::user("user", "my name is Ada"));
+        let mut reply = Msg::assistant("friday", "Let me write that down.");
+        let mut call = ToolCallBlock::new("call_1", "Write", r#"{"file_path":"a.txt"}"#);
+        call.state = ToolCallState::Asking;
+        call.suggested_rules.push(PermissionRule::new(
+            "Write",
+            Some("a.txt".to_owned()),
+            PermissionBehavior::Allow,
+            "suggested",
+        ));
+        reply.content.push(ContentBlock::ToolCall(call));
+        state.context.push(reply);
+        state
+            .permission_context
+            .allow_rules
+            .insert("Read".to_owned(), vec![PermissionRule::new("Read", None, PermissionBehavior::Allow, "session")]);
+        let meta = SessionMeta {
+            id: "s1".to_owned(),
+            updated_at: Timestamp::now(),
+            created_at: Timestamp::now(),
+            user_id: "alice".to_owned(),
+            agent_id: "friday".to_owned(),
+            source: Default::default(),
+            source_schedule_id: None,
+            team_id: None,
+            config: SessionConfig::new("ws").with_name("demo"),
+        };
+        SessionRecord::from_parts(meta, state)
+    }
+
+    #[test]
+    fn export_line_round_trips() {
+        let r = record();
+        let msgs = vec![Msg::user("user", "hi"), Msg::assistant("friday", "hello")];
+        let line = export_line(&r, &msgs);
+        assert!(!line.contains('\n'));
+        let item = parse_line(&line).unwrap();
+        assert_eq!(item.record, r);
+        assert_eq!(item.messages, msgs);
+        // Re-exporting the parsed item gives the same bytes: the format is lossless.
+        assert_eq!(export_line(&item.record, &item.messages), line);
+    }
+
+    #[test]
+    fn bare_records_import_too() {
+        let r = record();
+        let item = parse_line(&r.to_canonical_json()).unwrap();
+        assert_eq!(item.record, r);
+        assert!(item.messages.is_empty());
+    }
+
+    #[test]
+    fn bad_lines_say_where() {
+        for (line, want) in [
+            ("nope", "not JSON"),
+            ("[1]", "not a JSON object"),
+            (r#"{"kind":"other","record":{}}"#, "unknown line kind"),
+            (r#"{"kind":"session","record":{"user_id":"u"}}"#, "record:"),
+            (r#"{"kind":"session","record":{"user_id":"u"},"messages":3}"#, "record:"),
+        ] {
+            let err = parse_line(line).unwrap_err();
+            assert!(err.contains(want), "{line}: {err}");
+        }
+        let r = record();
+        let line = format!(r#"{{"kind":"session","record":{},"messages":[{{"name":"x"}}]}}"#, r.to_canonical_json());
+        let err = parse_line(&line).unwrap_err();
+        assert!(err.starts_with("messages[0]:"), "{err}");
+    }
+
+    #[test]
+    fn summary_shows_parked_calls_and_rules() {
+        let text = summary(&record(), Some(2));
+        for want in [
+            "session      s1",
+            "owner        alice/friday",
+            "messages     2 in context",
+            "message log  2",
+            "user      user: my name is Ada",
+            "assistant friday: Let me write that down. [tool call Write",
+            "call_1 Write {\"file_path\":\"a.txt\"} (asking)",
+            "suggested rule: Write a.txt",
+            "permissions: mode default",
+            "allow Read *",
+        ] {
+            assert!(text.contains(want), "missing {want:?} in\n{text}");
+        }
+    }
+
+    async fn store() -> SharedStorage {
+        let s: SharedStorage = std::sync::Arc::new(as_storage::InMemoryStorage::new());
+        s.open().await.unwrap();
+        s
+    }
+
+    async fn seed(s: &SharedStorage, agent: &str, n: usize) -> Vec<String> {
+        let mut ids = Vec::new();
+        for i in 0..n {
+            let mut state = AgentState::default();
+            state.context.push(Msg::user("user", format!("hello {i}")));
+            let req =
+                UpsertSession::new(Owner::new("alice", agent), SessionConfig::new("ws").with_name(format!("s{i}")))
+                    .with_state(state);
+            let rec = s.upsert_session(req).await.unwrap();
+            let key = SessionKey::new("alice", agent, rec.id.as_str());
+            s.upsert_message(&key, &Msg::user("user", format!("hello {i}"))).await.unwrap();
+            s.upsert_message(&key, &Msg::assistant("friday", format!("hi {i}"))).await.unwrap();
+            ids.push(rec.id);
+        }
+        ids
+    }
+
+    /// The export lines with the timestamps (which the target store sets) masked.
+    fn masked(text: &str) -> Vec<String> {
+        let mut lines: Vec<String> = text
+            .lines()
+            .map(|l| {
+                let mut item = parse_line(l).unwrap();
+                item.record.created_at = "2025-01-01T00:00:00".parse::<Timestamp>().unwrap();
+                item.record.updated_at = item.record.created_at;
+                export_line(&item.record, &item.messages)
+            })
+            .collect();
+        lines.sort();
+        lines
+    }
+
+    #[tokio::test]
+    async fn export_import_export_is_lossless_between_stores() {
+        let a = store().await;
+        seed(&a, "friday", 3).await;
+        seed(&a, "helper", 2).await;
+        seed(&a, "other", 1).await; // not exported
+        let agents = vec!["friday".to_owned(), "helper".to_owned()];
+        let mut first = Vec::new();
+        let stats = export(&a, "alice", &agents, &mut first).await.unwrap();
+        assert_eq!(stats, ExportStats { sessions: 5, messages: 10 });
+        let first = String::from_utf8(first).unwrap();
+
+        let b = store().await;
+        let imported = import(&b, &first, false, false).await;
+        assert_eq!(imported, ImportStats { imported: 5, messages: 10, skipped: 0, failed: 0 });
+        let mut second = Vec::new();
+        export(&b, "alice", &agents, &mut second).await.unwrap();
+        let second = String::from_utf8(second).unwrap();
+        assert_eq!(masked(&first), masked(&second));
+
+        // Again: everything exists, so everything is skipped; --overwrite replaces without duplicating the log.
+        assert_eq!(import(&b, &first, false, false).await.skipped, 5);
+        assert_eq!(import(&b, &first, true, false).await.imported, 5);
+        let mut third = Vec::new();
+        export(&b, "alice", &agents, &mut third).await.unwrap();
+        assert_eq!(masked(&first), masked(&String::from_utf8(third).unwrap()));
+    }
+
+    #[tokio::test]
+    async fn import_counts_bad_lines_and_goes_on() {
+        let a = store().await;
+        seed(&a, "friday", 1).await;
+        let mut out = Vec::new();
+        export(&a, "alice", &["friday".to_owned()], &mut out).await.unwrap();
+        let text = format!("{{oops\n\n{}", String::from_utf8(out).unwrap());
+        let b = store().await;
+        let stats = import(&b, &text, false, false).await;
+        assert_eq!((stats.imported, stats.failed), (1, 1));
+        assert_eq!(stats.summary(), "imported 1 sessions (2 messages), skipped 0 existing, 1 failed");
+    }
+
+    #[tokio::test]
+    async fn validate_passes_good_sessions() {
+        let a = store().await;
+        seed(&a, "friday", 4).await;
+        let (checked, problems) = validate(&a, "alice", &["friday".to_owned()]).await.unwrap();
+        assert_eq!(checked, 4);
+        assert!(problems.is_empty(), "{problems:?}");
+        let err = validate(&a, "alice", &["bad:agent".to_owned()]).await.unwrap_err();
+        assert_eq!(err.kind(), ExitKind::Invalid);
+    }
+
+    #[test]
+    fn check_record_finds_broken_bookkeeping() {
+        let mut r = record();
+        let key = SessionKey::new("alice", "friday", "s1");
+        assert!(check_record(&key, &r).is_empty(), "{:?}", check_record(&key, &r));
+        let last = r.state.context.last_mut().unwrap();
+        if let ContentBlock::ToolCall(c) = &mut last.content[1] {
+            c.state = ToolCallState::Finished;
+        }
+        r.state.session_id = "other".to_owned();
+        r.state.cur_iter = -1;
+        let problems = check_record(&key, &r);
+        assert_eq!(problems.len(), 3, "{problems:?}");
+        assert!(problems[0].contains("state.session_id"));
+        assert!(problems[1].contains("cur_iter"));
+        assert!(problems[2].contains("finished but has no result"));
+        let last = r.state.context.last_mut().unwrap();
+        for _ in 0..2 {
+            last.content.push(ContentBlock::ToolResult(ToolResultBlock::new(
+                "call_1",
+                "Write",
+                "ok",
+                ToolResultState::Success,
+            )));
+        }
+        assert!(check_record(&key, &r).iter().any(|p| p.contains("two results")));
+    }
+}

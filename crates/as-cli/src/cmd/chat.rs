@@ -1,0 +1,679 @@
+//! `agentscope chat`: a conversation with a persistent session.
+//!
+//! One turn is: load the session (or create it) → build a fresh [`Agent`] → stream the reply →
+//! write the state back, whatever way the reply ended (completed, parked on a confirmation,
+//! interrupted by Ctrl-C, stopped at the iteration bound, or failed). The pieces here are shared
+//! with `agentscope demo`, whose steps run this same code in separate processes.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+use as_agent::{
+    Agent, AgentError, AgentErrorKind, AgentEvent, ConfirmResult, ReActConfig, ReplyInput, ReplyStatus, SessionRunner,
+};
+use as_message::{
+    ContentBlock, PermissionBehavior, PermissionMode, PermissionRule, Role, ToolCallBlock, ToolCallState,
+};
+use as_model::SharedChatModel;
+use as_state::AgentState;
+use as_storage::{Owner, SessionConfig, SessionKey, SharedStorage, StorageErrorKind, UpsertSession};
+use futures::StreamExt as _;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::exit::{CliError, CliResult, ExitKind};
+use crate::render::{Note, Renderer, use_colour};
+
+/// The default system prompt.
+pub(crate) const DEFAULT_SYSTEM_PROMPT: &str = "You are a helpful assistant.";
+
+/// `--permission-mode` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ModeArg {
+    /// Ask before any tool runs unless a rule allows it.
+    Default,
+    /// Allow file edits inside the working directory without asking.
+    AcceptEdits,
+    /// Read-only: allow reading tools, deny the rest.
+    Explore,
+    /// Allow everything that no rule denies.
+    Bypass,
+    /// Never ask: deny whatever would ask.
+    DontAsk,
+}
+
+impl From<ModeArg> for PermissionMode {
+    fn from(m: ModeArg) -> Self {
+        match m {
+            ModeArg::Default => Self::Default,
+            ModeArg::AcceptEdits => Self::AcceptEdits,
+            ModeArg::Explore => Self::Explore,
+            ModeArg::Bypass => Self::Bypass,
+            ModeArg::DontAsk => Self::DontAsk,
+        }
+    }
+}
+
+/// `--confirm` values: the answer to parked tool confirmations without a prompt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Answer {
+    /// Run the call.
+    Yes,
+    /// Refuse it (the model is told the user denied it).
+    No,
+    /// Run it and add the suggested rule, so the same call is not asked again in this session.
+    Always,
+}
+
+/// Arguments of `chat`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Examples:
+  export OPENAI_API_KEY=sk-…
+  agentscope chat --user alice --agent friday --model openai:gpt-4o-mini
+  agentscope chat --user alice --agent friday --session 3f2a… --model openai:gpt-4o-mini
+  agentscope chat --user alice --agent friday --model ollama:qwen2.5 --message 'Summarise README.md' --json
+  agentscope chat --user alice --agent friday --session 3f2a… --model openai:gpt-4o-mini --confirm yes
+
+Providers and keys: openai: (OPENAI_API_KEY, OPENAI_BASE_URL), dashscope: (DASHSCOPE_API_KEY),
+deepseek: (DEEPSEEK_API_KEY), ollama: (no key, http://localhost:11434/v1); --base-url overrides the endpoint.
+
+Keys: Ctrl-C while a reply streams interrupts it (the partial reply is saved; with --message the exit code
+is 130); Ctrl-C or Ctrl-D at the prompt quits. A tool that needs permission asks [y]es / [n]o / [a]lways
+(always adds the suggested rule to the session). Quitting at that prompt leaves the session parked: the next
+`chat` on it asks again before anything else. With --message, a reply that parks prints the pending call and
+exits 0; answer it later with --confirm.")]
+pub(crate) struct ChatArgs {
+    /// The user id.
+    #[arg(long)]
+    pub(crate) user: String,
+    /// The agent id (also the agent's name in messages).
+    #[arg(long)]
+    pub(crate) agent: String,
+    /// Continue this session; without it a new session is created and its id printed.
+    #[arg(long)]
+    pub(crate) session: Option<String>,
+    /// The model: `openai:MODEL`, `dashscope:MODEL`, `deepseek:MODEL` or `ollama:MODEL`.
+    #[arg(long, value_name = "PROVIDER:MODEL")]
+    pub(crate) model: String,
+    /// The provider's endpoint (an OpenAI-compatible `/v1` URL).
+    #[arg(long, value_name = "URL")]
+    pub(crate) base_url: Option<String>,
+    /// The system prompt.
+    #[arg(long, default_value = DEFAULT_SYSTEM_PROMPT)]
+    pub(crate) system_prompt: String,
+    /// The session's permission mode (kept in the session once set).
+    #[arg(long, value_enum)]
+    pub(crate) permission_mode: Option<ModeArg>,
+    /// Reasoning-acting rounds per reply before it stops.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) max_iters: u32,
+    /// The directory the file and shell tools work in (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) workdir: Option<PathBuf>,
+    /// Run one turn with this text, print the answer and exit.
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) message: Option<String>,
+    /// With --message or --confirm: print the event stream as JSON lines instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Answer the session's parked tool confirmations without a prompt, run that turn and exit.
+    #[arg(long, value_enum, value_name = "ANSWER")]
+    pub(crate) confirm: Option<Answer>,
+}
+
+/// An opened session: its store, its key and the runner that takes turns on it.
+#[derive(Debug)]
+pub(crate) struct SessionHandle {
+    pub(crate) runner: SessionRunner,
+    pub(crate) key: SessionKey,
+}
+
+impl SessionHandle {
+    /// Loads `session` of `(user, agent)`, or creates a new session when `session` is `None`, and
+    /// applies `mode` to it (stored at once). Returns the handle, the state and whether it was created.
+    pub(crate) async fn open(
+        storage: SharedStorage,
+        user: &str,
+        agent: &str,
+        session: Option<&str>,
+        mode: Option<PermissionMode>,
+    ) -> CliResult<(Self, AgentState, bool)> {
+        let owner = Owner::new(user, agent);
+        owner.validate()?;
+        let config = SessionConfig::new(format!("cli-{user}"));
+        let (record, created) = match session {
+            Some(id) => {
+                let key = owner.session(id);
+                key.validate()?;
+                let Some(record) = storage.get_session(&key).await.map_err(storage_error)? else {
+                    return Err(CliError::new(
+                        ExitKind::NotFound,
+                        format!(
+                            "unknown session {id} for user {user} and agent {agent}: list them with \
+                             `agentscope sessions list --user {user} --agent {agent}`, or leave out --session to \
+                             start a new one"
+                        ),
+                    ));
+                };
+                (record, false)
+            }
+            None => {
+                let req = UpsertSession::new(owner.clone(), config.clone());
+                (storage.upsert_session(req).await.map_err(storage_error)?, true)
+            }
+        };
+        let key = owner.session(record.id.as_str());
+        let mut state = record.state;
+        if let Some(mode) = mode {
+            if state.permission_context.mode != mode {
+                state.permission_context.mode = mode;
+                storage
+                    .update_session_state(&key, &state, Some(&as_storage::Revision(record.updated_at.to_string())))
+                    .await
+                    .map_err(storage_error)?;
+            }
+        }
+        let runner = SessionRunner::new(storage, config);
+        Ok((Self { runner, key }, state, created))
+    }
+
+    /// The stored state (after a failed turn).
+    pub(crate) async fn reload(&self) -> CliResult<AgentState> {
+        match self.runner.storage().get_session(&self.key).await.map_err(storage_error)? {
+            Some(r) => Ok(r.state),
+            None => Err(CliError::new(
+                ExitKind::NotFound,
+                format!("session {} was deleted meanwhile; start a new one", self.key.session_id),
+            )),
+        }
+    }
+}
+
+/// A storage error as a person reads it (cause and fix), with its exit code.
+pub(crate) fn storage_error(e: as_storage::StorageError) -> CliError {
+    let fix = match e.kind() {
+        StorageErrorKind::Unavailable if e.backend() == "redis" => {
+            " (is redis-server running and reachable at the --storage URL?)"
+        }
+        StorageErrorKind::Unavailable if e.backend() == "sqlite" => {
+            " (another process holds the SQLite file locked; close it or use another --storage path)"
+        }
+        _ => "",
+    };
+    let kind = CliError::from(e);
+    CliError::new(kind.kind(), format!("{kind}{fix}"))
+}
+
+/// How a turn ended, for the caller.
+#[derive(Debug)]
+pub(crate) struct TurnEnd {
+    /// How the reply ended (`None`: it failed).
+    pub(crate) status: Option<ReplyStatus>,
+    /// Whether Ctrl-C interrupted it.
+    pub(crate) interrupted_by_user: bool,
+    /// The error that stopped it (already reported to the sink).
+    pub(crate) error: Option<CliError>,
+}
+
+/// Where a turn's events go.
+pub(crate) trait EventSink: Send {
+    /// One event.
+    fn event(&mut self, event: &AgentEvent);
+    /// A status line (not an event).
+    fn note(&mut self, note: Note, text: &str);
+}
+
+/// Events rendered for a person on stdout.
+pub(crate) struct HumanSink {
+    renderer: Renderer,
+}
+
+impl HumanSink {
+    /// Colours when stdout is a terminal.
+    pub(crate) fn stdout() -> Self {
+        Self { renderer: Renderer::new(use_colour(std::io::stdout().is_terminal())) }
+    }
+}
+
+impl EventSink for HumanSink {
+    fn event(&mut self, event: &AgentEvent) {
+        let _ = self.renderer.event(&mut std::io::stdout().lock(), event);
+    }
+
+    fn note(&mut self, note: Note, text: &str) {
+        let _ = self.renderer.note(&mut std::io::stdout().lock(), note, text);
+    }
+}
+
+/// Events as JSON lines on stdout (the wire form of AgentScope 2.0.4's events); notes go to stderr.
+pub(crate) struct JsonSink;
+
+impl EventSink for JsonSink {
+    fn event(&mut self, event: &AgentEvent) {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{}", as_message::to_json(event));
+        let _ = out.flush();
+    }
+
+    fn note(&mut self, _note: Note, text: &str) {
+        eprintln!("{text}");
+    }
+}
+
+/// Maps an agent error to a one-line message naming the cause and the fix, and an exit code.
+pub(crate) fn agent_error(e: AgentError, key: &SessionKey) -> CliError {
+    match e.kind() {
+        AgentErrorKind::Awaiting => CliError::new(
+            ExitKind::Invalid,
+            format!(
+                "session {} is waiting for a tool confirmation, so it cannot take a new message: answer it with \
+                 `agentscope chat --user {} --agent {} --session {} --model …` (it asks first) or add \
+                 `--confirm yes|no|always`",
+                key.session_id, key.user_id, key.agent_id, key.session_id
+            ),
+        ),
+        AgentErrorKind::Model => CliError::new(ExitKind::Unavailable, format!("the model failed: {e}")),
+        AgentErrorKind::Conflict => CliError::new(ExitKind::Conflict, e.to_string()),
+        AgentErrorKind::Storage => {
+            if let AgentError::Storage(s) = e {
+                storage_error(s)
+            } else {
+                CliError::new(ExitKind::Unavailable, "storage failed")
+            }
+        }
+        AgentErrorKind::InvalidInput | AgentErrorKind::UnexpectedEvent | AgentErrorKind::ReplyIdMismatch => {
+            CliError::new(ExitKind::Invalid, e.to_string())
+        }
+        _ => CliError::new(ExitKind::Failed, e.to_string()),
+    }
+}
+
+/// Listens for Ctrl-C (SIGINT). Armed on creation: a signal that arrives after [`CtrlC::arm`]
+/// is seen, and from the first arm on SIGINT no longer kills the process.
+pub(crate) struct CtrlC {
+    #[cfg(unix)]
+    inner: tokio::signal::unix::Signal,
+}
+
+impl CtrlC {
+    /// Starts listening.
+    pub(crate) fn arm() -> CliResult<Self> {
+        #[cfg(unix)]
+        {
+            let inner = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+                .map_err(|e| CliError::new(ExitKind::Failed, format!("cannot listen for Ctrl-C: {e}")))?;
+            Ok(Self { inner })
+        }
+        #[cfg(not(unix))]
+        Ok(Self {})
+    }
+
+    /// Resolves at the next Ctrl-C.
+    pub(crate) async fn recv(&mut self) {
+        #[cfg(unix)]
+        {
+            if self.inner.recv().await.is_none() {
+                std::future::pending::<()>().await;
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            if tokio::signal::ctrl_c().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+}
+
+/// Runs one turn through the [`SessionRunner`] (load, reply, persist whatever way it ends). The first
+/// Ctrl-C while it runs interrupts it (the partial reply is kept and saved). `state` is updated to
+/// the stored state.
+pub(crate) async fn run_turn(
+    agent: &Agent,
+    handle: &SessionHandle,
+    state: &mut AgentState,
+    input: ReplyInput,
+    sink: &mut dyn EventSink,
+) -> CliResult<TurnEnd> {
+    let cancel = CancellationToken::new();
+    let mut ctrl_c = CtrlC::arm()?;
+    let watcher = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            ctrl_c.recv().await;
+            cancel.cancel();
+        })
+    };
+    let result =
+        handle.runner.run_turn_with_cancel(agent, &handle.key, input, &mut |e| sink.event(e), cancel.clone()).await;
+    watcher.abort();
+    let interrupted_by_user = cancel.is_cancelled();
+    match result {
+        Ok(turn) => {
+            *state = turn.state;
+            Ok(TurnEnd { status: Some(turn.status), interrupted_by_user, error: None })
+        }
+        Err(e) => {
+            let err = agent_error(e, &handle.key);
+            if matches!(err.kind(), ExitKind::Conflict | ExitKind::NotFound | ExitKind::Unavailable) {
+                // Not saved (a concurrent writer, a deleted session, a store that went away).
+                return Err(err);
+            }
+            // A failed reply is persisted before its error is returned.
+            *state = handle.reload().await?;
+            sink.note(Note::Error, &format!("error: {err}"));
+            Ok(TurnEnd { status: None, interrupted_by_user, error: Some(err) })
+        }
+    }
+}
+
+/// The tool calls of the agent's last message that wait for the user's confirmation.
+pub(crate) fn asking_calls(state: &AgentState, agent: &str) -> Vec<ToolCallBlock> {
+    let Some(last) = state.context.last() else { return Vec::new() };
+    if last.role != Role::Assistant || last.name != agent {
+        return Vec::new();
+    }
+    last.content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::ToolCall(c) if c.state == ToolCallState::Asking => Some(c.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The rules "always" adds: the call's suggested rules, or (when it has none) a rule allowing the tool.
+pub(crate) fn always_rules(call: &ToolCallBlock) -> Vec<PermissionRule> {
+    if call.suggested_rules.is_empty() {
+        vec![PermissionRule::new(call.name.as_str(), None, PermissionBehavior::Allow, "session")]
+    } else {
+        call.suggested_rules.clone()
+    }
+}
+
+/// The confirm event answering `calls` with `answer`.
+pub(crate) fn confirm_input(state: &AgentState, calls: &[ToolCallBlock], answers: &[Answer]) -> ReplyInput {
+    let results: Vec<ConfirmResult> = calls
+        .iter()
+        .zip(answers)
+        .map(|(call, answer)| match answer {
+            Answer::Yes => ConfirmResult::approve(call.clone()),
+            Answer::No => ConfirmResult::deny(call.clone()),
+            Answer::Always => {
+                ConfirmResult { confirmed: true, tool_call: call.clone(), rules: Some(always_rules(call)) }
+            }
+        })
+        .collect();
+    ReplyInput::Confirm(as_agent::UserConfirmResultEvent::new(state.reply_id.clone(), results))
+}
+
+/// One line describing a call: `Write {"file_path": …}`.
+pub(crate) fn describe_call(call: &ToolCallBlock) -> String {
+    let input: String = call.input.chars().take(200).collect();
+    format!("{} {}", call.name, input)
+}
+
+/// Lines typed by the user, read on a thread (blocking stdin) and handed over a channel.
+/// `None` means end of input (Ctrl-D).
+pub(crate) fn stdin_lines() -> mpsc::UnboundedReceiver<Option<String>> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        let stdin = std::io::stdin();
+        loop {
+            let mut line = String::new();
+            match stdin.read_line(&mut line) {
+                Ok(0) | Err(_) => {
+                    let _ = tx.send(None);
+                    return;
+                }
+                Ok(_) => {
+                    let text = line.trim_end_matches(['\n', '\r']).to_owned();
+                    if tx.send(Some(text)).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    rx
+}
+
+/// What the user did at a prompt.
+enum Typed {
+    Line(String),
+    /// Ctrl-D.
+    Eof,
+    /// Ctrl-C.
+    CtrlC,
+}
+
+async fn prompt(lines: &mut mpsc::UnboundedReceiver<Option<String>>, text: &str, colour: bool) -> Typed {
+    let Ok(mut ctrl_c) = CtrlC::arm() else { return Typed::Eof };
+    {
+        let mut out = std::io::stdout().lock();
+        if colour {
+            let _ = write!(out, "\x1b[1m{text}\x1b[0m");
+        } else {
+            let _ = write!(out, "{text}");
+        }
+        let _ = out.flush();
+    }
+    tokio::select! {
+        line = lines.recv() => match line {
+            Some(Some(l)) => Typed::Line(l),
+            _ => Typed::Eof,
+        },
+        () = ctrl_c.recv() => Typed::CtrlC,
+    }
+}
+
+/// Asks about each parked call; `None` when the user quit at the prompt (the session stays parked).
+async fn ask_confirmations(
+    lines: &mut mpsc::UnboundedReceiver<Option<String>>,
+    calls: &[ToolCallBlock],
+    colour: bool,
+) -> Option<Vec<Answer>> {
+    let mut answers = Vec::new();
+    for call in calls {
+        let rules: Vec<String> = always_rules(call)
+            .iter()
+            .map(|r| format!("{} {}", r.tool_name, r.rule_content.as_deref().unwrap_or("(any input)")))
+            .collect();
+        println!("The agent wants to run: {}", describe_call(call));
+        loop {
+            let q = format!("Allow? [y]es / [n]o / [a]lways (adds rule: {}) > ", rules.join(", "));
+            match prompt(lines, &q, colour).await {
+                Typed::Line(l) => match l.trim().to_ascii_lowercase().as_str() {
+                    "y" | "yes" => break answers.push(Answer::Yes),
+                    "n" | "no" => break answers.push(Answer::No),
+                    "a" | "always" => break answers.push(Answer::Always),
+                    _ => println!("Please answer y, n or a."),
+                },
+                Typed::Eof | Typed::CtrlC => {
+                    println!();
+                    return None;
+                }
+            }
+        }
+    }
+    Some(answers)
+}
+
+/// Builds the agent for a session.
+pub(crate) fn build_agent(
+    name: &str,
+    system_prompt: &str,
+    model: SharedChatModel,
+    max_iters: u32,
+    workdir: PathBuf,
+    toolkit: as_tools::Toolkit,
+) -> CliResult<Agent> {
+    Agent::builder(name, system_prompt, model)
+        .toolkit(toolkit)
+        .react_config(ReActConfig::default().with_max_iters(max_iters))
+        .working_dir(workdir)
+        .build()
+        .map_err(|e| CliError::new(ExitKind::Usage, e.to_string()))
+}
+
+/// The turn's outcome as an exit: interrupted by Ctrl-C → 130, failed → its code.
+fn turn_exit(end: TurnEnd) -> CliResult {
+    if let Some(e) = end.error {
+        return Err(e);
+    }
+    if end.interrupted_by_user {
+        return Err(CliError::silent(ExitKind::Interrupted));
+    }
+    Ok(())
+}
+
+/// Prints what a parked reply waits for (non-interactive modes).
+fn report_parked(sink: &mut dyn EventSink, state: &AgentState, key: &SessionKey) {
+    for call in asking_calls(state, &key.agent_id) {
+        sink.note(
+            Note::Warn,
+            &format!(
+                "waiting for confirmation: {} — answer with `agentscope chat --user {} --agent {} --session {} \
+                 --model … --confirm yes|no|always`",
+                describe_call(&call),
+                key.user_id,
+                key.agent_id,
+                key.session_id
+            ),
+        );
+    }
+}
+
+/// `chat` once the model and storage are ready (shared by the real command and the demo steps).
+pub(crate) async fn chat_with(
+    storage: SharedStorage,
+    args: &ChatArgs,
+    model: SharedChatModel,
+    toolkit: as_tools::Toolkit,
+    sink: &mut dyn EventSink,
+) -> CliResult {
+    let (handle, mut state, created) = SessionHandle::open(
+        storage,
+        &args.user,
+        &args.agent,
+        args.session.as_deref(),
+        args.permission_mode.map(Into::into),
+    )
+    .await?;
+    if created {
+        eprintln!("new session {} (continue it with --session {})", handle.key.session_id, handle.key.session_id);
+    }
+    let workdir = match &args.workdir {
+        Some(d) => d.clone(),
+        None => std::env::current_dir().map_err(|e| CliError::new(ExitKind::Usage, format!("no working dir: {e}")))?,
+    };
+    let agent = build_agent(&args.agent, &args.system_prompt, model, args.max_iters, workdir, toolkit)?;
+    // From here on Ctrl-C is handled (interrupt or quit), never the default kill.
+    let _armed = CtrlC::arm()?;
+    drive(&agent, &handle, &mut state, args, sink).await
+}
+
+async fn drive(
+    agent: &Agent,
+    handle: &SessionHandle,
+    state: &mut AgentState,
+    args: &ChatArgs,
+    sink: &mut dyn EventSink,
+) -> CliResult {
+    // Non-interactive: answer the parked calls.
+    if let Some(answer) = args.confirm {
+        let calls = asking_calls(state, &args.agent);
+        if calls.is_empty() {
+            return Err(CliError::new(
+                ExitKind::Invalid,
+                format!("session {} has no tool call waiting for confirmation; drop --confirm", handle.key.session_id),
+            ));
+        }
+        let answers = vec![answer; calls.len()];
+        let input = confirm_input(state, &calls, &answers);
+        let end = run_turn(agent, handle, state, input, sink).await?;
+        if end.status == Some(ReplyStatus::Parked) {
+            report_parked(sink, state, &handle.key);
+        }
+        turn_exit(end)?;
+        if args.message.is_none() {
+            return Ok(());
+        }
+    }
+    // Non-interactive: one turn.
+    if let Some(text) = &args.message {
+        let end = run_turn(agent, handle, state, ReplyInput::user_text(text.as_str()), sink).await?;
+        if end.status == Some(ReplyStatus::Parked) {
+            report_parked(sink, state, &handle.key);
+        }
+        return turn_exit(end);
+    }
+    interactive(agent, handle, state, args, sink).await
+}
+
+async fn interactive(
+    agent: &Agent,
+    handle: &SessionHandle,
+    state: &mut AgentState,
+    args: &ChatArgs,
+    sink: &mut dyn EventSink,
+) -> CliResult {
+    let colour = use_colour(std::io::stdout().is_terminal());
+    let mut lines = stdin_lines();
+    println!("session {} — Ctrl-C interrupts a reply; Ctrl-C or Ctrl-D at the prompt quits", handle.key.session_id);
+    loop {
+        // A parked reply is answered before anything else.
+        let calls = asking_calls(state, &args.agent);
+        let input = if !calls.is_empty() {
+            let Some(answers) = ask_confirmations(&mut lines, &calls, colour).await else {
+                println!("The session stays parked; the next chat on it asks again.");
+                return Ok(());
+            };
+            confirm_input(state, &calls, &answers)
+        } else {
+            match prompt(&mut lines, "you> ", colour).await {
+                Typed::Line(l) if l.trim().is_empty() => continue,
+                Typed::Line(l) => ReplyInput::user_text(l),
+                Typed::Eof => {
+                    println!();
+                    return Ok(());
+                }
+                Typed::CtrlC => {
+                    println!();
+                    return Err(CliError::silent(ExitKind::Interrupted));
+                }
+            }
+        };
+        let end = run_turn(agent, handle, state, input, sink).await?;
+        if let Some(e) = end.error {
+            // The turn failed but the state is saved; a person can go on, unless the session is gone.
+            if matches!(e.kind(), ExitKind::Conflict | ExitKind::NotFound) {
+                return Err(e);
+            }
+        }
+    }
+}
+
+/// Opens the store named by `--storage` (`None`: the default).
+pub(crate) async fn open_storage(url: Option<&str>) -> CliResult<SharedStorage> {
+    crate::interim::open(url).await
+}
+
+/// The tools of `chat` (and the demo): the built-in file and shell tools.
+pub(crate) fn default_toolkit() -> as_tools::Toolkit {
+    crate::interim::builtin_toolkit()
+}
+
+/// `chat`.
+pub(crate) async fn run(global: &crate::GlobalArgs, args: ChatArgs) -> CliResult {
+    let spec = crate::provider::resolve(&args.model, args.base_url.as_deref(), &|v| std::env::var(v).ok())?;
+    let model = crate::provider::build(&spec)?;
+    let storage = open_storage(global.storage.as_deref()).await?;
+    let mut human = HumanSink::stdout();
+    let mut json = JsonSink;
+    let sink: &mut dyn EventSink = if args.json { &mut json } else { &mut human };
+    let result = chat_with(storage.clone(), &args, model, default_toolkit(), sink).await;
+    let _ = storage.close().await;
+    result
+}
