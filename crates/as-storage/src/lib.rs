@@ -2,15 +2,53 @@
 //!
 //! A stateless agent keeps everything it needs in an [`as_state::AgentState`]; this crate stores
 //! it in a [`SessionRecord`] addressed by `(user_id, agent_id, session_id)` through the
-//! [`StorageBase`] trait. Records are the exact JSON of AgentScope Python 2.0.4.
+//! [`StorageBase`] trait (read its `# Contract`). Records are the exact JSON of AgentScope
+//! Python 2.0.4. Everyone holds a store as [`SharedStorage`] (`Arc<dyn StorageBase>`); this crate
+//! ships [`InMemoryStorage`], and backends live in their own crates (`as-storage-sqlite`,
+//! `as-storage-redis`).
+//!
+//! A chat turn: load (or create) the record, run the agent on its state, write the state back
+//! with compare-and-set so a concurrent writer is detected instead of overwritten.
 //!
 //! ```
-//! # tokio_test_main();
-//! # fn tokio_test_main() {}
-//! use as_storage::{SessionConfig, Owner, UpsertSession};
-//! let req = UpsertSession::new(Owner::new("user-1", "agent-1"), SessionConfig::new("ws-1"));
-//! assert!(req.session_id.is_none());
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> as_storage::Result<()> {
+//! use std::sync::Arc;
+//! use as_storage::{InMemoryStorage, Owner, SessionConfig, SharedStorage, StorageErrorKind, UpsertSession};
+//!
+//! let store: SharedStorage = Arc::new(InMemoryStorage::new());
+//! store.open().await?;
+//! let owner = Owner::new("user-1", "agent-1");
+//! let rec = store.upsert_session(UpsertSession::new(owner.clone(), SessionConfig::new("ws-1"))).await?;
+//! let key = owner.session(rec.id.clone());
+//!
+//! // One turn: read, change the state, write it back if nobody wrote in between.
+//! let loaded = store.get_session(&key).await?.expect("just created");
+//! let mut state = loaded.state.clone();
+//! state.context.push(as_message::Msg::user("user", "hello"));
+//! let rev = store.update_session_state(&key, &state, Some(&loaded.revision())).await?;
+//!
+//! // A writer still holding the old revision gets a typed conflict, and nothing is written.
+//! let stale = store.update_session_state(&key, &state, Some(&loaded.revision())).await;
+//! assert_eq!(stale.unwrap_err().kind(), StorageErrorKind::Conflict);
+//! assert_eq!(store.get_session(&key).await?.expect("exists").revision(), rev);
+//!
+//! // A wrong agent sees nothing; a bad id is rejected before any I/O.
+//! assert!(store.get_session(&Owner::new("user-1", "agent-2").session(rec.id.clone())).await?.is_none());
+//! let bad = store.get_session(&owner.session("a:b")).await;
+//! assert_eq!(bad.unwrap_err().kind(), StorageErrorKind::InvalidKey);
+//! # Ok(()) }
 //! ```
+//!
+//! # Implementing a backend
+//!
+//! Implement [`StorageBase`] in your own crate, map your driver's errors into [`StorageError`]
+//! kinds, declare [`Capabilities`], and run the conformance suite (feature `conformance`,
+//! module `conformance`) from `tests/conformance.rs` with one macro call,
+//! `as_storage::storage_conformance_tests!(MyFactory)`. The helpers that keep edge cases
+//! identical across backends are [`encode_record`], [`message_range`], [`SessionCursor`],
+//! [`check_size`] and [`Timestamp::now_after`]. The full checklist is `docs/storage-backends.md`;
+//! `examples/custom-storage` is a complete backend (JSON files in a directory).
 
 #[cfg(any(test, feature = "conformance"))]
 pub mod conformance;

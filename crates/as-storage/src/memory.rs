@@ -431,3 +431,39 @@ impl StorageBase for InMemoryStorage {
 fn parse_msg(json: &str, op: &'static str) -> Result<Msg> {
     as_message::from_json(json).map_err(|e| err(StorageErrorKind::Serialization, op, e.to_string()).with_source(e))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::SessionConfig;
+
+    fn req() -> UpsertSession {
+        UpsertSession::new(Owner::new("u", "a"), SessionConfig::new("ws"))
+    }
+
+    #[tokio::test]
+    async fn must_be_opened_and_stays_closed() {
+        let s = InMemoryStorage::new();
+        assert_eq!(s.upsert_session(req()).await.unwrap_err().kind(), StorageErrorKind::Unavailable);
+        s.open().await.unwrap();
+        s.upsert_session(req()).await.unwrap();
+        s.close().await.unwrap();
+        assert_eq!(s.open().await.unwrap_err().kind(), StorageErrorKind::Unavailable);
+        assert_eq!(s.upsert_session(req()).await.unwrap_err().kind(), StorageErrorKind::Unavailable);
+    }
+
+    #[tokio::test]
+    async fn stores_canonical_bytes_and_summaries_without_parsing() {
+        let s = InMemoryStorage::new().with_max_record_bytes(1 << 20);
+        assert_eq!(s.max_record_bytes(), 1 << 20);
+        s.open().await.unwrap();
+        let mut st = AgentState::default();
+        st.context.push(Msg::user("user", "hi"));
+        let rec = s.upsert_session(req().with_state(st)).await.unwrap();
+        let bytes = s.snapshot(&Owner::new("u", "a").session(rec.id.clone())).unwrap().1;
+        assert_eq!(&*bytes, rec.to_canonical_json());
+        let page = s.list_sessions(&Owner::new("u", "a"), &PageRequest::default()).await.unwrap();
+        assert_eq!(page.sessions[0].message_count, Some(1));
+        assert_eq!(page.sessions[0].size_bytes, bytes.len() as u64);
+    }
+}
