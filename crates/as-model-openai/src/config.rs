@@ -1,0 +1,326 @@
+//! Provider configuration: endpoint, credential, generation parameters, timeouts and retries.
+
+use std::fmt;
+use std::time::Duration;
+
+use as_message::JsonMap;
+use as_model::{ModelError, ModelErrorKind, RetryPolicy};
+
+/// An API key. `Debug` prints `ApiKey([REDACTED])`; it has no `Display` and no `Serialize`, so it cannot leak into
+/// logs, errors, events or state by accident.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// Wraps a key.
+    pub fn new(key: impl Into<String>) -> Self {
+        Self(key.into())
+    }
+
+    /// Reads a key from the environment variable `var` (`None` when unset or empty).
+    pub fn from_env(var: &str) -> Option<Self> {
+        std::env::var(var).ok().map(|v| v.trim().to_owned()).filter(|v| !v.is_empty()).map(Self)
+    }
+
+    /// The secret itself (only for building the `Authorization` header).
+    pub fn expose_secret(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey([REDACTED])")
+    }
+}
+
+/// The API dialect: where OpenAI and DashScope's compatible mode differ (spec §11.3–§11.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavor {
+    /// OpenAI and generic OpenAI-compatible servers (DeepSeek, Ollama, vLLM): `name` on messages, tool schemas
+    /// flattened (`$ref` inlined), `reasoning_effort` when thinking, reasoning read from `reasoning_content` or
+    /// `reasoning`.
+    OpenAi,
+    /// DashScope compatible mode: no `name`, `enable_thinking` always sent, `thinking_budget`/`top_k` in the body,
+    /// `tool_choice: "required"` downgraded to `"auto"`, schemas not flattened, only `reasoning_content` read.
+    DashScope,
+}
+
+/// A known endpoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Preset {
+    /// `https://api.openai.com/v1`, `OPENAI_API_KEY`, `OPENAI_BASE_URL`; context 128000.
+    OpenAi,
+    /// `https://dashscope.aliyuncs.com/compatible-mode/v1`, `DASHSCOPE_API_KEY`, `DASHSCOPE_BASE_URL`; context 131072.
+    DashScope,
+    /// `https://api.deepseek.com`, `DEEPSEEK_API_KEY`, `DEEPSEEK_BASE_URL`; context 128000.
+    DeepSeek,
+    /// `http://localhost:11434/v1` (no key), `OLLAMA_BASE_URL`; context 32768.
+    Ollama,
+}
+
+impl Preset {
+    /// The provider name used in errors and logs.
+    pub fn provider(self) -> &'static str {
+        match self {
+            Self::OpenAi => "openai",
+            Self::DashScope => "dashscope",
+            Self::DeepSeek => "deepseek",
+            Self::Ollama => "ollama",
+        }
+    }
+
+    /// The default base URL.
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            Self::OpenAi => "https://api.openai.com/v1",
+            Self::DashScope => "https://dashscope.aliyuncs.com/compatible-mode/v1",
+            Self::DeepSeek => "https://api.deepseek.com",
+            Self::Ollama => "http://localhost:11434/v1",
+        }
+    }
+
+    /// The API key variable (`None`: no key needed).
+    pub fn key_var(self) -> Option<&'static str> {
+        match self {
+            Self::OpenAi => Some("OPENAI_API_KEY"),
+            Self::DashScope => Some("DASHSCOPE_API_KEY"),
+            Self::DeepSeek => Some("DEEPSEEK_API_KEY"),
+            Self::Ollama => None,
+        }
+    }
+
+    /// The base URL override variable.
+    pub fn base_url_var(self) -> &'static str {
+        match self {
+            Self::OpenAi => "OPENAI_BASE_URL",
+            Self::DashScope => "DASHSCOPE_BASE_URL",
+            Self::DeepSeek => "DEEPSEEK_BASE_URL",
+            Self::Ollama => "OLLAMA_BASE_URL",
+        }
+    }
+
+    /// The dialect.
+    pub fn flavor(self) -> Flavor {
+        match self {
+            Self::DashScope => Flavor::DashScope,
+            _ => Flavor::OpenAi,
+        }
+    }
+
+    /// The default context size.
+    pub fn context_size(self) -> usize {
+        match self {
+            Self::OpenAi | Self::DeepSeek => 128_000,
+            Self::DashScope => 131_072,
+            Self::Ollama => 32_768,
+        }
+    }
+}
+
+/// Generation parameters (2.0.4's `OpenAIChatModel`/`DashScopeChatModel` parameters).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Parameters {
+    /// `max_tokens`.
+    pub max_tokens: Option<u32>,
+    /// Enables thinking: OpenAI sends `reasoning_effort`; DashScope sends `enable_thinking: true`.
+    pub thinking_enable: bool,
+    /// `reasoning_effort` (none|minimal|low|medium|high|xhigh), sent only with thinking (OpenAI flavor).
+    pub reasoning_effort: Option<String>,
+    /// `thinking_budget` (DashScope).
+    pub thinking_budget: Option<u32>,
+    /// `temperature` (0–2).
+    pub temperature: Option<f64>,
+    /// `top_p`.
+    pub top_p: Option<f64>,
+    /// `top_k` (DashScope).
+    pub top_k: Option<u32>,
+    /// `parallel_tool_calls`; `false` is sent only when disabled.
+    pub parallel_tool_calls: bool,
+    /// Extra top-level body keys (2.0.4's `extra_body`), merged last.
+    pub extra_body: JsonMap,
+}
+
+impl Default for Parameters {
+    fn default() -> Self {
+        Self {
+            max_tokens: None,
+            thinking_enable: false,
+            reasoning_effort: None,
+            thinking_budget: None,
+            temperature: None,
+            top_p: None,
+            top_k: None,
+            parallel_tool_calls: true,
+            extra_body: JsonMap::new(),
+        }
+    }
+}
+
+/// Everything an [`crate::OpenAiCompatibleModel`] needs.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct OpenAiCompatibleConfig {
+    /// Provider name for errors and logs.
+    pub provider: &'static str,
+    /// The dialect.
+    pub flavor: Flavor,
+    /// Base URL; `/chat/completions` is appended.
+    pub base_url: String,
+    /// The key (`None`: no `Authorization` header, e.g. Ollama).
+    pub api_key: Option<ApiKey>,
+    /// `OpenAI-Organization` header.
+    pub organization: Option<String>,
+    /// The model name.
+    pub model: String,
+    /// Stream (SSE) or not.
+    pub stream: bool,
+    /// Generation parameters.
+    pub parameters: Parameters,
+    /// Send thinking back as `reasoning_content` (default: on for DashScope with thinking enabled).
+    pub send_reasoning_content: bool,
+    /// Context window in tokens.
+    pub context_size: usize,
+    /// TCP connect timeout.
+    pub connect_timeout: Duration,
+    /// Time allowed until the response headers (and, non-streaming, the whole body) arrive.
+    pub request_timeout: Duration,
+    /// Longest silence allowed between two stream reads.
+    pub idle_timeout: Duration,
+    /// Provider-level retries of retryable errors, before the first chunk.
+    pub retry: RetryPolicy,
+}
+
+impl OpenAiCompatibleConfig {
+    /// A config for `preset` and `model` with the preset's defaults and no key.
+    pub fn preset(preset: Preset, model: impl Into<String>) -> Self {
+        Self {
+            provider: preset.provider(),
+            flavor: preset.flavor(),
+            base_url: preset.default_base_url().to_owned(),
+            api_key: None,
+            organization: None,
+            model: model.into(),
+            stream: true,
+            parameters: Parameters::default(),
+            send_reasoning_content: false,
+            context_size: preset.context_size(),
+            connect_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(120),
+            idle_timeout: Duration::from_secs(120),
+            retry: RetryPolicy::default(),
+        }
+    }
+
+    /// A config for any OpenAI-compatible endpoint (vLLM, LM Studio, a proxy, ...): OpenAI flavor, no key.
+    pub fn custom(base_url: impl Into<String>, model: impl Into<String>) -> Self {
+        Self {
+            provider: "openai-compatible",
+            base_url: base_url.into(),
+            context_size: 32_768,
+            ..Self::preset(Preset::OpenAi, model)
+        }
+    }
+
+    /// A config for `preset` reading the key and base URL from the environment. Fails with
+    /// [`ModelErrorKind::Auth`] when the preset needs a key and its variable is unset.
+    pub fn from_env(preset: Preset, model: impl Into<String>) -> Result<Self, ModelError> {
+        let mut c = Self::preset(preset, model);
+        if let Some(var) = preset.key_var() {
+            c.api_key = Some(ApiKey::from_env(var).ok_or_else(|| {
+                ModelError::new(ModelErrorKind::Auth, preset.provider(), format!("{var} is not set"))
+            })?);
+        }
+        if let Ok(url) = std::env::var(preset.base_url_var())
+            && !url.trim().is_empty()
+        {
+            c.base_url = url.trim().to_owned();
+        }
+        if preset == Preset::OpenAi {
+            c.organization = std::env::var("OPENAI_ORG_ID").ok().filter(|o| !o.is_empty());
+        }
+        Ok(c)
+    }
+
+    /// Sets the key.
+    pub fn with_api_key(mut self, key: ApiKey) -> Self {
+        self.api_key = Some(key);
+        self
+    }
+
+    /// Sets the base URL.
+    pub fn with_base_url(mut self, url: impl Into<String>) -> Self {
+        self.base_url = url.into();
+        self
+    }
+
+    /// Streams or not.
+    pub fn with_stream(mut self, stream: bool) -> Self {
+        self.stream = stream;
+        self
+    }
+
+    /// Sets the generation parameters.
+    pub fn with_parameters(mut self, p: Parameters) -> Self {
+        if self.flavor == Flavor::DashScope && p.thinking_enable {
+            self.send_reasoning_content = true;
+        }
+        self.parameters = p;
+        self
+    }
+
+    /// Sends thinking back as `reasoning_content` or not.
+    pub fn with_reasoning_content(mut self, on: bool) -> Self {
+        self.send_reasoning_content = on;
+        self
+    }
+
+    /// Sets the context size.
+    pub fn with_context_size(mut self, n: usize) -> Self {
+        self.context_size = n;
+        self
+    }
+
+    /// Sets the three timeouts (connect, until headers, between stream reads).
+    pub fn with_timeouts(mut self, connect: Duration, request: Duration, idle: Duration) -> Self {
+        self.connect_timeout = connect;
+        self.request_timeout = request;
+        self.idle_timeout = idle;
+        self
+    }
+
+    /// Sets the retry policy.
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// The chat completions URL.
+    pub fn endpoint(&self) -> String {
+        format!("{}/chat/completions", self.base_url.trim_end_matches('/'))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_is_redacted_everywhere() {
+        let c =
+            OpenAiCompatibleConfig::preset(Preset::DashScope, "qwen-plus").with_api_key(ApiKey::new("sk-very-secret"));
+        let dbg = format!("{c:?}");
+        assert!(!dbg.contains("sk-very-secret"), "{dbg}");
+        assert!(dbg.contains("ApiKey([REDACTED])"));
+        assert_eq!(c.endpoint(), "https://dashscope.aliyuncs.com/compatible-mode/v1/chat/completions");
+    }
+
+    #[test]
+    fn custom_and_presets() {
+        let c = OpenAiCompatibleConfig::custom("http://127.0.0.1:8000/v1/", "llama");
+        assert_eq!(c.endpoint(), "http://127.0.0.1:8000/v1/chat/completions");
+        assert_eq!(c.flavor, Flavor::OpenAi);
+        assert!(Preset::Ollama.key_var().is_none());
+        assert_eq!(Preset::DeepSeek.default_base_url(), "https://api.deepseek.com");
+    }
+}

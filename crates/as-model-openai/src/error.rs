@@ -1,0 +1,118 @@
+//! Mapping HTTP answers and transport failures to [`ModelError`].
+
+use std::time::Duration;
+
+use as_model::{ModelError, ModelErrorKind};
+use serde_json::Value;
+
+use crate::parse::{error_message, truncate};
+
+/// Whether an error message/object says the prompt is too long.
+pub(crate) fn is_context_length(message: &str, err: &Value) -> bool {
+    let code = err.get("code").and_then(Value::as_str).unwrap_or_default();
+    if code == "context_length_exceeded" || code == "string_above_max_length" {
+        return true;
+    }
+    let m = message.to_ascii_lowercase();
+    [
+        "context length",
+        "context_length",
+        "maximum context",
+        "context window",
+        "too many tokens",
+        "input length",
+        "prompt is too long",
+    ]
+    .iter()
+    .any(|p| m.contains(p))
+}
+
+/// Parses `retry-after-ms` / `retry-after` (seconds, integer or decimal).
+pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let get = |k: &str| headers.get(k).and_then(|v| v.to_str().ok()).map(str::trim);
+    if let Some(ms) = get("retry-after-ms").and_then(|v| v.parse::<f64>().ok()).filter(|v| v.is_finite() && *v >= 0.0) {
+        return Some(Duration::from_secs_f64(ms / 1000.0));
+    }
+    get("retry-after")
+        .and_then(|v| v.parse::<f64>().ok())
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .map(Duration::from_secs_f64)
+}
+
+/// Maps a non-success HTTP answer.
+pub(crate) fn from_status(
+    provider: &'static str,
+    status: u16,
+    headers: &reqwest::header::HeaderMap,
+    body: &str,
+    secret: Option<&str>,
+) -> ModelError {
+    let parsed: Option<Value> = serde_json::from_str(body).ok();
+    let err = parsed.as_ref().and_then(|v| v.get("error").cloned()).or(parsed).unwrap_or(Value::Null);
+    let message = if err.is_null() { truncate(body, 500).to_owned() } else { error_message(&err) };
+    let message = redact(&message, secret);
+    let code = err.get("code").and_then(Value::as_str).unwrap_or_default();
+    let kind = match status {
+        401 | 403 => ModelErrorKind::Auth,
+        429 if code == "insufficient_quota" => ModelErrorKind::Provider,
+        429 => ModelErrorKind::RateLimited { retry_after: retry_after(headers) },
+        408 => ModelErrorKind::Timeout,
+        400 | 413 | 422 if is_context_length(&message, &err) => ModelErrorKind::ContextLengthExceeded,
+        500..=599 => ModelErrorKind::ServerError,
+        _ => ModelErrorKind::Provider,
+    };
+    ModelError::new(kind, provider, message).with_status(status)
+}
+
+/// Maps a reqwest failure (connect, body read).
+pub(crate) fn from_transport(provider: &'static str, e: reqwest::Error, secret: Option<&str>) -> ModelError {
+    let kind = if e.is_timeout() { ModelErrorKind::Timeout } else { ModelErrorKind::Transport };
+    let msg = redact(&e.to_string(), secret);
+    ModelError::new(kind, provider, msg)
+}
+
+/// Replaces any occurrence of the secret.
+pub(crate) fn redact(s: &str, secret: Option<&str>) -> String {
+    match secret {
+        Some(k) if k.len() >= 4 && s.contains(k) => s.replace(k, "[REDACTED]"),
+        _ => s.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::{HeaderMap, HeaderValue};
+
+    #[test]
+    fn status_mapping() {
+        let h = HeaderMap::new();
+        let k = |s, b: &str| from_status("p", s, &h, b, Some("sk-secret")).kind();
+        assert_eq!(k(401, r#"{"error":{"message":"Incorrect API key sk-secret"}}"#), ModelErrorKind::Auth);
+        assert_eq!(
+            from_status("p", 401, &h, r#"{"error":{"message":"Incorrect API key sk-secret"}}"#, Some("sk-secret"))
+                .message(),
+            "Incorrect API key [REDACTED]"
+        );
+        assert_eq!(k(429, r#"{"error":{"code":"insufficient_quota","message":"pay"}}"#), ModelErrorKind::Provider);
+        assert_eq!(k(429, "slow"), ModelErrorKind::RateLimited { retry_after: None });
+        assert_eq!(
+            k(
+                400,
+                r#"{"error":{"message":"This model's maximum context length is 8192 tokens","code":"context_length_exceeded"}}"#
+            ),
+            ModelErrorKind::ContextLengthExceeded
+        );
+        assert_eq!(
+            k(400, r#"{"error":{"message":"Range of input length should be [1, 30720]","code":"InvalidParameter"}}"#),
+            ModelErrorKind::ContextLengthExceeded
+        );
+        assert_eq!(k(400, r#"{"error":{"message":"bad"}}"#), ModelErrorKind::Provider);
+        assert_eq!(k(503, "<html>"), ModelErrorKind::ServerError);
+        let mut h = HeaderMap::new();
+        h.insert("retry-after", HeaderValue::from_static("2"));
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
+        h.insert("retry-after-ms", HeaderValue::from_static("250"));
+        assert_eq!(retry_after(&h), Some(Duration::from_millis(250)));
+    }
+}

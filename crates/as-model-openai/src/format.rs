@@ -1,0 +1,384 @@
+//! The chat formatter: `Msg` blocks to OpenAI chat messages, exactly as 2.0.4's `OpenAIChatFormatter` /
+//! `DashScopeChatFormatter` (spec §11.5; goldens `formatter-openai-chat.json`, `formatter-dashscope-chat*.json`).
+
+use std::fmt;
+use std::sync::Arc;
+
+use as_message::{ContentBlock, DataBlock, JsonMap, Msg, Source, TextOrBlocks, TextOrData, ToolResultBlock};
+use base64::Engine as _;
+use serde_json::{Value, json};
+
+/// Generates the identifiers of media returned by tools (2.0.4 uses `shortuuid.uuid()`).
+pub type MediaIdFactory = Arc<dyn Fn() -> String + Send + Sync>;
+
+/// Formatter options: the differences between the OpenAI and DashScope formatters.
+#[derive(Clone)]
+pub struct FormatterOptions {
+    /// Put `name` (the sender) on user/assistant/system messages (OpenAI: yes, DashScope: no).
+    pub include_name: bool,
+    /// Send thinking back as `reasoning_content` on assistant messages (DashScope with
+    /// `application/x-thinking` in its input types). Otherwise thinking is dropped.
+    pub reasoning_content: bool,
+    /// Accept `video/*` data (DashScope).
+    pub video: bool,
+    /// Identifier generator for media returned by tools.
+    pub media_id: MediaIdFactory,
+}
+
+impl fmt::Debug for FormatterOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FormatterOptions")
+            .field("include_name", &self.include_name)
+            .field("reasoning_content", &self.reasoning_content)
+            .field("video", &self.video)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FormatterOptions {
+    /// `OpenAIChatFormatter`: names, no reasoning content, images and audio.
+    pub fn openai() -> Self {
+        Self { include_name: true, reasoning_content: false, video: false, media_id: Arc::new(shortuuid) }
+    }
+
+    /// `DashScopeChatFormatter`: no names, images, audio and video; `reasoning_content` when `thinking`.
+    pub fn dashscope(thinking: bool) -> Self {
+        Self { include_name: false, reasoning_content: thinking, video: true, media_id: Arc::new(shortuuid) }
+    }
+
+    /// Replaces the media identifier generator (tests).
+    pub fn with_media_id(mut self, f: MediaIdFactory) -> Self {
+        self.media_id = f;
+        self
+    }
+}
+
+const SHORTUUID_ALPHABET: &[u8] = b"23456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
+
+/// A `shortuuid.uuid()`: a random uuid4 in base 57, 22 characters.
+pub fn shortuuid() -> String {
+    let mut n = uuid::Uuid::new_v4().as_u128();
+    let base = SHORTUUID_ALPHABET.len() as u128;
+    let mut out = Vec::with_capacity(22);
+    for _ in 0..22 {
+        let i = usize::try_from(n % base).unwrap_or(0);
+        out.push(SHORTUUID_ALPHABET[i] as char);
+        n /= base;
+    }
+    out.reverse();
+    out.into_iter().collect()
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum MediaKind {
+    Image,
+    Audio,
+    Video,
+}
+
+impl MediaKind {
+    fn of(media_type: &str) -> Option<Self> {
+        let top = media_type.split('/').next().unwrap_or_default();
+        match top {
+            "image" => Some(Self::Image),
+            "audio" => Some(Self::Audio),
+            "video" => Some(Self::Video),
+            _ => None,
+        }
+    }
+
+    fn word(self) -> &'static str {
+        match self {
+            Self::Image => "image",
+            Self::Audio => "audio",
+            Self::Video => "video",
+        }
+    }
+}
+
+fn media_type(d: &DataBlock) -> &str {
+    match &d.source {
+        Source::Base64(b) => &b.media_type,
+        Source::Url(u) => &u.media_type,
+    }
+}
+
+struct Pending {
+    role: &'static str,
+    name: String,
+    content: Vec<Value>,
+    tool_calls: Vec<Value>,
+    reasoning: String,
+}
+
+/// Formats messages for an OpenAI-compatible chat completion.
+#[derive(Clone, Debug)]
+pub struct ChatFormatter {
+    opts: FormatterOptions,
+}
+
+impl ChatFormatter {
+    /// A formatter.
+    pub fn new(opts: FormatterOptions) -> Self {
+        Self { opts }
+    }
+
+    /// The options.
+    pub fn options(&self) -> &FormatterOptions {
+        &self.opts
+    }
+
+    fn supported(&self, kind: MediaKind) -> bool {
+        match kind {
+            MediaKind::Image | MediaKind::Audio => true,
+            MediaKind::Video => self.opts.video,
+        }
+    }
+
+    /// The content part for a data block, or `None` when its type is not accepted (skipped with a warning).
+    fn data_part(&self, d: &DataBlock) -> Option<Value> {
+        let mt = media_type(d);
+        let kind = MediaKind::of(mt).filter(|k| self.supported(*k));
+        let Some(kind) = kind else {
+            tracing::warn!(media_type = mt, "unsupported media type skipped by the formatter");
+            return None;
+        };
+        match kind {
+            MediaKind::Image => Some(json!({"type": "image_url", "image_url": {"url": image_url(d)}})),
+            MediaKind::Video => Some(json!({"type": "video_url", "video_url": {"url": image_url(d)}})),
+            MediaKind::Audio => {
+                let format = match mt {
+                    "audio/wav" | "audio/x-wav" | "audio/wave" => "wav",
+                    "audio/mp3" | "audio/mpeg" => "mp3",
+                    other => {
+                        tracing::warn!(media_type = other, "only wav and mp3 audio is supported; skipped");
+                        return None;
+                    }
+                };
+                let data = match &d.source {
+                    Source::Base64(b) => b.data.clone(),
+                    Source::Url(u) => match read_file_url(&u.url) {
+                        Some(bytes) => base64::engine::general_purpose::STANDARD.encode(bytes),
+                        None => {
+                            tracing::warn!(url = %u.url, "remote audio URLs are not downloaded; skipped");
+                            return None;
+                        }
+                    },
+                };
+                Some(json!({"type": "input_audio", "input_audio": {"data": data, "format": format}}))
+            }
+        }
+    }
+
+    /// Formats `msgs` into chat messages.
+    pub fn format(&self, msgs: &[Msg]) -> Vec<Value> {
+        let mut out = Vec::new();
+        for msg in msgs {
+            let mut pending = Pending {
+                role: msg.role.as_str(),
+                name: msg.name.clone(),
+                content: Vec::new(),
+                tool_calls: Vec::new(),
+                reasoning: String::new(),
+            };
+            // Media returned by consecutive tool results; emitted after the last of them so tool messages stay
+            // contiguous.
+            let mut media_msgs: Vec<Value> = Vec::new();
+            for block in &msg.content {
+                if !matches!(block, ContentBlock::ToolResult(_)) {
+                    out.append(&mut media_msgs);
+                }
+                match block {
+                    ContentBlock::Text(t) => pending.content.push(json!({"type": "text", "text": t.text})),
+                    ContentBlock::Thinking(t) => {
+                        if self.opts.reasoning_content {
+                            pending.reasoning.push_str(&t.thinking);
+                        }
+                    }
+                    ContentBlock::Data(d) => {
+                        if let Some(p) = self.data_part(d) {
+                            pending.content.push(p);
+                        }
+                    }
+                    ContentBlock::ToolCall(c) => pending.tool_calls.push(json!({
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": c.input},
+                    })),
+                    ContentBlock::ToolResult(r) => {
+                        self.flush(&mut pending, &mut out);
+                        let (tool_msg, media) = self.tool_result(r);
+                        out.push(tool_msg);
+                        if let Some(m) = media {
+                            media_msgs.push(m);
+                        }
+                    }
+                    ContentBlock::Hint(h) => {
+                        self.flush(&mut pending, &mut out);
+                        let parts = self.parts(&h.hint);
+                        if !parts.is_empty() {
+                            out.push(json!({"role": "user", "content": parts}));
+                        }
+                    }
+                }
+            }
+            out.append(&mut media_msgs);
+            self.flush(&mut pending, &mut out);
+        }
+        out
+    }
+
+    fn parts(&self, content: &TextOrBlocks) -> Vec<Value> {
+        match content {
+            TextOrBlocks::Text(s) => vec![json!({"type": "text", "text": s})],
+            TextOrBlocks::Blocks(bs) => bs
+                .iter()
+                .filter_map(|b| match b {
+                    TextOrData::Text(t) => Some(json!({"type": "text", "text": t.text})),
+                    TextOrData::Data(d) => self.data_part(d),
+                })
+                .collect(),
+        }
+    }
+
+    fn flush(&self, p: &mut Pending, out: &mut Vec<Value>) {
+        let content = std::mem::take(&mut p.content);
+        let tool_calls = std::mem::take(&mut p.tool_calls);
+        let reasoning = std::mem::take(&mut p.reasoning);
+        if content.is_empty() && tool_calls.is_empty() {
+            return;
+        }
+        let mut m = JsonMap::new();
+        m.insert("role".into(), Value::String(p.role.into()));
+        if self.opts.include_name {
+            m.insert("name".into(), Value::String(p.name.clone()));
+        }
+        m.insert("content".into(), if content.is_empty() { Value::Null } else { Value::Array(content) });
+        if !tool_calls.is_empty() {
+            m.insert("tool_calls".into(), Value::Array(tool_calls));
+        }
+        if !reasoning.is_empty() {
+            m.insert("reasoning_content".into(), Value::String(reasoning));
+        }
+        out.push(Value::Object(m));
+    }
+
+    /// The `tool` message and, when the result carries supported media, the user message presenting them.
+    fn tool_result(&self, r: &ToolResultBlock) -> (Value, Option<Value>) {
+        let mut texts: Vec<String> = Vec::new();
+        let mut media_parts: Vec<Value> = Vec::new();
+        match &r.output {
+            TextOrBlocks::Text(s) => texts.push(s.clone()),
+            TextOrBlocks::Blocks(bs) => {
+                for b in bs {
+                    match b {
+                        TextOrData::Text(t) => texts.push(t.text.clone()),
+                        TextOrData::Data(d) => {
+                            let mt = media_type(d);
+                            match MediaKind::of(mt).filter(|k| self.supported(*k)) {
+                                Some(kind) => {
+                                    match self.data_part(d) {
+                                        Some(part) => {
+                                            let id = (self.opts.media_id)();
+                                            texts.push(format!(
+                                            "<system-reminder>A(n) {} file is returned and will be presented to you \
+                                             with the identifier [{id}].</system-reminder>",
+                                            kind.word()
+                                        ));
+                                            media_parts.push(json!({"type": "text", "text": format!("- {id} ({} file): ", kind.word())}));
+                                            media_parts.push(part);
+                                        }
+                                        None => texts.push(describe_unsupported(d)),
+                                    }
+                                }
+                                None => texts.push(describe_unsupported(d)),
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let mut m = JsonMap::new();
+        m.insert("role".into(), Value::String("tool".into()));
+        m.insert("tool_call_id".into(), Value::String(r.id.clone()));
+        m.insert("content".into(), Value::String(texts.join("\n")));
+        m.insert("name".into(), Value::String(r.name.clone()));
+        let media = (!media_parts.is_empty()).then(|| {
+            let mut content = vec![json!({"type": "text", "text": "<system-reminder>The multimodal data and their identifiers are listed as follows:"})];
+            content.extend(media_parts);
+            content.push(json!({"type": "text", "text": "</system-reminder>"}));
+            let mut u = JsonMap::new();
+            u.insert("role".into(), Value::String("user".into()));
+            if self.opts.include_name {
+                u.insert("name".into(), Value::String("system-reminder".into()));
+            }
+            u.insert("content".into(), Value::Array(content));
+            Value::Object(u)
+        });
+        (Value::Object(m), media)
+    }
+}
+
+/// An image (or video) URL part: base64 becomes a data URI, `file://` is read into one, other URLs pass through.
+fn image_url(d: &DataBlock) -> String {
+    match &d.source {
+        Source::Base64(b) => format!("data:{};base64,{}", b.media_type, b.data),
+        Source::Url(u) => match read_file_url(&u.url) {
+            Some(bytes) => {
+                format!("data:{};base64,{}", u.media_type, base64::engine::general_purpose::STANDARD.encode(bytes))
+            }
+            None => u.url.clone(),
+        },
+    }
+}
+
+fn read_file_url(url: &str) -> Option<Vec<u8>> {
+    let path = url::Url::parse(url).ok().filter(|u| u.scheme() == "file")?.to_file_path().ok()?;
+    match std::fs::read(&path) {
+        Ok(b) => Some(b),
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "cannot read a file:// media URL");
+            None
+        }
+    }
+}
+
+/// Unsupported media in a tool result: a URL is described inline; base64 data is written to a temporary file whose
+/// path is described.
+fn describe_unsupported(d: &DataBlock) -> String {
+    let mt = media_type(d);
+    let location = match &d.source {
+        Source::Url(u) => u.url.clone(),
+        Source::Base64(b) => match write_temp(b.data.as_str(), mt) {
+            Some(p) => p,
+            None => {
+                return format!(
+                    "<system-reminder>A(n) {mt} file is returned but cannot be presented.</system-reminder>"
+                );
+            }
+        },
+    };
+    format!("<system-reminder>A(n) {mt} file is returned and saved at '{location}'.</system-reminder>")
+}
+
+fn write_temp(data_b64: &str, media_type: &str) -> Option<String> {
+    let bytes = base64::engine::general_purpose::STANDARD.decode(data_b64).ok()?;
+    let ext =
+        media_type.rsplit('/').next().unwrap_or("bin").chars().filter(char::is_ascii_alphanumeric).collect::<String>();
+    let path = std::env::temp_dir().join(format!("agentscope-{}.{ext}", uuid::Uuid::new_v4().simple()));
+    std::fs::write(&path, bytes).ok()?;
+    Some(path.display().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shortuuid_shape() {
+        let a = shortuuid();
+        assert_eq!(a.len(), 22);
+        assert!(a.bytes().all(|b| SHORTUUID_ALPHABET.contains(&b)));
+        assert_ne!(a, shortuuid());
+    }
+}

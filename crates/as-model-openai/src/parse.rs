@@ -1,0 +1,260 @@
+//! Chat completion responses and stream chunks: our own serde types (plain structs, no untagged enums, so they
+//! deserialize under serde_json's `arbitrary_precision`) and the per-stream state that turns chunks into deltas.
+
+use std::collections::BTreeMap;
+
+use as_message::{ContentBlock, JsonMap, TextBlock, ThinkingBlock, ToolCallBlock, generate_id};
+use as_model::{ChatChunk, ChatResponse, ChatUsage, FinishReason, ModelError, ModelErrorKind};
+use serde::Deserialize;
+use serde_json::Value;
+
+#[derive(Debug, Default, Deserialize)]
+struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<WirePromptDetails>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct WirePromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct WireFunction {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    arguments: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct WireToolCall {
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    function: Option<WireFunction>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct WireDelta {
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    reasoning_content: Option<String>,
+    #[serde(default)]
+    reasoning: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<Vec<WireToolCall>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct WireChoice {
+    #[serde(default)]
+    delta: Option<WireDelta>,
+    #[serde(default)]
+    message: Option<WireDelta>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct WireChunk {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    choices: Vec<WireChoice>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+fn usage_of(u: &WireUsage) -> ChatUsage {
+    let mut usage = ChatUsage::new(u.prompt_tokens.unwrap_or(0), u.completion_tokens.unwrap_or(0));
+    usage.cache_input_tokens = u.prompt_tokens_details.as_ref().and_then(|d| d.cached_tokens).unwrap_or(0);
+    usage
+}
+
+/// Where reasoning is read from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReasoningField {
+    /// `reasoning_content`, else `reasoning` (OpenAI-compatible servers: vLLM, Ollama, DeepSeek, ...).
+    ContentOrReasoning,
+    /// Only `reasoning_content` (DashScope).
+    ContentOnly,
+}
+
+/// The error message of an `{"error": ...}` object.
+pub(crate) fn error_message(err: &Value) -> String {
+    match err {
+        Value::String(s) => s.clone(),
+        Value::Object(m) => {
+            m.get("message").and_then(Value::as_str).map(str::to_owned).unwrap_or_else(|| err.to_string())
+        }
+        other => other.to_string(),
+    }
+}
+
+/// Per-stream state: one block id for text and one for thinking, tool calls keyed by `index`.
+#[derive(Debug)]
+pub struct StreamState {
+    provider: &'static str,
+    reasoning: ReasoningField,
+    text_id: String,
+    thinking_id: String,
+    calls: BTreeMap<u64, (String, String)>,
+    saw_finish: bool,
+    started: std::time::Instant,
+}
+
+impl StreamState {
+    /// A fresh state.
+    pub fn new(provider: &'static str, reasoning: ReasoningField) -> Self {
+        Self {
+            provider,
+            reasoning,
+            text_id: generate_id(),
+            thinking_id: generate_id(),
+            calls: BTreeMap::new(),
+            saw_finish: false,
+            started: std::time::Instant::now(),
+        }
+    }
+
+    /// Whether a finish reason was received.
+    pub fn saw_finish(&self) -> bool {
+        self.saw_finish
+    }
+
+    fn invalid(&self, msg: String) -> ModelError {
+        ModelError::new(ModelErrorKind::InvalidResponse, self.provider, msg)
+    }
+
+    /// Parses one SSE `data:` payload (not `[DONE]`) into a delta chunk.
+    pub fn parse_event(&mut self, data: &str) -> Result<ChatChunk, ModelError> {
+        let wire: WireChunk = serde_json::from_str(data)
+            .map_err(|e| self.invalid(format!("malformed stream chunk: {e}: {}", truncate(data, 200))))?;
+        if let Some(err) = &wire.error {
+            let msg = error_message(err);
+            let kind = if crate::error::is_context_length(&msg, err) {
+                ModelErrorKind::ContextLengthExceeded
+            } else {
+                ModelErrorKind::Provider
+            };
+            return Err(ModelError::new(kind, self.provider, format!("error in stream: {msg}")));
+        }
+        let mut chunk = ChatChunk::default();
+        chunk.id = wire.id;
+        if let Some(u) = &wire.usage {
+            let mut usage = usage_of(u);
+            usage.time = self.started.elapsed().as_secs_f64();
+            chunk.usage = Some(usage);
+        }
+        for choice in wire.choices {
+            if let Some(r) = &choice.finish_reason {
+                self.saw_finish = true;
+                chunk.finish_reason = Some(FinishReason::from_provider(r));
+            }
+            let Some(delta) = choice.delta.or(choice.message) else { continue };
+            let reasoning = match self.reasoning {
+                ReasoningField::ContentOrReasoning => delta.reasoning_content.or(delta.reasoning),
+                ReasoningField::ContentOnly => delta.reasoning_content,
+            };
+            if let Some(r) = reasoning.filter(|r| !r.is_empty()) {
+                chunk.content.push(ContentBlock::Thinking(ThinkingBlock {
+                    thinking: r,
+                    id: self.thinking_id.clone(),
+                    extra: JsonMap::new(),
+                }));
+            }
+            if let Some(t) = delta.content.filter(|t| !t.is_empty()) {
+                chunk.content.push(ContentBlock::Text(TextBlock { text: t, id: self.text_id.clone() }));
+            }
+            for (pos, call) in delta.tool_calls.into_iter().flatten().enumerate() {
+                let index = call.index.unwrap_or(pos as u64);
+                let function = call.function.unwrap_or_default();
+                let entry = self.calls.entry(index).or_insert_with(|| (String::new(), String::new()));
+                if entry.0.is_empty() {
+                    entry.0 = call.id.filter(|i| !i.is_empty()).unwrap_or_else(|| format!("call_{}", generate_id()));
+                }
+                if let Some(n) = function.name.filter(|n| !n.is_empty())
+                    && entry.1.is_empty()
+                {
+                    entry.1 = n;
+                }
+                let args = function.arguments.unwrap_or_default();
+                chunk.content.push(ContentBlock::ToolCall(ToolCallBlock::new(entry.0.clone(), entry.1.clone(), args)));
+            }
+        }
+        Ok(chunk)
+    }
+
+    /// Parses a whole non-streamed completion body.
+    pub fn parse_response(&mut self, body: &str) -> Result<ChatResponse, ModelError> {
+        let chunk = self.parse_event(body)?;
+        if !self.saw_finish && chunk.content.is_empty() {
+            return Err(self.invalid(format!("completion without choices: {}", truncate(body, 200))));
+        }
+        let mut r = ChatResponse::new(Vec::new());
+        r.apply(&chunk);
+        Ok(r)
+    }
+}
+
+pub(crate) fn truncate(s: &str, max: usize) -> &str {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_call_deltas_by_index() {
+        let mut st = StreamState::new("t", ReasoningField::ContentOrReasoning);
+        let a = st
+            .parse_event(r#"{"id":"x","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"f","arguments":"{\"ci"}},{"index":1,"id":"call_b","function":{"name":"g","arguments":""}}]}}]}"#)
+            .unwrap();
+        let b = st.parse_event(r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"function":{"arguments":"{}"}},{"index":0,"function":{"arguments":"ty\":1}"}}]},"finish_reason":"tool_calls"}]}"#).unwrap();
+        let mut r = ChatResponse::new(vec![]);
+        r.apply(&a);
+        r.apply(&b);
+        let calls: Vec<_> = r.tool_calls().map(|c| (c.id.clone(), c.name.clone(), c.input.clone())).collect();
+        assert_eq!(
+            calls,
+            vec![("call_a".into(), "f".into(), "{\"city\":1}".into()), ("call_b".into(), "g".into(), "{}".into())]
+        );
+        assert!(st.saw_finish());
+        assert_eq!(r.finish_reason, FinishReason::ToolCalls);
+    }
+
+    #[test]
+    fn reasoning_fields_and_usage() {
+        let mut st = StreamState::new("t", ReasoningField::ContentOrReasoning);
+        let c = st.parse_event(r#"{"choices":[{"delta":{"reasoning":"hm"}}],"usage":{"prompt_tokens":12345678901234567890,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":3}}}"#).unwrap();
+        assert!(matches!(&c.content[0], ContentBlock::Thinking(t) if t.thinking == "hm"));
+        let u = c.usage.unwrap();
+        assert_eq!((u.input_tokens, u.output_tokens, u.cache_input_tokens), (12345678901234567890, 2, 3));
+        let mut ds = StreamState::new("t", ReasoningField::ContentOnly);
+        assert!(ds.parse_event(r#"{"choices":[{"delta":{"reasoning":"hm"}}]}"#).unwrap().content.is_empty());
+    }
+
+    #[test]
+    fn errors() {
+        let mut st = StreamState::new("t", ReasoningField::ContentOnly);
+        assert_eq!(st.parse_event("{nope").unwrap_err().kind(), ModelErrorKind::InvalidResponse);
+        let e = st.parse_event(r#"{"error":{"message":"boom","code":500}}"#).unwrap_err();
+        assert_eq!(e.kind(), ModelErrorKind::Provider);
+        assert!(e.message().contains("boom"));
+    }
+}

@@ -1,0 +1,475 @@
+//! [`OpenAiCompatibleModel`]: the [`ChatModel`] for any OpenAI-compatible chat completions endpoint.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use as_message::JsonMap;
+use as_model::{
+    ChatChunk, ChatModel, ChatRequest, ChatStream, ModelError, ModelErrorKind, Result, ToolChoiceMode, ToolSchema,
+};
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::StreamExt as _;
+use futures::stream::BoxStream;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{Flavor, OpenAiCompatibleConfig, Preset};
+use crate::error::{from_status, from_transport};
+use crate::format::{ChatFormatter, FormatterOptions};
+use crate::parse::{ReasoningField, StreamState};
+use crate::sse::SseParser;
+
+/// A chat model on an OpenAI-compatible `/chat/completions` endpoint (OpenAI, DashScope compatible mode,
+/// DeepSeek, Ollama, vLLM, ...).
+///
+/// HTTP is done with `reqwest` directly and responses are parsed with this crate's own serde types (see the crate
+/// docs for why not `async-openai`).
+#[derive(Debug)]
+pub struct OpenAiCompatibleModel {
+    config: OpenAiCompatibleConfig,
+    client: reqwest::Client,
+    formatter: ChatFormatter,
+}
+
+impl OpenAiCompatibleModel {
+    /// Builds the model and its HTTP client.
+    pub fn new(config: OpenAiCompatibleConfig) -> Result<Self> {
+        // reqwest is built without a bundled crypto provider; use ring (already in the tree through fred).
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::builder().connect_timeout(config.connect_timeout).build().map_err(|e| {
+            ModelError::new(
+                ModelErrorKind::InvalidRequest,
+                config.provider,
+                format!("cannot build the HTTP client: {e}"),
+            )
+        })?;
+        let formatter = ChatFormatter::new(match config.flavor {
+            Flavor::OpenAi => {
+                FormatterOptions { reasoning_content: config.send_reasoning_content, ..FormatterOptions::openai() }
+            }
+            Flavor::DashScope => FormatterOptions::dashscope(config.send_reasoning_content),
+        });
+        Ok(Self { config, client, formatter })
+    }
+
+    /// Replaces the formatter options.
+    pub fn with_formatter(mut self, opts: FormatterOptions) -> Self {
+        self.formatter = ChatFormatter::new(opts);
+        self
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &OpenAiCompatibleConfig {
+        &self.config
+    }
+
+    /// The JSON body sent for `request` (public for snapshots and debugging; contains no credential).
+    pub fn request_body(&self, request: &ChatRequest) -> Result<Value> {
+        let c = &self.config;
+        let p = &c.parameters;
+        let mut body = JsonMap::new();
+        body.insert("model".into(), json!(c.model));
+        body.insert("messages".into(), Value::Array(self.formatter.format(&request.messages)));
+        body.insert("stream".into(), json!(c.stream));
+        if c.stream {
+            body.insert("stream_options".into(), json!({"include_usage": true}));
+        }
+        let tools = request.effective_tools()?;
+        if !tools.is_empty() {
+            let list: Vec<Value> = tools
+                .iter()
+                .map(|t| {
+                    let t = if c.flavor == Flavor::OpenAi {
+                        ToolSchema::new(t.name.clone(), t.description.clone(), inline_refs(&t.parameters))
+                    } else {
+                        (*t).clone()
+                    };
+                    t.to_function_value()
+                })
+                .collect();
+            body.insert("tools".into(), Value::Array(list));
+            if let Some(choice) = &request.tool_choice {
+                let v = match &choice.mode {
+                    ToolChoiceMode::Auto => json!("auto"),
+                    ToolChoiceMode::None => json!("none"),
+                    ToolChoiceMode::Required if c.flavor == Flavor::DashScope => {
+                        tracing::warn!("DashScope does not support tool_choice \"required\"; using \"auto\"");
+                        json!("auto")
+                    }
+                    ToolChoiceMode::Required => json!("required"),
+                    ToolChoiceMode::Tool(name) => json!({"type": "function", "function": {"name": name}}),
+                };
+                body.insert("tool_choice".into(), v);
+            }
+            if !p.parallel_tool_calls {
+                body.insert("parallel_tool_calls".into(), json!(false));
+            }
+        }
+        if let Some(m) = p.max_tokens {
+            body.insert("max_tokens".into(), json!(m));
+        }
+        if let Some(t) = p.temperature {
+            body.insert("temperature".into(), json!(t));
+        }
+        if let Some(t) = p.top_p {
+            body.insert("top_p".into(), json!(t));
+        }
+        match c.flavor {
+            Flavor::OpenAi => {
+                if p.thinking_enable
+                    && let Some(e) = &p.reasoning_effort
+                {
+                    body.insert("reasoning_effort".into(), json!(e));
+                }
+            }
+            Flavor::DashScope => {
+                body.insert("enable_thinking".into(), json!(p.thinking_enable));
+                if let Some(b) = p.thinking_budget {
+                    body.insert("thinking_budget".into(), json!(b));
+                }
+                if let Some(k) = p.top_k {
+                    body.insert("top_k".into(), json!(k));
+                }
+            }
+        }
+        for (k, v) in &p.extra_body {
+            body.insert(k.clone(), v.clone());
+        }
+        Ok(Value::Object(body))
+    }
+
+    fn secret(&self) -> Option<&str> {
+        self.config.api_key.as_ref().map(|k| k.expose_secret())
+    }
+
+    /// Sends with provider-level retries. `Ok(None)`: cancelled.
+    async fn send(&self, body: Bytes, cancel: &CancellationToken) -> Result<Option<reqwest::Response>> {
+        let c = &self.config;
+        let mut attempt: u32 = 0;
+        loop {
+            attempt += 1;
+            tracing::debug!(provider = c.provider, model = %c.model, attempt, "chat completion request");
+            let mut rb = self
+                .client
+                .post(c.endpoint())
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .header(reqwest::header::ACCEPT, if c.stream { "text/event-stream" } else { "application/json" })
+                .body(body.clone());
+            if let Some(k) = &c.api_key {
+                rb = rb.bearer_auth(k.expose_secret());
+            }
+            if let Some(org) = &c.organization {
+                rb = rb.header("OpenAI-Organization", org);
+            }
+            let outcome = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Ok(None),
+                r = tokio::time::timeout(c.request_timeout, self.response_or_error(rb)) => r,
+            };
+            let err = match outcome {
+                Err(_) => ModelError::new(
+                    ModelErrorKind::Timeout,
+                    c.provider,
+                    format!("no response within {:.3}s", c.request_timeout.as_secs_f64()),
+                ),
+                Ok(Ok(resp)) => return Ok(Some(resp)),
+                Ok(Err(e)) => e,
+            };
+            match c.retry.delay_for(attempt, &err) {
+                Some(delay) => {
+                    tracing::warn!(provider = c.provider, attempt, error = %err, delay_ms = delay.as_millis() as u64, "retrying");
+                    tokio::select! {
+                        biased;
+                        () = cancel.cancelled() => return Ok(None),
+                        () = tokio::time::sleep(delay) => {}
+                    }
+                }
+                None => return Err(err),
+            }
+        }
+    }
+
+    async fn response_or_error(&self, rb: reqwest::RequestBuilder) -> Result<reqwest::Response> {
+        let provider = self.config.provider;
+        let resp = rb.send().await.map_err(|e| from_transport(provider, e, self.secret()))?;
+        let status = resp.status();
+        if status.is_success() {
+            return Ok(resp);
+        }
+        let headers = resp.headers().clone();
+        let body = resp.text().await.unwrap_or_default();
+        Err(from_status(provider, status.as_u16(), &headers, &body, self.secret()))
+    }
+
+    fn reasoning_field(&self) -> ReasoningField {
+        match self.config.flavor {
+            Flavor::OpenAi => ReasoningField::ContentOrReasoning,
+            Flavor::DashScope => ReasoningField::ContentOnly,
+        }
+    }
+}
+
+#[async_trait]
+impl ChatModel for OpenAiCompatibleModel {
+    fn model_name(&self) -> &str {
+        &self.config.model
+    }
+
+    fn provider(&self) -> &'static str {
+        self.config.provider
+    }
+
+    fn context_size(&self) -> usize {
+        self.config.context_size
+    }
+
+    async fn stream(&self, request: ChatRequest) -> Result<ChatStream> {
+        let started = Instant::now();
+        let body = self.request_body(&request)?;
+        let bytes = Bytes::from(serde_json::to_vec(&body).map_err(|e| {
+            ModelError::new(
+                ModelErrorKind::InvalidRequest,
+                self.config.provider,
+                format!("cannot encode the body: {e}"),
+            )
+        })?);
+        let cancel = request.cancel.clone();
+        let Some(resp) = self.send(bytes, &cancel).await? else {
+            return Ok(ChatStream::interrupted());
+        };
+        let mut state = StreamState::new(self.config.provider, self.reasoning_field());
+        if !self.config.stream {
+            let provider = self.config.provider;
+            let text = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Ok(ChatStream::interrupted()),
+                r = tokio::time::timeout(self.config.request_timeout, resp.text()) => match r {
+                    Err(_) => return Err(ModelError::new(ModelErrorKind::Timeout, provider, "the response body did not arrive in time")),
+                    Ok(r) => r.map_err(|e| from_transport(provider, e, self.secret()))?,
+                },
+            };
+            let mut response = state.parse_response(&text)?;
+            if let Some(u) = &mut response.usage {
+                u.time = started.elapsed().as_secs_f64();
+            }
+            return Ok(ChatStream::from_response(response));
+        }
+        let driver = Driver {
+            body: resp.bytes_stream().boxed(),
+            parser: SseParser::new(),
+            state,
+            queue: VecDeque::new(),
+            done: false,
+            saw_done: false,
+            idle: self.config.idle_timeout,
+            provider: self.config.provider,
+            secret: self.secret().map(str::to_owned),
+        };
+        Ok(ChatStream::new(driver.into_stream(), cancel))
+    }
+}
+
+/// Reads the SSE body and turns events into chunks.
+struct Driver {
+    body: BoxStream<'static, reqwest::Result<Bytes>>,
+    parser: SseParser,
+    state: StreamState,
+    queue: VecDeque<Result<ChatChunk>>,
+    done: bool,
+    saw_done: bool,
+    idle: Duration,
+    provider: &'static str,
+    secret: Option<String>,
+}
+
+impl Driver {
+    fn into_stream(self) -> BoxStream<'static, Result<ChatChunk>> {
+        futures::stream::unfold(self, |mut d| async move {
+            loop {
+                if let Some(item) = d.queue.pop_front() {
+                    return Some((item, d));
+                }
+                if d.done {
+                    return None;
+                }
+                d.step().await;
+            }
+        })
+        .boxed()
+    }
+
+    fn fail(&mut self, kind: ModelErrorKind, msg: impl Into<String>) {
+        self.done = true;
+        self.queue.push_back(Err(ModelError::new(kind, self.provider, msg)));
+    }
+
+    fn handle_event(&mut self, data: &str) {
+        if self.saw_done {
+            return;
+        }
+        if data.trim() == "[DONE]" {
+            self.saw_done = true;
+            self.done = true;
+            return;
+        }
+        match self.state.parse_event(data) {
+            Ok(c) => self.queue.push_back(Ok(c)),
+            Err(e) => {
+                self.done = true;
+                self.queue.push_back(Err(e));
+            }
+        }
+    }
+
+    async fn step(&mut self) {
+        match tokio::time::timeout(self.idle, self.body.next()).await {
+            Err(_) => {
+                self.fail(ModelErrorKind::Timeout, format!("the stream was silent for {:.3}s", self.idle.as_secs_f64()))
+            }
+            Ok(Some(Err(e))) => {
+                self.done = true;
+                let e = from_transport(self.provider, e, self.secret.as_deref());
+                self.queue.push_back(Err(ModelError::new(
+                    e.kind(),
+                    self.provider,
+                    format!("the stream broke: {}", e.message()),
+                )));
+            }
+            Ok(Some(Ok(bytes))) => {
+                let mut events = Vec::new();
+                if self.parser.feed(&bytes, &mut events).is_err() {
+                    return self.fail(ModelErrorKind::InvalidResponse, "the stream is not valid UTF-8");
+                }
+                for e in events {
+                    if self.done {
+                        break;
+                    }
+                    self.handle_event(&e);
+                }
+            }
+            Ok(None) => {
+                match self.parser.finish() {
+                    Err(_) => {
+                        return self.fail(ModelErrorKind::Transport, "the stream was cut in the middle of an event");
+                    }
+                    Ok(Some(last)) => self.handle_event(&last),
+                    Ok(None) => {}
+                }
+                if !self.done && !self.saw_done {
+                    if self.state.saw_finish() {
+                        self.done = true;
+                    } else {
+                        self.fail(ModelErrorKind::Transport, "the stream ended before the response finished");
+                    }
+                }
+                self.done = true;
+            }
+        }
+    }
+}
+
+/// Inlines local `$ref`s (`#/$defs/X`, `#/definitions/X`) and drops `$defs`, as 2.0.4's OpenAI model does before
+/// sending tool schemas. Recursive references stop after 16 levels (left as `{}`).
+pub fn inline_refs(schema: &Value) -> Value {
+    let defs = schema.get("$defs").or_else(|| schema.get("definitions")).cloned().unwrap_or(Value::Null);
+    fn walk(v: &Value, defs: &Value, depth: usize) -> Value {
+        match v {
+            Value::Object(m) => {
+                if let Some(r) = m.get("$ref").and_then(Value::as_str) {
+                    let name = r.strip_prefix("#/$defs/").or_else(|| r.strip_prefix("#/definitions/"));
+                    if let Some(target) = name.and_then(|n| defs.get(n)) {
+                        if depth >= 16 {
+                            return Value::Object(JsonMap::new());
+                        }
+                        let mut resolved = walk(target, defs, depth + 1);
+                        if let Value::Object(rm) = &mut resolved {
+                            for (k, x) in m {
+                                if k != "$ref" {
+                                    rm.insert(k.clone(), walk(x, defs, depth));
+                                }
+                            }
+                        }
+                        return resolved;
+                    }
+                }
+                Value::Object(
+                    m.iter()
+                        .filter(|(k, _)| k.as_str() != "$defs" && k.as_str() != "definitions")
+                        .map(|(k, x)| (k.clone(), walk(x, defs, depth)))
+                        .collect(),
+                )
+            }
+            Value::Array(a) => Value::Array(a.iter().map(|x| walk(x, defs, depth)).collect()),
+            other => other.clone(),
+        }
+    }
+    walk(schema, &defs, 0)
+}
+
+macro_rules! preset_type {
+    ($(#[$doc:meta])* $name:ident, $preset:expr) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, Default)]
+        pub struct $name;
+
+        impl $name {
+            /// The preset's config for `model`, without a key (set one with `with_api_key`).
+            pub fn config(model: impl Into<String>) -> OpenAiCompatibleConfig {
+                OpenAiCompatibleConfig::preset($preset, model)
+            }
+
+            /// The preset's config for `model` with the key and base URL read from the environment.
+            pub fn config_from_env(model: impl Into<String>) -> Result<OpenAiCompatibleConfig> {
+                OpenAiCompatibleConfig::from_env($preset, model)
+            }
+
+            /// A ready model for `model`, key and base URL from the environment.
+            pub fn from_env(model: impl Into<String>) -> Result<OpenAiCompatibleModel> {
+                OpenAiCompatibleModel::new(Self::config_from_env(model)?)
+            }
+        }
+    };
+}
+
+preset_type!(
+    /// OpenAI: `OPENAI_API_KEY`, optional `OPENAI_BASE_URL` (2.0.4's `OpenAIChatModel`).
+    OpenAiChatModel,
+    Preset::OpenAi
+);
+preset_type!(
+    /// DashScope through its OpenAI-compatible endpoint: `DASHSCOPE_API_KEY` (2.0.4's `DashScopeChatModel`).
+    DashScopeChatModel,
+    Preset::DashScope
+);
+preset_type!(
+    /// DeepSeek: `DEEPSEEK_API_KEY`.
+    DeepSeekChatModel,
+    Preset::DeepSeek
+);
+preset_type!(
+    /// Ollama's OpenAI-compatible endpoint (no key): `OLLAMA_BASE_URL`, default `http://localhost:11434/v1`.
+    OllamaChatModel,
+    Preset::Ollama
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refs_are_inlined() {
+        let s = json!({
+            "type": "object",
+            "properties": {"p": {"$ref": "#/$defs/P", "description": "where"}},
+            "$defs": {"P": {"type": "object", "properties": {"x": {"type": "integer"}}}}
+        });
+        assert_eq!(
+            inline_refs(&s),
+            json!({"type": "object", "properties": {"p": {"type": "object", "properties": {"x": {"type": "integer"}}, "description": "where"}}})
+        );
+        let rec = json!({"$ref": "#/$defs/N", "$defs": {"N": {"type": "object", "properties": {"next": {"$ref": "#/$defs/N"}}}}});
+        let out = inline_refs(&rec).to_string();
+        assert!(!out.contains("$ref"));
+    }
+}
