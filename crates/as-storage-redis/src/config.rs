@@ -1,0 +1,320 @@
+//! [`RedisStorageConfig`]: where to connect and how keys, TTLs and timeouts behave.
+
+use std::time::Duration;
+
+use as_storage::{StorageError, StorageErrorKind};
+use fred::types::config::{Config as FredConfig, ServerConfig};
+
+use crate::error::err;
+use crate::keys::{KeyConfig, KeyLayout};
+
+/// What happens to key TTLs on writes.
+///
+/// AgentScope 2.0.4 has two behaviours, selected by `key_ttl`: with it, every write is followed
+/// by `EXPIRE key_ttl` (a sliding TTL); without it, a plain `SET` (which removes any TTL). Both
+/// processes sharing a Redis must use the same policy (spec §7.9).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum TtlPolicy {
+    /// No TTL: records are written with a plain `SET` (clearing a TTL, like 2.0.4 without `key_ttl`).
+    #[default]
+    Persist,
+    /// 2.0.4's `key_ttl`, made atomic: `SET … EX` on records, `EXPIRE` on the message list and on
+    /// the index sets (which 2.0.4 never expires) on every write.
+    Sliding(Duration),
+    /// `SET … KEEPTTL`: never add, change or remove a TTL (for keys whose expiry someone else manages).
+    Keep,
+}
+
+impl TtlPolicy {
+    /// The TTL mode and seconds passed to the scripts.
+    pub(crate) fn script_args(self) -> (&'static str, u64) {
+        match self {
+            Self::Persist => ("persist", 0),
+            Self::Sliding(d) => ("sliding", d.as_secs().max(1)),
+            Self::Keep => ("keep", 0),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub(crate) enum Connection {
+    /// A fred config built from a URL or host/port. `host_port` is the first node, for the
+    /// automatic switch to a cluster client.
+    Owned { config: Box<FredConfig>, host_port: (String, u16) },
+}
+
+/// How a [`crate::RedisStorage`] connects and behaves.
+///
+/// ```
+/// use std::time::Duration;
+/// use as_storage_redis::{KeyLayout, RedisStorageConfig, TtlPolicy};
+/// let c = RedisStorageConfig::from_url("redis://:secret@127.0.0.1:6380/2?layout=cluster&ttl=3600").unwrap();
+/// assert_eq!(c.layout, KeyLayout::Cluster);
+/// assert_eq!(c.key_ttl, TtlPolicy::Sliding(Duration::from_secs(3600)));
+/// assert_eq!(c.database(), Some(2));
+/// let c = RedisStorageConfig::host_port("localhost", 6379).with_db(1).with_password("pw");
+/// assert_eq!(c.database(), Some(1));
+/// ```
+#[derive(Clone, Debug)]
+pub struct RedisStorageConfig {
+    pub(crate) connection: Connection,
+    /// Key layout (default: AgentScope 2.0.4's keys).
+    pub layout: KeyLayout,
+    /// Templates overriding the layout's defaults.
+    pub key_config: Option<KeyConfig>,
+    /// TTL policy (2.0.4's `key_ttl`).
+    pub key_ttl: TtlPolicy,
+    /// Longest time one storage call may take before it fails with `Unavailable` (default 5 s).
+    pub timeout: Duration,
+    /// Longest time `open` waits for the first connection (default 5 s).
+    pub connect_timeout: Duration,
+    /// Connections in the pool (default 2).
+    pub pool_size: usize,
+    /// Largest record accepted, in bytes (default 512 MiB, Redis's own string limit).
+    pub max_record_bytes: usize,
+}
+
+impl Default for RedisStorageConfig {
+    fn default() -> Self {
+        Self::host_port("localhost", 6379)
+    }
+}
+
+fn bad_url(url: &str, why: impl std::fmt::Display) -> StorageError {
+    err(StorageErrorKind::InvalidInput, "config", format!("invalid Redis URL {}: {why}", redact(url)))
+}
+
+/// The URL with any password replaced by `***`.
+pub(crate) fn redact(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut u) if u.password().is_some() => {
+            let _ = u.set_password(Some("***"));
+            u.to_string()
+        }
+        Ok(u) => u.to_string(),
+        Err(_) => "<unparsable>".to_owned(),
+    }
+}
+
+impl RedisStorageConfig {
+    /// `RedisStorage(host, port)` of 2.0.4: database 0, no password, no TLS.
+    pub fn host_port(host: impl Into<String>, port: u16) -> Self {
+        let host = host.into();
+        let config = FredConfig { server: ServerConfig::new_centralized(host.clone(), port), ..FredConfig::default() };
+        Self::with_connection(Connection::Owned { config: Box::new(config), host_port: (host, port) })
+    }
+
+    fn with_connection(connection: Connection) -> Self {
+        Self {
+            connection,
+            layout: KeyLayout::Compat,
+            key_config: None,
+            key_ttl: TtlPolicy::Persist,
+            timeout: Duration::from_secs(5),
+            connect_timeout: Duration::from_secs(5),
+            pool_size: 2,
+            max_record_bytes: 512 * 1024 * 1024,
+        }
+    }
+
+    /// Parses `redis://[user:password@]host[:port][/db]`, `rediss://…` (TLS with the system
+    /// roots), `redis-cluster://host:port?node=host:port&…` (cluster), plus these query
+    /// parameters of ours: `layout=compat|cluster`, `ttl=SECONDS` (sliding TTL),
+    /// `timeout_ms=N`, `pool_size=N`.
+    pub fn from_url(url: &str) -> Result<Self, StorageError> {
+        let mut parsed = url::Url::parse(url).map_err(|e| bad_url(url, e))?;
+        let scheme = parsed.scheme().to_owned();
+        let known = [
+            "redis",
+            "rediss",
+            "redis-cluster",
+            "rediss-cluster",
+            "valkey",
+            "valkeys",
+            "valkey-cluster",
+            "valkeys-cluster",
+        ];
+        if !known.contains(&scheme.as_str()) {
+            return Err(bad_url(url, format!("unsupported scheme {scheme:?}")));
+        }
+        let mut layout = None;
+        let mut ttl = None;
+        let mut timeout = None;
+        let mut pool_size = None;
+        let mut rest = Vec::new();
+        for (k, v) in parsed.query_pairs() {
+            let num = |what: &str| v.parse::<u64>().map_err(|_| bad_url(url, format!("{what} must be an integer")));
+            match k.as_ref() {
+                "layout" => layout = Some(v.parse::<KeyLayout>()?),
+                "ttl" => ttl = Some(num("ttl")?),
+                "timeout_ms" => timeout = Some(num("timeout_ms")?),
+                "pool_size" => pool_size = Some(num("pool_size")?),
+                _ => rest.push((k.into_owned(), v.into_owned())),
+            }
+        }
+        if rest.is_empty() {
+            parsed.set_query(None);
+        } else {
+            parsed.query_pairs_mut().clear().extend_pairs(rest);
+        }
+        let host = parsed.host_str().ok_or_else(|| bad_url(url, "missing host"))?.to_owned();
+        let port = parsed.port().unwrap_or(6379);
+        let config = FredConfig::from_url(parsed.as_str()).map_err(|e| bad_url(url, e.details()))?;
+        let mut c = Self::with_connection(Connection::Owned { config: Box::new(config), host_port: (host, port) });
+        if let Some(l) = layout {
+            c.layout = l;
+        }
+        match ttl {
+            Some(0) => return Err(bad_url(url, "ttl must be positive")),
+            Some(s) => c.key_ttl = TtlPolicy::Sliding(Duration::from_secs(s)),
+            None => {}
+        }
+        if let Some(ms) = timeout {
+            c.timeout = Duration::from_millis(ms.max(1));
+            c.connect_timeout = c.timeout;
+        }
+        if let Some(n) = pool_size {
+            c.pool_size = usize::try_from(n).unwrap_or(1).max(1);
+        }
+        Ok(c)
+    }
+
+    fn fred_mut(&mut self) -> &mut FredConfig {
+        match &mut self.connection {
+            Connection::Owned { config, .. } => config,
+        }
+    }
+
+    /// Selects database `db` (2.0.4's `db`).
+    pub fn with_db(mut self, db: u8) -> Self {
+        self.fred_mut().database = Some(db);
+        self
+    }
+
+    /// Sets the password (2.0.4's `password`).
+    pub fn with_password(mut self, password: impl Into<String>) -> Self {
+        self.fred_mut().password = Some(password.into());
+        self
+    }
+
+    /// Sets the ACL user name.
+    pub fn with_username(mut self, username: impl Into<String>) -> Self {
+        self.fred_mut().username = Some(username.into());
+        self
+    }
+
+    /// Uses TLS with the system's root certificates.
+    pub fn with_tls(mut self) -> Result<Self, StorageError> {
+        let connector = fred::types::config::TlsConnector::default_rustls()
+            .map_err(|e| err(StorageErrorKind::InvalidInput, "config", format!("TLS: {}", e.details())))?;
+        self.fred_mut().tls = Some(connector.into());
+        Ok(self)
+    }
+
+    /// Sets the key layout.
+    pub fn with_layout(mut self, layout: KeyLayout) -> Self {
+        self.layout = layout;
+        self
+    }
+
+    /// Overrides the key templates.
+    pub fn with_key_config(mut self, keys: KeyConfig) -> Self {
+        self.key_config = Some(keys);
+        self
+    }
+
+    /// Sliding TTL on every write (2.0.4's `key_ttl`).
+    pub fn with_key_ttl(mut self, ttl: Duration) -> Self {
+        self.key_ttl = TtlPolicy::Sliding(ttl);
+        self
+    }
+
+    /// Sets the TTL policy.
+    pub fn with_ttl_policy(mut self, policy: TtlPolicy) -> Self {
+        self.key_ttl = policy;
+        self
+    }
+
+    /// Sets the per-call timeout (and the connect timeout).
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Sets the pool size (at least 1).
+    pub fn with_pool_size(mut self, n: usize) -> Self {
+        self.pool_size = n.max(1);
+        self
+    }
+
+    /// Sets the record size limit.
+    pub fn with_max_record_bytes(mut self, n: usize) -> Self {
+        self.max_record_bytes = n;
+        self
+    }
+
+    /// The selected database, if any.
+    pub fn database(&self) -> Option<u8> {
+        match &self.connection {
+            Connection::Owned { config, .. } => config.database,
+        }
+    }
+
+    /// Whether the connection uses TLS.
+    pub fn uses_tls(&self) -> bool {
+        match &self.connection {
+            Connection::Owned { config, .. } => config.tls.is_some(),
+        }
+    }
+
+    /// Whether the configured server is a cluster (from the URL scheme or `node=` parameters).
+    pub fn is_clustered(&self) -> bool {
+        match &self.connection {
+            Connection::Owned { config, .. } => config.server.is_clustered(),
+        }
+    }
+
+    /// The effective key templates.
+    pub fn effective_key_config(&self) -> KeyConfig {
+        self.key_config.clone().unwrap_or_else(|| self.layout.key_config())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        let c = RedisStorageConfig::from_url("redis://127.0.0.1:7000").unwrap();
+        assert_eq!(c.layout, KeyLayout::Compat);
+        assert_eq!(c.key_ttl, TtlPolicy::Persist);
+        assert!(!c.uses_tls() && !c.is_clustered());
+        let c = RedisStorageConfig::from_url("rediss://u:p@example.com/3?timeout_ms=250&pool_size=4").unwrap();
+        assert!(c.uses_tls());
+        assert_eq!(c.database(), Some(3));
+        assert_eq!(c.timeout, Duration::from_millis(250));
+        assert_eq!(c.pool_size, 4);
+        let c =
+            RedisStorageConfig::from_url("redis-cluster://127.0.0.1:7000?node=127.0.0.1:7001&layout=cluster").unwrap();
+        assert!(c.is_clustered());
+        assert_eq!(c.layout, KeyLayout::Cluster);
+        assert_eq!(c.effective_key_config(), KeyConfig::cluster());
+    }
+
+    #[test]
+    fn bad_urls_are_invalid_input_without_the_password() {
+        for url in [
+            "http://x",
+            "redis://:hunter2@h?layout=weird",
+            "redis://:hunter2@h?ttl=abc",
+            "redis://:hunter2@h?ttl=0",
+            "not a url",
+        ] {
+            let e = RedisStorageConfig::from_url(url).unwrap_err();
+            assert_eq!(e.kind(), StorageErrorKind::InvalidInput, "{url}");
+            assert!(!e.to_string().contains("hunter2"), "{e}");
+        }
+    }
+}

@@ -1,0 +1,267 @@
+//! [`SessionLock`]: the cross-process chat-run lock of AgentScope (`agentscope:session:lock:{session_id}`).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use as_storage::{StorageError, StorageErrorKind, validate_id};
+use fred::prelude::{KeysInterface, LuaInterface, Pool, Value};
+use fred::types::{Expiration, SetOptions};
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+
+use crate::error::{err, map_fred};
+use crate::scripts::{LOCK_EXTEND, LOCK_RELEASE};
+use crate::storage::RedisStorage;
+
+/// AgentScope's lock key prefix (`app/message_bus/_keys.py`).
+pub const DEFAULT_LOCK_PREFIX: &str = "agentscope:session:lock:";
+
+/// Acquires per-session run locks compatible with AgentScope 2.0.4's message bus: the key is
+/// `agentscope:session:lock:{session_id}`, taken with `SET key <uuid4 hex> NX` plus an expiry
+/// (600 s by default, like 2.0.4), kept alive by a heartbeat (every 300 s by default) that only
+/// extends a key still holding *our* token, and released by compare-and-delete — both in Lua,
+/// where 2.0.4 extends blindly and releases with a racy `GET` then `DEL`.
+///
+/// Two runners (Rust or Python) never hold the lock of one session at once; a runner should load
+/// the session state *after* acquiring it (2.0.4 loads it before, race R2).
+///
+/// ```no_run
+/// # async fn demo(storage: as_storage_redis::RedisStorage) -> Result<(), as_storage::StorageError> {
+/// use std::time::Duration;
+/// let locks = as_storage_redis::SessionLock::new(&storage)?;
+/// let guard = locks.acquire("session-1", Duration::from_secs(30)).await?;
+/// // … load the session, run the agent, write the state back …
+/// guard.release().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct SessionLock {
+    pool: Pool,
+    prefix: String,
+    ttl: Duration,
+    heartbeat: Duration,
+    poll: Duration,
+}
+
+impl SessionLock {
+    /// Locks on the connection of an open `storage`, with 2.0.4's timings.
+    pub fn new(storage: &RedisStorage) -> Result<Self, StorageError> {
+        Ok(Self::from_pool(storage.pool()?))
+    }
+
+    /// Locks on a caller's pool.
+    pub fn from_pool(pool: Pool) -> Self {
+        Self {
+            pool,
+            prefix: DEFAULT_LOCK_PREFIX.to_owned(),
+            ttl: Duration::from_secs(600),
+            heartbeat: Duration::from_secs(300),
+            poll: Duration::from_millis(50),
+        }
+    }
+
+    /// Sets the lock expiry (default 600 s) and the heartbeat period (default: half of it).
+    pub fn with_ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = ttl.max(Duration::from_millis(10));
+        self.heartbeat = self.ttl / 2;
+        self
+    }
+
+    /// Sets the heartbeat period (must be shorter than the TTL to keep the lock).
+    pub fn with_heartbeat(mut self, every: Duration) -> Self {
+        self.heartbeat = every.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Sets how often [`SessionLock::acquire`] retries while someone else holds the lock.
+    pub fn with_poll_interval(mut self, every: Duration) -> Self {
+        self.poll = every.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Sets the key prefix (default `agentscope:session:lock:`).
+    pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// The lock key of `session_id`.
+    pub fn key(&self, session_id: &str) -> String {
+        format!("{}{session_id}", self.prefix)
+    }
+
+    /// Takes the lock if it is free; `None` when another runner holds it.
+    pub async fn try_acquire(&self, session_id: &str) -> Result<Option<SessionLockGuard>, StorageError> {
+        const OP: &str = "lock";
+        validate_id("session_id", session_id)?;
+        let key = self.key(session_id);
+        let token = uuid::Uuid::new_v4().simple().to_string();
+        let ms = i64::try_from(self.ttl.as_millis()).unwrap_or(i64::MAX);
+        let set: Option<String> = self
+            .pool
+            .set(&key, token.as_str(), Some(Expiration::PX(ms)), Some(SetOptions::NX), false)
+            .await
+            .map_err(|e| map_fred(OP, Some(&key), e))?;
+        if set.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(SessionLockGuard::start(self.pool.clone(), key, token, self.ttl, self.heartbeat)))
+    }
+
+    /// Takes the lock, polling while another runner holds it; `Conflict` after `wait`.
+    pub async fn acquire(&self, session_id: &str, wait: Duration) -> Result<SessionLockGuard, StorageError> {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            if let Some(g) = self.try_acquire(session_id).await? {
+                return Ok(g);
+            }
+            if tokio::time::Instant::now() + self.poll > deadline {
+                return Err(err(
+                    StorageErrorKind::Conflict,
+                    "lock",
+                    format!("session {session_id:?} is locked by another runner (waited {wait:?})"),
+                ));
+            }
+            // The holder may be another process: there is nothing to await but the key itself.
+            tokio::time::sleep(self.poll).await;
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Shared {
+    lost: AtomicBool,
+    notify: Notify,
+}
+
+/// A held session lock. A background heartbeat extends it while held; if the heartbeat finds
+/// the key gone or owned by someone else, the guard is marked lost ([`SessionLockGuard::lost`]
+/// resolves) and the runner should stop. Dropping the guard stops the heartbeat and releases the
+/// lock in the background; prefer [`SessionLockGuard::release`].
+#[derive(Debug)]
+pub struct SessionLockGuard {
+    pool: Pool,
+    key: String,
+    token: String,
+    ttl: Duration,
+    shared: Arc<Shared>,
+    heartbeat: Option<JoinHandle<()>>,
+    released: bool,
+}
+
+async fn extend(pool: &Pool, key: &str, token: &str, ttl: Duration) -> Result<bool, StorageError> {
+    let ms = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
+    let r: i64 = eval(pool, LOCK_EXTEND, key, vec![Value::String(token.into()), Value::Integer(ms)])
+        .await
+        .map_err(|e| map_fred("lock_extend", Some(key), e))?;
+    Ok(r == 1)
+}
+
+async fn eval<R: fred::prelude::FromValue>(
+    pool: &Pool,
+    source: &'static str,
+    key: &str,
+    args: Vec<Value>,
+) -> Result<R, fred::prelude::Error> {
+    let sha = fred::util::sha1_hash(source);
+    match pool.evalsha::<R, _, _, _>(sha, vec![key.to_owned()], args.clone()).await {
+        Err(e) if e.details().starts_with("NOSCRIPT") => pool.eval(source, vec![key.to_owned()], args).await,
+        r => r,
+    }
+}
+
+impl SessionLockGuard {
+    fn start(pool: Pool, key: String, token: String, ttl: Duration, every: Duration) -> Self {
+        let shared = Arc::new(Shared { lost: AtomicBool::new(false), notify: Notify::new() });
+        let task = {
+            let (pool, key, token, shared) = (pool.clone(), key.clone(), token.clone(), shared.clone());
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(every);
+                tick.tick().await;
+                loop {
+                    tick.tick().await;
+                    match extend(&pool, &key, &token, ttl).await {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            shared.lost.store(true, Ordering::SeqCst);
+                            shared.notify.notify_waiters();
+                            return;
+                        }
+                        // Redis unreachable: keep trying; the lock may still be ours.
+                        Err(e) => {
+                            tracing::warn!(target: "as_storage_redis", key = %key, error = %e, "lock heartbeat failed")
+                        }
+                    }
+                }
+            })
+        };
+        Self { pool, key, token, ttl, shared, heartbeat: Some(task), released: false }
+    }
+
+    /// The lock key.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// Our random token (the key's value while we hold it).
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// Whether the heartbeat found the lock taken over or expired.
+    pub fn is_lost(&self) -> bool {
+        self.shared.lost.load(Ordering::SeqCst)
+    }
+
+    /// Resolves when the lock is lost (see [`SessionLockGuard::is_lost`]).
+    pub async fn lost(&self) {
+        loop {
+            let notified = self.shared.notify.notified();
+            if self.is_lost() {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Extends the lock now; `false` (and marked lost) when it is no longer ours.
+    pub async fn extend(&self) -> Result<bool, StorageError> {
+        let ok = extend(&self.pool, &self.key, &self.token, self.ttl).await?;
+        if !ok {
+            self.shared.lost.store(true, Ordering::SeqCst);
+            self.shared.notify.notify_waiters();
+        }
+        Ok(ok)
+    }
+
+    /// Releases the lock if it is still ours; returns whether it was.
+    pub async fn release(mut self) -> Result<bool, StorageError> {
+        self.released = true;
+        if let Some(h) = self.heartbeat.take() {
+            h.abort();
+        }
+        let r: i64 = eval(&self.pool, LOCK_RELEASE, &self.key, vec![Value::String(self.token.as_str().into())])
+            .await
+            .map_err(|e| map_fred("lock_release", Some(&self.key), e))?;
+        Ok(r == 1)
+    }
+}
+
+impl Drop for SessionLockGuard {
+    fn drop(&mut self) {
+        if let Some(h) = self.heartbeat.take() {
+            h.abort();
+        }
+        if self.released {
+            return;
+        }
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            let (pool, key, token) =
+                (self.pool.clone(), std::mem::take(&mut self.key), std::mem::take(&mut self.token));
+            rt.spawn(async move {
+                let _ = eval::<i64>(&pool, LOCK_RELEASE, &key, vec![Value::String(token.into())]).await;
+            });
+        }
+    }
+}

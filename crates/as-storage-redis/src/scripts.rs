@@ -1,0 +1,190 @@
+//! The Lua scripts that make each write atomic (run with `EVALSHA`, falling back to `EVAL`).
+//!
+//! Conventions shared by the scripts:
+//! * TTL mode (`ARGV` pair `mode, ttl`): `persist` (plain `SET`, which clears a TTL exactly like
+//!   a 2.0.4 writer without `key_ttl`), `sliding` (`SET … EX ttl` and `EXPIRE ttl` on every
+//!   other key written, index sets included), `keep` (`SET … KEEPTTL`).
+//! * A CAS token is a prefix of the stored record (its envelope up to `"state":`); with
+//!   `exact = 1` it is the whole stored value.
+//! * Ownership is checked on the record's envelope: the canonical `"user_id":…,"agent_id":…,`
+//!   fragment within the first 4 KiB, else a full `cjson` decode (non-canonical records).
+
+use fred::types::scripts::Script;
+
+const PRELUDE: &str = r#"
+local function apply_ttl(key, mode, ttl)
+  if mode == 'sliding' then redis.call('EXPIRE', key, ttl) end
+end
+local function set_record(key, value, mode, ttl)
+  if mode == 'sliding' then
+    redis.call('SET', key, value, 'EX', ttl)
+  elseif mode == 'keep' then
+    redis.call('SET', key, value, 'KEEPTTL')
+  else
+    redis.call('SET', key, value)
+  end
+end
+local function owner_ok(key, frag, user, agent)
+  local head = redis.call('GETRANGE', key, 0, 4095)
+  if head == '' then return false end
+  if string.find(head, frag, 1, true) then return true end
+  local ok, doc = pcall(cjson.decode, redis.call('GET', key))
+  return ok and type(doc) == 'table' and doc.user_id == user and doc.agent_id == agent
+end
+local function token_state(key, token, exact)
+  local head = redis.call('GETRANGE', key, 0, #token - 1)
+  if head == token and (exact == '0' or redis.call('STRLEN', key) == #token) then return 1 end
+  if redis.call('EXISTS', key) == 0 then return 0 end
+  return -1
+end
+"#;
+
+/// KEYS: record, agent index, [schedule index]. ARGV: value, id, mode, ttl.
+/// Returns 1 (created) or 0 (a non-empty record already exists).
+const CREATE: &str = r#"
+if redis.call('GETRANGE', KEYS[1], 0, 0) ~= '' then return 0 end
+set_record(KEYS[1], ARGV[1], ARGV[3], ARGV[4])
+for i = 2, #KEYS do
+  redis.call('SADD', KEYS[i], ARGV[2])
+  apply_ttl(KEYS[i], ARGV[3], ARGV[4])
+end
+return 1
+"#;
+
+/// KEYS: record, messages, agent index, [schedule index]. ARGV: token, exact, value, id, mode, ttl.
+/// Returns 1 (written), 0 (missing), -1 (token mismatch: someone else wrote).
+const UPDATE: &str = r#"
+local s = token_state(KEYS[1], ARGV[1], ARGV[2])
+if s ~= 1 then return s end
+set_record(KEYS[1], ARGV[3], ARGV[5], ARGV[6])
+apply_ttl(KEYS[2], ARGV[5], ARGV[6])
+for i = 3, #KEYS do
+  redis.call('SADD', KEYS[i], ARGV[4])
+  apply_ttl(KEYS[i], ARGV[5], ARGV[6])
+end
+return 1
+"#;
+
+/// KEYS: record, messages, agent index, [schedule index]. ARGV: owner fragment, user, agent, id.
+/// Returns 1 (deleted) or 0 (missing or owned by someone else). Owner and schedule never change
+/// after creation, so no CAS is needed: a delete never starves under concurrent updates.
+const DELETE: &str = r#"
+if not owner_ok(KEYS[1], ARGV[1], ARGV[2], ARGV[3]) then return 0 end
+redis.call('DEL', KEYS[1], KEYS[2])
+for i = 3, #KEYS do redis.call('SREM', KEYS[i], ARGV[4]) end
+return 1
+"#;
+
+/// KEYS: messages, record. ARGV: msg json, msg id, needle, owner fragment, user, agent, mode, ttl.
+/// Returns 1 (appended), 2 (replaced the last), 0 (no such session), -2 (last message is corrupt).
+const UPSERT_MESSAGE: &str = r#"
+if not owner_ok(KEYS[2], ARGV[4], ARGV[5], ARGV[6]) then return 0 end
+local tail = redis.call('LINDEX', KEYS[1], -1)
+local result = 1
+if tail and string.find(tail, ARGV[3], 1, true) then
+  local ok, doc = pcall(cjson.decode, tail)
+  if not ok or type(doc) ~= 'table' then return -2 end
+  if doc.id == ARGV[2] then
+    redis.call('LSET', KEYS[1], -1, ARGV[1])
+    result = 2
+  end
+end
+if result == 1 then redis.call('RPUSH', KEYS[1], ARGV[1]) end
+apply_ttl(KEYS[1], ARGV[7], ARGV[8])
+return result
+"#;
+
+/// KEYS: messages, record. ARGV: start, stop, owner fragment, user, agent.
+/// Returns `{1, items}` or `{0}` when the session does not exist for that owner.
+const LIST_MESSAGES: &str = r#"
+if not owner_ok(KEYS[2], ARGV[3], ARGV[4], ARGV[5]) then return {0} end
+return {1, redis.call('LRANGE', KEYS[1], ARGV[1], ARGV[2])}
+"#;
+
+/// KEYS: messages, record. ARGV: msg id, needle, owner fragment, user, agent.
+/// Returns the newest message with that id, or nil. Scans from the end in chunks.
+const GET_MESSAGE: &str = r#"
+if not owner_ok(KEYS[2], ARGV[3], ARGV[4], ARGV[5]) then return false end
+local hi = redis.call('LLEN', KEYS[1]) - 1
+while hi >= 0 do
+  local lo = hi - 63
+  if lo < 0 then lo = 0 end
+  local chunk = redis.call('LRANGE', KEYS[1], lo, hi)
+  for i = #chunk, 1, -1 do
+    local m = chunk[i]
+    if string.find(m, ARGV[2], 1, true) then
+      local ok, doc = pcall(cjson.decode, m)
+      if ok and type(doc) == 'table' and doc.id == ARGV[1] then return m end
+    end
+  end
+  hi = lo - 1
+end
+return false
+"#;
+
+/// KEYS: index, record keys… ARGV: ids… (same order). Removes ids whose record is gone.
+const PRUNE: &str = r#"
+local n = 0
+for i = 2, #KEYS do
+  if redis.call('EXISTS', KEYS[i]) == 0 then
+    redis.call('SREM', KEYS[1], ARGV[i - 1])
+    n = n + 1
+  end
+end
+return n
+"#;
+
+/// KEYS: lock. ARGV: token, ttl ms. Extends only our own lock.
+pub(crate) const LOCK_EXTEND: &str = r#"
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+"#;
+
+/// KEYS: lock. ARGV: token. Deletes only our own lock.
+pub(crate) const LOCK_RELEASE: &str = r#"
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"#;
+
+/// A script with its SHA-1.
+#[derive(Clone, Debug)]
+pub(crate) struct Lua {
+    pub(crate) source: String,
+    pub(crate) script: Script,
+}
+
+impl Lua {
+    fn with_prelude(body: &str) -> Self {
+        Self::plain(&format!("{PRELUDE}{body}"))
+    }
+
+    fn plain(source: &str) -> Self {
+        Self { source: source.to_owned(), script: Script::from_lua(source.to_owned()) }
+    }
+}
+
+/// All scripts, hashed once per store.
+#[derive(Clone, Debug)]
+pub(crate) struct Scripts {
+    pub(crate) create: Lua,
+    pub(crate) update: Lua,
+    pub(crate) delete: Lua,
+    pub(crate) upsert_message: Lua,
+    pub(crate) list_messages: Lua,
+    pub(crate) get_message: Lua,
+    pub(crate) prune: Lua,
+}
+
+impl Scripts {
+    pub(crate) fn new() -> Self {
+        Self {
+            create: Lua::with_prelude(CREATE),
+            update: Lua::with_prelude(UPDATE),
+            delete: Lua::with_prelude(DELETE),
+            upsert_message: Lua::with_prelude(UPSERT_MESSAGE),
+            list_messages: Lua::with_prelude(LIST_MESSAGES),
+            get_message: Lua::with_prelude(GET_MESSAGE),
+            prune: Lua::plain(PRUNE),
+        }
+    }
+}

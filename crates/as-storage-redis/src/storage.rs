@@ -1,0 +1,1024 @@
+//! [`RedisStorage`]: the [`StorageBase`] implementation.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use as_message::{Msg, generate_id};
+use as_state::AgentState;
+use as_storage::{
+    Capabilities, ListError, Owner, PageRequest, Revision, SessionConfig, SessionKey, SessionMeta, SessionPage,
+    SessionRecord, SessionSource, SessionSummary, StorageBase, StorageError, StorageErrorKind, Timestamp,
+    UpsertSession, encode_record, validate_id,
+};
+use async_trait::async_trait;
+use bytes::Bytes;
+use fred::prelude::{
+    Builder, ClientLike, Config as FredConfig, Error as FredError, KeysInterface, LuaInterface, Pool, ServerConfig,
+    SetsInterface, Value,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::config::{Connection, RedisStorageConfig, TtlPolicy};
+use crate::error::{BACKEND, bad_value, err, map_fred, utf8};
+use crate::keys::Keys;
+use crate::scripts::{Lua, Scripts};
+
+/// Most attempts of an optimistic (CAS) write before giving up with `Conflict`.
+const MAX_CAS_ATTEMPTS: usize = 32;
+/// Most cached record envelopes (the cache is cleared when it grows past this).
+const MAX_CACHED: usize = 4096;
+/// Keys per `MGET` in a listing (all sent in one pipeline).
+const MGET_CHUNK: usize = 512;
+
+#[derive(Debug)]
+enum State {
+    /// Not opened yet (or closed): methods fail with `Unavailable`.
+    Idle,
+    /// Open with a pool.
+    Open(Pool),
+}
+
+/// A record envelope this process has seen, with its CAS token.
+#[derive(Clone, Debug)]
+struct Cached {
+    meta: SessionMeta,
+    token: Bytes,
+    exact: bool,
+}
+
+#[derive(Debug)]
+struct Inner {
+    config: RedisStorageConfig,
+    /// A caller-provided pool (never closed by us).
+    external: Option<Pool>,
+    keys: Keys,
+    scripts: Scripts,
+    state: Mutex<State>,
+    cache: Mutex<HashMap<String, Cached>>,
+}
+
+/// Session storage on Redis, sharing keys and bytes with AgentScope Python 2.0.4.
+///
+/// Build it from a [`RedisStorageConfig`] (URL or host/port) or around a caller's fred
+/// [`Pool`]/[`fred::prelude::Client`] (which is then never closed), call
+/// [`StorageBase::open`], and hold it as an `Arc<dyn StorageBase>`. Cloning is cheap and
+/// clones share the connection.
+///
+/// Every write is one Lua script (atomic): create is `SET` + `SADD` (+ TTLs) together; updates
+/// are compare-and-set on the stored envelope (so a concurrent writer, Python included, is
+/// never overwritten blindly and a deleted session is never resurrected); the delete cascade is
+/// all-or-nothing; `upsert_message` checks the tail id and writes in the same step.
+#[derive(Clone, Debug)]
+pub struct RedisStorage {
+    inner: Arc<Inner>,
+}
+
+#[derive(Serialize)]
+struct EnvelopeView<'a> {
+    id: &'a str,
+    updated_at: &'a Timestamp,
+    created_at: &'a Timestamp,
+    user_id: &'a str,
+    agent_id: &'a str,
+    source: SessionSource,
+    source_schedule_id: &'a Option<String>,
+    team_id: &'a Option<String>,
+    config: &'a SessionConfig,
+}
+
+/// The canonical bytes of a record up to and including `"state":`.
+fn envelope_prefix(meta: &SessionMeta) -> String {
+    let mut s = as_message::to_json(&EnvelopeView {
+        id: &meta.id,
+        updated_at: &meta.updated_at,
+        created_at: &meta.created_at,
+        user_id: &meta.user_id,
+        agent_id: &meta.agent_id,
+        source: meta.source,
+        source_schedule_id: &meta.source_schedule_id,
+        team_id: &meta.team_id,
+        config: &meta.config,
+    });
+    s.pop();
+    s.push_str(",\"state\":");
+    s
+}
+
+/// The CAS token for a stored value: its canonical envelope prefix, or the whole value when it
+/// is not in canonical form.
+fn token_for(stored: &Bytes, meta: &SessionMeta) -> (Bytes, bool) {
+    let prefix = envelope_prefix(meta);
+    if stored.starts_with(prefix.as_bytes()) { (stored.slice(..prefix.len()), false) } else { (stored.clone(), true) }
+}
+
+/// A JSON string literal.
+fn json_str(s: &str) -> String {
+    as_message::to_json(s)
+}
+
+/// The canonical `"user_id":…,"agent_id":…,` fragment the scripts look for.
+fn owner_fragment(user_id: &str, agent_id: &str) -> String {
+    format!("\"user_id\":{},\"agent_id\":{},", json_str(user_id), json_str(agent_id))
+}
+
+fn str_value(s: impl Into<String>) -> Value {
+    Value::String(s.into().into())
+}
+
+fn bytes_value(b: Bytes) -> Value {
+    Value::Bytes(b)
+}
+
+fn int_value(n: u64) -> Value {
+    Value::Integer(i64::try_from(n).unwrap_or(i64::MAX))
+}
+
+/// Only what a listing needs: the envelope plus the number of context messages.
+#[derive(Deserialize)]
+struct ListRecord {
+    #[serde(default = "Timestamp::now")]
+    updated_at: Timestamp,
+    #[serde(default = "Timestamp::now")]
+    created_at: Timestamp,
+    user_id: String,
+    agent_id: String,
+    #[serde(default)]
+    source: SessionSource,
+    config: SessionConfig,
+    #[serde(default)]
+    state: Option<StateCount>,
+}
+
+#[derive(Deserialize, Default)]
+struct StateCount {
+    #[serde(default)]
+    context: Count,
+}
+
+/// Counts the elements of a JSON array without building them.
+#[derive(Default)]
+struct Count(u64);
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Count;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an array")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Count, A::Error> {
+                let mut n = 0;
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
+                    n += 1;
+                }
+                Ok(Count(n))
+            }
+        }
+        d.deserialize_seq(V)
+    }
+}
+
+/// A listing cursor: the sort key and id of the last item returned.
+fn encode_cursor(created_at: &Timestamp, id: &str) -> String {
+    format!("{} {id}", as_message::format_naive(&created_at.sort_key()))
+}
+
+fn decode_cursor(cursor: &str) -> Result<(chrono::NaiveDateTime, String), StorageError> {
+    let bad = || err(StorageErrorKind::InvalidInput, "list_sessions", format!("invalid cursor {cursor:?}"));
+    let (ts, id) = cursor.split_once(' ').ok_or_else(bad)?;
+    let ts: Timestamp = ts.parse().map_err(|_| bad())?;
+    Ok((ts.sort_key(), id.to_owned()))
+}
+
+impl RedisStorage {
+    /// A store that connects (on [`StorageBase::open`]) as `config` says.
+    pub fn new(config: RedisStorageConfig) -> Result<Self, StorageError> {
+        Self::build(config, None)
+    }
+
+    /// `RedisStorage.from_url`: parses `url` (see [`RedisStorageConfig::from_url`]).
+    pub fn from_url(url: &str) -> Result<Self, StorageError> {
+        Self::new(RedisStorageConfig::from_url(url)?)
+    }
+
+    /// Wraps a caller's pool, which must be connected by the caller and is never closed by the
+    /// store. Connection fields of `config` are ignored; layout, TTL, timeout and limits apply.
+    pub fn from_pool(pool: Pool, config: RedisStorageConfig) -> Result<Self, StorageError> {
+        Self::build(config, Some(pool))
+    }
+
+    /// Wraps a caller's client (never closed by the store); see [`RedisStorage::from_pool`].
+    pub fn from_client(client: fred::prelude::Client, config: RedisStorageConfig) -> Result<Self, StorageError> {
+        let pool = Pool::from_clients(vec![client]).map_err(|e| map_fred("from_client", None, e))?;
+        Self::build(config, Some(pool))
+    }
+
+    fn build(config: RedisStorageConfig, external: Option<Pool>) -> Result<Self, StorageError> {
+        let keys = Keys::compile(&config.effective_key_config())?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                config,
+                external,
+                keys,
+                scripts: Scripts::new(),
+                state: Mutex::new(State::Idle),
+                cache: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &RedisStorageConfig {
+        &self.inner.config
+    }
+
+    /// The Redis key of a session record.
+    pub fn session_key(&self, user_id: &str, session_id: &str) -> String {
+        self.inner.keys.session(user_id, session_id)
+    }
+
+    /// The Redis key of an agent's session index set.
+    pub fn session_index_key(&self, user_id: &str, agent_id: &str) -> String {
+        self.inner.keys.session_index(user_id, agent_id)
+    }
+
+    /// The Redis key of a session's message list.
+    pub fn messages_key(&self, user_id: &str, session_id: &str) -> String {
+        self.inner.keys.messages(user_id, session_id)
+    }
+
+    /// The Redis key of a schedule's session index set.
+    pub fn schedule_index_key(&self, user_id: &str, schedule_id: &str) -> String {
+        self.inner.keys.schedule_session_index(user_id, schedule_id)
+    }
+
+    /// The connection pool, while open (for [`crate::SessionLock`] and for callers that want to
+    /// share it).
+    pub fn pool(&self) -> Result<Pool, StorageError> {
+        match &*self.inner.state.lock().unwrap_or_else(PoisonError::into_inner) {
+            State::Open(pool) => Ok(pool.clone()),
+            State::Idle => Err(err(StorageErrorKind::Unavailable, "pool", "the store is not open (call open() first)")),
+        }
+    }
+
+    fn pool_for(&self, op: &'static str) -> Result<Pool, StorageError> {
+        self.pool().map_err(|_| err(StorageErrorKind::Unavailable, op, "the store is not open (call open() first)"))
+    }
+
+    /// Runs `fut` under the configured timeout.
+    async fn timed<T>(
+        &self,
+        op: &'static str,
+        fut: impl Future<Output = Result<T, StorageError>>,
+    ) -> Result<T, StorageError> {
+        let limit = self.inner.config.timeout;
+        match tokio::time::timeout(limit, fut).await {
+            Ok(r) => r,
+            Err(_) => Err(err(StorageErrorKind::Unavailable, op, format!("Redis did not answer within {limit:?}"))),
+        }
+    }
+
+    /// `EVALSHA`, or `EVAL` when the server does not know the script yet.
+    async fn eval<R: fred::prelude::FromValue>(
+        pool: &Pool,
+        lua: &Lua,
+        keys: Vec<String>,
+        args: Vec<Value>,
+    ) -> Result<R, FredError> {
+        match pool.evalsha::<R, _, _, _>(lua.script.sha1().clone(), keys.clone(), args.clone()).await {
+            Err(e) if e.details().starts_with("NOSCRIPT") => {
+                pool.eval::<R, _, _, _>(lua.source.clone(), keys, args).await
+            }
+            r => r,
+        }
+    }
+
+    fn cache_get(&self, key: &str) -> Option<Cached> {
+        self.inner.cache.lock().unwrap_or_else(PoisonError::into_inner).get(key).cloned()
+    }
+
+    fn cache_put(&self, key: String, c: Cached) {
+        let mut cache = self.inner.cache.lock().unwrap_or_else(PoisonError::into_inner);
+        if cache.len() >= MAX_CACHED && !cache.contains_key(&key) {
+            cache.clear();
+        }
+        cache.insert(key, c);
+    }
+
+    fn cache_forget(&self, key: &str) {
+        self.inner.cache.lock().unwrap_or_else(PoisonError::into_inner).remove(key);
+    }
+
+    /// GETs a record and parses its envelope. `None` when absent, empty or owned by someone else.
+    async fn read_meta(
+        &self,
+        pool: &Pool,
+        op: &'static str,
+        rkey: &str,
+        owner: &Owner,
+    ) -> Result<Option<(SessionMeta, Bytes, bool)>, StorageError> {
+        let raw: Option<Bytes> = pool.get(rkey).await.map_err(|e| map_fred(op, Some(rkey), e))?;
+        let Some(raw) = raw.filter(|b| !b.is_empty()) else { return Ok(None) };
+        let text = utf8(op, rkey, &raw)?;
+        let meta: SessionMeta = as_message::from_json(text).map_err(|e| bad_value(op, rkey, e))?;
+        if meta.user_id != owner.user_id || meta.agent_id != owner.agent_id {
+            return Ok(None);
+        }
+        let (token, exact) = token_for(&raw, &meta);
+        Ok(Some((meta, token, exact)))
+    }
+
+    fn check_size(&self, op: &'static str, json: &str) -> Result<(), StorageError> {
+        let max = self.inner.config.max_record_bytes;
+        if json.len() > max {
+            return Err(err(
+                StorageErrorKind::TooLarge,
+                op,
+                format!("record of {} bytes is over the limit of {max} bytes", json.len()),
+            ));
+        }
+        Ok(())
+    }
+
+    fn ttl_args(&self) -> (Value, Value) {
+        let (mode, secs) = self.inner.config.key_ttl.script_args();
+        (str_value(mode), int_value(secs))
+    }
+
+    /// Writes `json` over the record if its envelope still matches `token`.
+    /// Returns 1 written, 0 missing, -1 changed meanwhile.
+    #[allow(clippy::too_many_arguments)]
+    async fn cas_write(
+        &self,
+        pool: &Pool,
+        op: &'static str,
+        rkey: &str,
+        meta: &SessionMeta,
+        token: Bytes,
+        exact: bool,
+        json: String,
+    ) -> Result<i64, StorageError> {
+        let keys = &self.inner.keys;
+        let mut k = vec![
+            rkey.to_owned(),
+            keys.messages(&meta.user_id, &meta.id),
+            keys.session_index(&meta.user_id, &meta.agent_id),
+        ];
+        if let Some(s) = meta.source_schedule_id.as_deref().filter(|s| !s.is_empty()) {
+            k.push(keys.schedule_session_index(&meta.user_id, s));
+        }
+        let (mode, ttl) = self.ttl_args();
+        let args = vec![
+            bytes_value(token),
+            str_value(if exact { "1" } else { "0" }),
+            bytes_value(Bytes::from(json)),
+            str_value(meta.id.clone()),
+            mode,
+            ttl,
+        ];
+        Self::eval::<i64>(pool, &self.inner.scripts.update, k, args).await.map_err(|e| map_fred(op, Some(rkey), e))
+    }
+
+    /// Encodes `meta` + `state`, returning the JSON and its CAS token.
+    fn encode(
+        &self,
+        op: &'static str,
+        meta: &SessionMeta,
+        state: &AgentState,
+    ) -> Result<(String, Bytes, bool), StorageError> {
+        let json = encode_record(meta, state);
+        self.check_size(op, &json)?;
+        let prefix = envelope_prefix(meta);
+        let (token, exact) = if json.starts_with(&prefix) {
+            (Bytes::from(prefix), false)
+        } else {
+            (Bytes::copy_from_slice(json.as_bytes()), true)
+        };
+        Ok((json, token, exact))
+    }
+
+    async fn create(&self, pool: &Pool, req: &UpsertSession, id: &str) -> Result<Option<SessionRecord>, StorageError> {
+        const OP: &str = "upsert_session";
+        let now = Timestamp::now();
+        let schedule = req.source_schedule_id.clone().filter(|s| !s.is_empty());
+        let meta = SessionMeta {
+            id: id.to_owned(),
+            updated_at: now,
+            created_at: now,
+            user_id: req.owner.user_id.clone(),
+            agent_id: req.owner.agent_id.clone(),
+            source: req.source,
+            source_schedule_id: schedule.clone(),
+            team_id: None,
+            config: req.config.clone(),
+        };
+        let state = req.state.clone().unwrap_or_default();
+        let (json, token, exact) = self.encode(OP, &meta, &state)?;
+        let keys = &self.inner.keys;
+        let rkey = keys.session(&meta.user_id, id);
+        let mut k = vec![rkey.clone(), keys.session_index(&meta.user_id, &meta.agent_id)];
+        if let Some(s) = &schedule {
+            k.push(keys.schedule_session_index(&meta.user_id, s));
+        }
+        let (mode, ttl) = self.ttl_args();
+        let args = vec![bytes_value(Bytes::from(json)), str_value(id), mode, ttl];
+        let created: i64 =
+            Self::eval(pool, &self.inner.scripts.create, k, args).await.map_err(|e| map_fred(OP, Some(&rkey), e))?;
+        if created != 1 {
+            return Ok(None);
+        }
+        self.cache_put(rkey, Cached { meta: meta.clone(), token, exact });
+        Ok(Some(SessionRecord::from_parts(meta, state)))
+    }
+
+    async fn upsert_inner(&self, req: UpsertSession) -> Result<SessionRecord, StorageError> {
+        const OP: &str = "upsert_session";
+        req.owner.validate()?;
+        if let Some(s) = &req.source_schedule_id {
+            validate_id("source_schedule_id", s)?;
+        }
+        let pool = self.pool_for(OP)?;
+        let given = req.session_id.clone().filter(|s| !s.is_empty());
+        let Some(id) = given else {
+            for _ in 0..MAX_CAS_ATTEMPTS {
+                if let Some(rec) = self.create(&pool, &req, &generate_id()).await? {
+                    return Ok(rec);
+                }
+            }
+            return Err(err(StorageErrorKind::Conflict, OP, "could not find a free session id"));
+        };
+        validate_id("session_id", &id)?;
+        let rkey = self.inner.keys.session(&req.owner.user_id, &id);
+        for _ in 0..MAX_CAS_ATTEMPTS {
+            let raw: Option<Bytes> = pool.get(&rkey).await.map_err(|e| map_fred(OP, Some(&rkey), e))?;
+            let Some(raw) = raw.filter(|b| !b.is_empty()) else {
+                match self.create(&pool, &req, &id).await? {
+                    Some(rec) => return Ok(rec),
+                    None => continue,
+                }
+            };
+            let text = utf8(OP, &rkey, &raw)?;
+            // The update path needs the stored state when none is given.
+            let stored: SessionRecord = as_message::from_json(text).map_err(|e| bad_value(OP, &rkey, e))?;
+            if stored.user_id != req.owner.user_id || stored.agent_id != req.owner.agent_id {
+                return Err(err(
+                    StorageErrorKind::AlreadyExists,
+                    OP,
+                    format!("session id {id:?} is taken by another owner"),
+                ));
+            }
+            let old_meta = stored.meta();
+            let (token, exact) = token_for(&raw, &old_meta);
+            let mut meta = old_meta.clone();
+            meta.updated_at = Timestamp::now_after(&old_meta.updated_at);
+            meta.config = req.config.clone();
+            let state = req.state.clone().unwrap_or(stored.state);
+            let (json, new_token, new_exact) = self.encode(OP, &meta, &state)?;
+            match self.cas_write(&pool, OP, &rkey, &meta, token, exact, json).await? {
+                1 => {
+                    self.cache_put(rkey, Cached { meta: meta.clone(), token: new_token, exact: new_exact });
+                    return Ok(SessionRecord::from_parts(meta, state));
+                }
+                _ => continue,
+            }
+        }
+        Err(err(StorageErrorKind::Conflict, OP, format!("session {id:?} kept changing; gave up")))
+    }
+
+    async fn update_inner(
+        &self,
+        key: &SessionKey,
+        state: &AgentState,
+        expected: Option<&Revision>,
+    ) -> Result<Revision, StorageError> {
+        const OP: &str = "update_session_state";
+        key.validate()?;
+        let pool = self.pool_for(OP)?;
+        let rkey = self.inner.keys.session(&key.user_id, &key.session_id);
+        let owner = key.owner();
+        let mut cached = self.cache_get(&rkey).filter(|c| {
+            c.meta.user_id == key.user_id
+                && c.meta.agent_id == key.agent_id
+                && expected.is_none_or(|rev| c.meta.revision() == *rev)
+        });
+        for _ in 0..MAX_CAS_ATTEMPTS {
+            let (old, token, exact) = match cached.take() {
+                Some(c) => (c.meta, c.token, c.exact),
+                None => {
+                    let Some((meta, token, exact)) = self.read_meta(&pool, OP, &rkey, &owner).await? else {
+                        self.cache_forget(&rkey);
+                        return Err(not_found(OP, key));
+                    };
+                    if let Some(rev) = expected
+                        && meta.revision() != *rev
+                    {
+                        return Err(err(
+                            StorageErrorKind::Conflict,
+                            OP,
+                            format!("session {key} is at revision {} (expected {rev})", meta.revision()),
+                        ));
+                    }
+                    (meta, token, exact)
+                }
+            };
+            let mut meta = old.clone();
+            meta.updated_at = Timestamp::now_after(&old.updated_at);
+            let (json, new_token, new_exact) = self.encode(OP, &meta, state)?;
+            match self.cas_write(&pool, OP, &rkey, &meta, token, exact, json).await? {
+                1 => {
+                    let rev = meta.revision();
+                    self.cache_put(rkey, Cached { meta, token: new_token, exact: new_exact });
+                    return Ok(rev);
+                }
+                0 => {
+                    self.cache_forget(&rkey);
+                    return Err(not_found(OP, key));
+                }
+                // Changed meanwhile: re-read (a conditional write then reports the conflict).
+                _ => continue,
+            }
+        }
+        Err(err(StorageErrorKind::Conflict, OP, format!("session {key} kept changing; gave up")))
+    }
+
+    async fn get_inner(&self, key: &SessionKey) -> Result<Option<SessionRecord>, StorageError> {
+        const OP: &str = "get_session";
+        key.validate()?;
+        let pool = self.pool_for(OP)?;
+        let rkey = self.inner.keys.session(&key.user_id, &key.session_id);
+        let raw: Option<Bytes> = pool.get(&rkey).await.map_err(|e| map_fred(OP, Some(&rkey), e))?;
+        let Some(raw) = raw.filter(|b| !b.is_empty()) else { return Ok(None) };
+        let text = utf8(OP, &rkey, &raw)?;
+        let mut rec: SessionRecord = as_message::from_json(text).map_err(|e| bad_value(OP, &rkey, e))?;
+        if rec.user_id != key.user_id || rec.agent_id != key.agent_id {
+            return Ok(None);
+        }
+        rec.state.session_id.clone_from(&rec.id);
+        let meta = rec.meta();
+        let (token, exact) = token_for(&raw, &meta);
+        self.cache_put(rkey, Cached { meta, token, exact });
+        Ok(Some(rec))
+    }
+
+    async fn list_inner(&self, owner: &Owner, page: &PageRequest) -> Result<SessionPage, StorageError> {
+        const OP: &str = "list_sessions";
+        owner.validate()?;
+        let after = page.cursor.as_deref().map(decode_cursor).transpose()?;
+        let pool = self.pool_for(OP)?;
+        let keys = &self.inner.keys;
+        let ikey = keys.session_index(&owner.user_id, &owner.agent_id);
+        let ids: Vec<Bytes> = pool.smembers(&ikey).await.map_err(|e| map_fred(OP, Some(&ikey), e))?;
+        let mut ids: Vec<String> = ids
+            .into_iter()
+            .filter_map(|b| String::from_utf8(b.to_vec()).ok())
+            .filter(|id| validate_id("session_id", id).is_ok())
+            .collect();
+        ids.sort();
+        let rkeys: Vec<String> = ids.iter().map(|id| keys.session(&owner.user_id, id)).collect();
+        let mut values: Vec<Option<Bytes>> = Vec::with_capacity(rkeys.len());
+        if !rkeys.is_empty() {
+            let client = pool.next();
+            let pipeline = client.pipeline();
+            for chunk in rkeys.chunks(MGET_CHUNK) {
+                let () = pipeline.mget(chunk.to_vec()).await.map_err(|e| map_fred(OP, Some(&ikey), e))?;
+            }
+            let chunks: Vec<Value> = pipeline.all().await.map_err(|e| map_fred(OP, Some(&ikey), e))?;
+            for (chunk, keys_in_chunk) in chunks.into_iter().zip(rkeys.chunks(MGET_CHUNK)) {
+                let items: Vec<Option<Bytes>> = if keys_in_chunk.len() == 1 {
+                    vec![chunk.convert().map_err(|e| map_fred(OP, Some(&ikey), e))?]
+                } else {
+                    chunk.convert().map_err(|e| map_fred(OP, Some(&ikey), e))?
+                };
+                values.extend(items);
+            }
+        }
+        let mut out = Vec::new();
+        let mut errors = Vec::new();
+        let mut gone = Vec::new();
+        for ((id, rkey), value) in ids.iter().zip(&rkeys).zip(values) {
+            let Some(raw) = value else {
+                gone.push((id.clone(), rkey.clone()));
+                continue;
+            };
+            if raw.is_empty() {
+                continue;
+            }
+            let parsed = utf8(OP, rkey, &raw)
+                .and_then(|t| serde_json::from_str::<ListRecord>(t).map_err(|e| bad_value(OP, rkey, e)));
+            match parsed {
+                Err(error) => errors.push(ListError { session_id: id.clone(), error }),
+                Ok(r) if r.user_id != owner.user_id || r.agent_id != owner.agent_id => {}
+                Ok(r) => out.push(SessionSummary {
+                    id: id.clone(),
+                    name: r.config.name,
+                    created_at: r.created_at,
+                    updated_at: r.updated_at,
+                    source: r.source,
+                    message_count: Some(r.state.unwrap_or_default().context.0),
+                    size_bytes: raw.len() as u64,
+                }),
+            }
+        }
+        if !gone.is_empty() {
+            let mut k = vec![ikey.clone()];
+            k.extend(gone.iter().map(|(_, rk)| rk.clone()));
+            let args: Vec<Value> = gone.iter().map(|(id, _)| str_value(id.clone())).collect();
+            let _: i64 = Self::eval(&pool, &self.inner.scripts.prune, k, args)
+                .await
+                .map_err(|e| map_fred(OP, Some(&ikey), e))?;
+        }
+        out.sort_by(|a, b| b.created_at.sort_key().cmp(&a.created_at.sort_key()).then_with(|| b.id.cmp(&a.id)));
+        if let Some((ts, id)) = &after {
+            out.retain(|s| (s.created_at.sort_key(), &s.id) < (*ts, id));
+        }
+        let limit = page.limit.max(1);
+        let next_cursor = if out.len() > limit {
+            out.truncate(limit);
+            out.last().map(|s| encode_cursor(&s.created_at, &s.id))
+        } else {
+            None
+        };
+        Ok(SessionPage { sessions: out, errors, next_cursor })
+    }
+
+    async fn delete_inner(&self, key: &SessionKey) -> Result<bool, StorageError> {
+        const OP: &str = "delete_session";
+        key.validate()?;
+        let pool = self.pool_for(OP)?;
+        let rkey = self.inner.keys.session(&key.user_id, &key.session_id);
+        let owner = key.owner();
+        let Some((meta, _, _)) = self.read_meta(&pool, OP, &rkey, &owner).await? else {
+            return Ok(false);
+        };
+        let keys = &self.inner.keys;
+        let mut k = vec![
+            rkey.clone(),
+            keys.messages(&key.user_id, &key.session_id),
+            keys.session_index(&key.user_id, &key.agent_id),
+        ];
+        if let Some(s) = meta.source_schedule_id.as_deref().filter(|s| !s.is_empty()) {
+            k.push(keys.schedule_session_index(&key.user_id, s));
+        }
+        let args = vec![
+            str_value(owner_fragment(&key.user_id, &key.agent_id)),
+            str_value(key.user_id.clone()),
+            str_value(key.agent_id.clone()),
+            str_value(key.session_id.clone()),
+        ];
+        let r: i64 =
+            Self::eval(&pool, &self.inner.scripts.delete, k, args).await.map_err(|e| map_fred(OP, Some(&rkey), e))?;
+        self.cache_forget(&rkey);
+        Ok(r == 1)
+    }
+
+    fn message_keys(&self, key: &SessionKey) -> (String, String) {
+        (
+            self.inner.keys.messages(&key.user_id, &key.session_id),
+            self.inner.keys.session(&key.user_id, &key.session_id),
+        )
+    }
+
+    async fn upsert_message_inner(&self, key: &SessionKey, msg: &Msg) -> Result<(), StorageError> {
+        const OP: &str = "upsert_message";
+        key.validate()?;
+        let pool = self.pool_for(OP)?;
+        let (mkey, rkey) = self.message_keys(key);
+        let json = as_message::to_json(msg);
+        let (mode, ttl) = self.ttl_args();
+        let args = vec![
+            bytes_value(Bytes::from(json)),
+            str_value(msg.id.clone()),
+            str_value(format!("\"id\":{}", json_str(&msg.id))),
+            str_value(owner_fragment(&key.user_id, &key.agent_id)),
+            str_value(key.user_id.clone()),
+            str_value(key.agent_id.clone()),
+            mode,
+            ttl,
+        ];
+        let r: i64 = Self::eval(&pool, &self.inner.scripts.upsert_message, vec![mkey.clone(), rkey], args)
+            .await
+            .map_err(|e| map_fred(OP, Some(&mkey), e))?;
+        match r {
+            0 => Err(not_found(OP, key)),
+            -2 => Err(bad_value(OP, &mkey, "the last message is not valid JSON")),
+            _ => Ok(()),
+        }
+    }
+
+    async fn get_message_inner(&self, key: &SessionKey, message_id: &str) -> Result<Option<Msg>, StorageError> {
+        const OP: &str = "get_message";
+        key.validate()?;
+        let pool = self.pool_for(OP)?;
+        let (mkey, rkey) = self.message_keys(key);
+        let args = vec![
+            str_value(message_id),
+            str_value(format!("\"id\":{}", json_str(message_id))),
+            str_value(owner_fragment(&key.user_id, &key.agent_id)),
+            str_value(key.user_id.clone()),
+            str_value(key.agent_id.clone()),
+        ];
+        let raw: Option<Bytes> = Self::eval(&pool, &self.inner.scripts.get_message, vec![mkey.clone(), rkey], args)
+            .await
+            .map_err(|e| map_fred(OP, Some(&mkey), e))?;
+        let Some(raw) = raw else { return Ok(None) };
+        let text = utf8(OP, &mkey, &raw)?;
+        as_message::from_json(text).map(Some).map_err(|e| bad_value(OP, &mkey, e))
+    }
+
+    async fn list_messages_inner(&self, key: &SessionKey, offset: i64, limit: i64) -> Result<Vec<Msg>, StorageError> {
+        const OP: &str = "list_messages";
+        key.validate()?;
+        let pool = self.pool_for(OP)?;
+        let (mkey, rkey) = self.message_keys(key);
+        let stop = lrange_stop(offset, limit);
+        let args = vec![
+            Value::Integer(offset),
+            Value::Integer(stop),
+            str_value(owner_fragment(&key.user_id, &key.agent_id)),
+            str_value(key.user_id.clone()),
+            str_value(key.agent_id.clone()),
+        ];
+        let reply: Vec<Value> = Self::eval(&pool, &self.inner.scripts.list_messages, vec![mkey.clone(), rkey], args)
+            .await
+            .map_err(|e| map_fred(OP, Some(&mkey), e))?;
+        let mut it = reply.into_iter();
+        let found = it.next().and_then(|v| v.as_i64()).unwrap_or(0);
+        if found != 1 {
+            return Ok(Vec::new());
+        }
+        let items: Vec<Bytes> = match it.next() {
+            Some(v) => v.convert().map_err(|e| map_fred(OP, Some(&mkey), e))?,
+            None => Vec::new(),
+        };
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, raw)| {
+                let text = utf8(OP, &mkey, raw)?;
+                as_message::from_json(text).map_err(|e| bad_value(OP, &mkey, format!("message {i}: {e}")))
+            })
+            .collect()
+    }
+
+    async fn open_inner(&self) -> Result<(), StorageError> {
+        const OP: &str = "open";
+        if matches!(&*self.inner.state.lock().unwrap_or_else(PoisonError::into_inner), State::Open(_)) {
+            return Ok(());
+        }
+        let pool = match &self.inner.external {
+            Some(pool) => pool.clone(),
+            None => self.connect_owned().await?,
+        };
+        if let Err(e) = self.check_layout(&pool).await {
+            if self.inner.external.is_none() {
+                let _ = pool.quit().await;
+            }
+            return Err(e);
+        }
+        let mut state = self.inner.state.lock().unwrap_or_else(PoisonError::into_inner);
+        match &*state {
+            State::Open(_) => {
+                // Another open() won the race; drop ours.
+                if self.inner.external.is_none() {
+                    let extra = pool.clone();
+                    tokio::spawn(async move {
+                        let _ = extra.quit().await;
+                    });
+                }
+            }
+            State::Idle => *state = State::Open(pool),
+        }
+        drop(state);
+        tracing::debug!(target: "as_storage_redis", op = OP, "opened");
+        Ok(())
+    }
+
+    fn builder(&self, config: FredConfig) -> Builder {
+        let cfg = &self.inner.config;
+        let mut b = Builder::from_config(config);
+        b.with_performance_config(|p| {
+            p.default_command_timeout = cfg.timeout;
+        })
+        .with_connection_config(|c| {
+            c.connection_timeout = cfg.connect_timeout;
+            c.internal_command_timeout = cfg.timeout;
+            c.max_command_attempts = 1;
+            c.tcp.nodelay = Some(true);
+        })
+        .set_policy(fred::prelude::ReconnectPolicy::new_exponential(0, 50, 1000, 2));
+        b
+    }
+
+    async fn connect_owned(&self) -> Result<Pool, StorageError> {
+        const OP: &str = "open";
+        let Connection::Owned { config, host_port } = &self.inner.config.connection;
+        let pool = self.connect_pool((**config).clone()).await?;
+        if config.server.is_clustered() {
+            return Ok(pool);
+        }
+        // A `redis://` URL that points at a cluster node: switch to a cluster client.
+        let info: String = pool.info(Some(fred::types::InfoKind::Cluster)).await.map_err(|e| map_fred(OP, None, e))?;
+        if !info.contains("cluster_enabled:1") {
+            return Ok(pool);
+        }
+        let _ = pool.quit().await;
+        let mut clustered = (**config).clone();
+        clustered.server = ServerConfig::new_clustered(vec![(host_port.0.clone(), host_port.1)]);
+        clustered.database = None;
+        self.connect_pool(clustered).await
+    }
+
+    async fn connect_pool(&self, config: FredConfig) -> Result<Pool, StorageError> {
+        const OP: &str = "open";
+        let pool = self.builder(config).build_pool(self.inner.config.pool_size).map_err(|e| map_fred(OP, None, e))?;
+        let limit = self.inner.config.connect_timeout;
+        match tokio::time::timeout(limit, pool.init()).await {
+            Ok(Ok(_task)) => Ok(pool),
+            Ok(Err(e)) => {
+                let _ = pool.quit().await;
+                Err(map_fred(OP, None, e))
+            }
+            Err(_) => {
+                let _ = pool.quit().await;
+                Err(err(StorageErrorKind::Unavailable, OP, format!("could not connect within {limit:?}")))
+            }
+        }
+    }
+
+    async fn check_layout(&self, pool: &Pool) -> Result<(), StorageError> {
+        const OP: &str = "open";
+        let info: String = pool.info(Some(fred::types::InfoKind::Cluster)).await.map_err(|e| map_fred(OP, None, e))?;
+        let server_is_cluster = info.contains("cluster_enabled:1");
+        if server_is_cluster && !pool.is_clustered() {
+            return Err(err(
+                StorageErrorKind::Unsupported,
+                OP,
+                "the server is a Redis Cluster node but the client is not a cluster client (use a redis-cluster:// URL or a clustered fred client)",
+            ));
+        }
+        if server_is_cluster && !self.inner.keys.single_slot_per_user() {
+            return Err(err(
+                StorageErrorKind::Unsupported,
+                OP,
+                format!(
+                    "key layout {} cannot be used on a Redis Cluster: the keys of one session hash to different slots, so the atomic scripts would fail with CROSSSLOT; use layout=cluster",
+                    self.inner.config.layout
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    async fn close_inner(&self) -> Result<(), StorageError> {
+        let old = std::mem::replace(&mut *self.inner.state.lock().unwrap_or_else(PoisonError::into_inner), State::Idle);
+        self.inner.cache.lock().unwrap_or_else(PoisonError::into_inner).clear();
+        if let State::Open(pool) = old
+            && self.inner.external.is_none()
+        {
+            pool.quit().await.map_err(|e| map_fred("close", None, e))?;
+        }
+        Ok(())
+    }
+
+    /// Whether the store is open.
+    pub fn is_open(&self) -> bool {
+        matches!(&*self.inner.state.lock().unwrap_or_else(PoisonError::into_inner), State::Open(_))
+    }
+
+    /// The TTL policy in force.
+    pub fn ttl_policy(&self) -> TtlPolicy {
+        self.inner.config.key_ttl
+    }
+
+    /// The per-call timeout.
+    pub fn timeout(&self) -> Duration {
+        self.inner.config.timeout
+    }
+}
+
+/// The `LRANGE` stop index for `offset`/`limit` (`limit = 0`: to the end). A window that starts
+/// from the end and is longer than what is left stops at the end (2.0.4 would return nothing).
+fn lrange_stop(offset: i64, limit: i64) -> i64 {
+    if limit <= 0 {
+        return -1;
+    }
+    let stop = offset.saturating_add(limit - 1);
+    if offset < 0 && stop >= 0 { -1 } else { stop }
+}
+
+fn not_found(op: &'static str, key: &SessionKey) -> StorageError {
+    err(StorageErrorKind::NotFound, op, format!("Session '{}' not found.", key.session_id))
+}
+
+#[async_trait]
+impl StorageBase for RedisStorage {
+    fn backend_name(&self) -> &'static str {
+        BACKEND
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::none()
+            .with_ttl(matches!(self.inner.config.key_ttl, TtlPolicy::Sliding(_)))
+            .with_cross_process(true)
+            .with_durable(true)
+    }
+
+    async fn open(&self) -> Result<(), StorageError> {
+        let limit = self.inner.config.connect_timeout + self.inner.config.timeout;
+        match tokio::time::timeout(limit, self.open_inner()).await {
+            Ok(r) => r,
+            Err(_) => Err(err(StorageErrorKind::Unavailable, "open", format!("could not open within {limit:?}"))),
+        }
+    }
+
+    async fn close(&self) -> Result<(), StorageError> {
+        self.timed("close", self.close_inner()).await
+    }
+
+    async fn upsert_session(&self, req: UpsertSession) -> Result<SessionRecord, StorageError> {
+        self.timed("upsert_session", self.upsert_inner(req)).await
+    }
+
+    async fn update_session_state(
+        &self,
+        key: &SessionKey,
+        state: &AgentState,
+        expected: Option<&Revision>,
+    ) -> Result<Revision, StorageError> {
+        self.timed("update_session_state", self.update_inner(key, state, expected)).await
+    }
+
+    async fn get_session(&self, key: &SessionKey) -> Result<Option<SessionRecord>, StorageError> {
+        self.timed("get_session", self.get_inner(key)).await
+    }
+
+    async fn list_sessions(&self, owner: &Owner, page: &PageRequest) -> Result<SessionPage, StorageError> {
+        self.timed("list_sessions", self.list_inner(owner, page)).await
+    }
+
+    async fn delete_session(&self, key: &SessionKey) -> Result<bool, StorageError> {
+        self.timed("delete_session", self.delete_inner(key)).await
+    }
+
+    async fn upsert_message(&self, key: &SessionKey, msg: &Msg) -> Result<(), StorageError> {
+        self.timed("upsert_message", self.upsert_message_inner(key, msg)).await
+    }
+
+    async fn get_message(&self, key: &SessionKey, message_id: &str) -> Result<Option<Msg>, StorageError> {
+        self.timed("get_message", self.get_message_inner(key, message_id)).await
+    }
+
+    async fn list_messages(&self, key: &SessionKey, offset: i64, limit: i64) -> Result<Vec<Msg>, StorageError> {
+        self.timed("list_messages", self.list_messages_inner(key, offset, limit)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lrange_windows() {
+        assert_eq!(lrange_stop(0, 50), 49);
+        assert_eq!(lrange_stop(0, 0), -1);
+        assert_eq!(lrange_stop(1, 0), -1);
+        assert_eq!(lrange_stop(-2, 2), -1);
+        assert_eq!(lrange_stop(-2, 1), -2);
+        assert_eq!(lrange_stop(-2, 5), -1);
+        assert_eq!(lrange_stop(3, 2), 4);
+    }
+
+    #[test]
+    fn cursor_roundtrip() {
+        let t: Timestamp = "2025-06-01T10:00:01.250000".parse().unwrap();
+        let c = encode_cursor(&t, "abc");
+        assert_eq!(c, "2025-06-01T10:00:01.250000 abc");
+        let (ts, id) = decode_cursor(&c).unwrap();
+        assert_eq!(ts, t.sort_key());
+        assert_eq!(id, "abc");
+        assert_eq!(decode_cursor("garbage").unwrap_err().kind(), StorageErrorKind::InvalidInput);
+    }
+
+    #[test]
+    fn envelope_prefix_is_a_prefix_of_the_record() {
+        let text = include_str!("../../../tests/fixtures/agentscope-2.0.4/session_record.compact.json");
+        let rec: SessionRecord = as_message::from_json(text).unwrap();
+        let json = rec.to_canonical_json();
+        let p = envelope_prefix(&rec.meta());
+        assert!(json.starts_with(&p));
+        assert!(p.ends_with(",\"state\":"));
+        let (tok, exact) = token_for(&Bytes::from(json.clone()), &rec.meta());
+        assert!(!exact);
+        assert_eq!(&tok[..], p.as_bytes());
+        let spaced = Bytes::from(json.replacen(',', ", ", 1));
+        assert!(token_for(&spaced, &rec.meta()).1);
+    }
+
+    #[test]
+    fn owner_fragment_is_canonical() {
+        assert_eq!(owner_fragment("u-1", "a\"b"), r#""user_id":"u-1","agent_id":"a\"b","#);
+    }
+}

@@ -1,0 +1,436 @@
+//! RedisStorage against a private redis-server: contract, atomicity, TTLs, listing, errors, lock.
+
+mod common;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use as_message::Msg;
+use as_storage::{
+    Owner, PageRequest, SessionConfig, SessionKey, StorageBase, StorageErrorKind, UpsertSession, encode_record,
+};
+use as_storage_redis::testing::RedisServer;
+use as_storage_redis::{KeyLayout, RedisStorage, RedisStorageConfig, SessionLock, TtlPolicy};
+use common::{owner, raw, req, rich_state, store};
+use fred::prelude::{ClientLike, KeysInterface, ListInterface, ServerInterface, SetsInterface};
+
+async fn compat(server: &RedisServer) -> RedisStorage {
+    store(&server.url(), KeyLayout::Compat, TtlPolicy::Persist).await
+}
+
+#[tokio::test]
+async fn create_get_update_delete_with_2_0_4_keys_and_bytes() {
+    let Some(server) = RedisServer::start() else { return };
+    let s = compat(&server).await;
+    let r = raw(&server.url()).await;
+    let o = owner();
+    let rec = s.upsert_session(req(&o).with_state(rich_state())).await.unwrap();
+    assert_eq!(rec.id.len(), 32);
+    assert_eq!(rec.state.session_id, rec.id);
+    let rkey = format!("agentscope:user:user-1:session:{}", rec.id);
+    let stored: String = r.get(&rkey).await.unwrap();
+    assert_eq!(stored, encode_record(&rec.meta(), &rec.state), "the record is stored as encode_record bytes");
+    let members: Vec<String> = r.smembers("agentscope:user:user-1:agent:agent-1:sessions").await.unwrap();
+    assert_eq!(members, vec![rec.id.clone()]);
+    assert_eq!(r.ttl::<i64, _>(&rkey).await.unwrap(), -1);
+
+    let key = o.session(rec.id.clone());
+    let got = s.get_session(&key).await.unwrap().unwrap();
+    assert_eq!(got, rec);
+    let mut state = got.state.clone();
+    state.cur_iter = 7;
+    let rev = s.update_session_state(&key, &state, Some(&got.revision())).await.unwrap();
+    assert!(rev > got.revision());
+    let after = s.get_session(&key).await.unwrap().unwrap();
+    assert_eq!(after.state.cur_iter, 7);
+    assert_eq!(after.created_at, rec.created_at);
+    assert_eq!(after.config, rec.config);
+    assert_eq!(after.revision(), rev);
+
+    // A stale revision conflicts and writes nothing.
+    let e = s.update_session_state(&key, &rich_state(), Some(&got.revision())).await.unwrap_err();
+    assert_eq!(e.kind(), StorageErrorKind::Conflict);
+    assert_eq!(s.get_session(&key).await.unwrap().unwrap().state.cur_iter, 7);
+
+    // Wrong agent: as if absent, everywhere.
+    let other = Owner::new("user-1", "agent-2").session(rec.id.clone());
+    assert!(s.get_session(&other).await.unwrap().is_none());
+    assert_eq!(s.update_session_state(&other, &state, None).await.unwrap_err().kind(), StorageErrorKind::NotFound);
+    assert!(!s.delete_session(&other).await.unwrap());
+    assert_eq!(s.upsert_message(&other, &Msg::user("u", "hi")).await.unwrap_err().kind(), StorageErrorKind::NotFound);
+    assert!(s.list_messages(&other, 0, 0).await.unwrap().is_empty());
+    let taken = UpsertSession::new(Owner::new("user-1", "agent-2"), SessionConfig::new("w")).with_session_id(&rec.id);
+    assert_eq!(s.upsert_session(taken).await.unwrap_err().kind(), StorageErrorKind::AlreadyExists);
+
+    s.upsert_message(&key, &Msg::user("u", "hi")).await.unwrap();
+    assert!(s.delete_session(&key).await.unwrap());
+    assert!(!s.delete_session(&key).await.unwrap());
+    let left = common::all_keys(&r).await;
+    assert!(left.is_empty(), "the cascade removed everything: {left:?}");
+    let e = s.update_session_state(&key, &state, None).await.unwrap_err();
+    assert_eq!(e.kind(), StorageErrorKind::NotFound);
+    assert_eq!(e.message(), format!("Session '{}' not found.", rec.id));
+    assert!(!r.exists::<bool, _>(&rkey).await.unwrap(), "a missing session is never re-created");
+}
+
+#[tokio::test]
+async fn upsert_session_create_with_id_schedule_and_update_path() {
+    let Some(server) = RedisServer::start() else { return };
+    let s = compat(&server).await;
+    let r = raw(&server.url()).await;
+    let o = owner();
+    let rec = s
+        .upsert_session(req(&o).with_session_id("caller-chosen-id").with_schedule("sched-1").with_state(rich_state()))
+        .await
+        .unwrap();
+    assert_eq!(rec.id, "caller-chosen-id");
+    let sched: Vec<String> = r.smembers("agentscope:user:user-1:schedule:sched-1:sessions").await.unwrap();
+    assert_eq!(sched, vec!["caller-chosen-id".to_owned()]);
+    // Update: whole config replaced, state kept when None, created_at/source kept.
+    let upd = UpsertSession::new(o.clone(), SessionConfig::new("ws-1").with_name("Renamed"))
+        .with_session_id("caller-chosen-id");
+    let rec2 = s.upsert_session(upd).await.unwrap();
+    assert_eq!(rec2.config.name, "Renamed");
+    assert_eq!(rec2.state, rec.state);
+    assert_eq!(rec2.created_at, rec.created_at);
+    assert_eq!(rec2.source_schedule_id.as_deref(), Some("sched-1"));
+    assert!(rec2.updated_at > rec.updated_at);
+    // Empty id means create.
+    let fresh = s.upsert_session(req(&o).with_session_id("")).await.unwrap();
+    assert_ne!(fresh.id, "");
+    // Delete removes the schedule entry too.
+    assert!(s.delete_session(&o.session("caller-chosen-id")).await.unwrap());
+    assert!(!r.exists::<bool, _>("agentscope:user:user-1:schedule:sched-1:sessions").await.unwrap());
+}
+
+#[tokio::test]
+async fn ids_are_validated_before_io() {
+    let Some(server) = RedisServer::start() else { return };
+    let s = compat(&server).await;
+    for bad in ["a:b", "{x}", "", "a b"] {
+        let k = SessionKey::new("user-1", "agent-1", bad);
+        if bad.is_empty() {
+            continue;
+        }
+        assert_eq!(s.get_session(&k).await.unwrap_err().kind(), StorageErrorKind::InvalidKey, "{bad}");
+        let k = SessionKey::new(bad, "agent-1", "s");
+        assert_eq!(s.delete_session(&k).await.unwrap_err().kind(), StorageErrorKind::InvalidKey, "{bad}");
+    }
+}
+
+#[tokio::test]
+async fn ttl_policies_match_2_0_4_and_cover_index_sets() {
+    let Some(server) = RedisServer::start() else { return };
+    let r = raw(&server.url()).await;
+    let sliding = store(&server.url(), KeyLayout::Compat, TtlPolicy::Sliding(Duration::from_secs(3600))).await;
+    let o = owner();
+    let rec = sliding.upsert_session(req(&o).with_schedule("sched-1")).await.unwrap();
+    let key = o.session(rec.id.clone());
+    sliding.upsert_message(&key, &Msg::system("system", "You are Friday.")).await.unwrap();
+    let rkey = format!("agentscope:user:user-1:session:{}", rec.id);
+    for k in [
+        rkey.clone(),
+        format!("{rkey}:messages"),
+        "agentscope:user:user-1:agent:agent-1:sessions".to_owned(),
+        "agentscope:user:user-1:schedule:sched-1:sessions".to_owned(),
+    ] {
+        let ttl: i64 = r.ttl(&k).await.unwrap();
+        assert!((3590..=3600).contains(&ttl), "{k}: ttl {ttl}");
+    }
+    // A sliding write refreshes; the record never exists without a TTL.
+    r.expire::<(), _>(&rkey, 100, None).await.unwrap();
+    sliding.update_session_state(&key, &rich_state(), None).await.unwrap();
+    assert!(r.ttl::<i64, _>(&rkey).await.unwrap() > 3000);
+
+    // KEEPTTL keeps whatever TTL is there.
+    let keep = store(&server.url(), KeyLayout::Compat, TtlPolicy::Keep).await;
+    r.expire::<(), _>(&rkey, 500, None).await.unwrap();
+    keep.update_session_state(&key, &rich_state(), None).await.unwrap();
+    let t: i64 = r.ttl(&rkey).await.unwrap();
+    assert!((490..=500).contains(&t), "{t}");
+
+    // Persist behaves like a 2.0.4 writer without key_ttl: SET clears the TTL.
+    let persist = compat(&server).await;
+    persist.update_session_state(&key, &rich_state(), None).await.unwrap();
+    assert_eq!(r.ttl::<i64, _>(&rkey).await.unwrap(), -1);
+}
+
+#[tokio::test]
+async fn messages_append_replace_last_list_and_get() {
+    let Some(server) = RedisServer::start() else { return };
+    let s = compat(&server).await;
+    let o = owner();
+    let rec = s.upsert_session(req(&o)).await.unwrap();
+    let key = o.session(rec.id.clone());
+    let mut a = Msg::user("user", "one");
+    a.id = "m1".into();
+    let mut b = Msg::assistant("Friday", "two");
+    b.id = "m2".into();
+    s.upsert_message(&key, &a).await.unwrap();
+    s.upsert_message(&key, &b).await.unwrap();
+    b.metadata.insert("k".into(), as_message::json!(1));
+    s.upsert_message(&key, &b).await.unwrap(); // replaces the last
+    let all = s.list_messages(&key, 0, 0).await.unwrap();
+    assert_eq!(all.iter().map(|m| m.id.as_str()).collect::<Vec<_>>(), ["m1", "m2"]);
+    assert_eq!(all[1], b);
+    s.upsert_message(&key, &a).await.unwrap(); // not last: appended again (2.0.4 semantics)
+    assert_eq!(s.list_messages(&key, 0, 0).await.unwrap().len(), 3);
+    assert_eq!(s.list_messages(&key, 1, 1).await.unwrap()[0].id, "m2");
+    assert_eq!(s.list_messages(&key, -1, 5).await.unwrap()[0].id, "m1");
+    assert_eq!(s.get_message(&key, "m2").await.unwrap().unwrap(), b);
+    assert!(s.get_message(&key, "nope").await.unwrap().is_none());
+    let r = raw(&server.url()).await;
+    let stored: Vec<String> =
+        r.lrange(format!("agentscope:user:user-1:session:{}:messages", rec.id), 0, -1).await.unwrap();
+    assert_eq!(stored[1], as_message::to_json(&b), "messages are Msg.model_dump_json bytes");
+    // No session: NotFound, nothing written.
+    let ghost = o.session("ghost");
+    assert_eq!(s.upsert_message(&ghost, &a).await.unwrap_err().kind(), StorageErrorKind::NotFound);
+    assert!(!r.exists::<bool, _>("agentscope:user:user-1:session:ghost:messages").await.unwrap());
+}
+
+#[tokio::test]
+async fn concurrent_upsert_message_never_overwrites_another_writer() {
+    let Some(server) = RedisServer::start() else { return };
+    let s = Arc::new(compat(&server).await);
+    let o = owner();
+    let rec = s.upsert_session(req(&o)).await.unwrap();
+    let key = o.session(rec.id.clone());
+    let mut tasks = Vec::new();
+    for w in 0..8 {
+        let (s, key) = (s.clone(), key.clone());
+        tasks.push(tokio::spawn(async move {
+            for i in 0..25 {
+                let mut m = Msg::user("u", format!("w{w} i{i}"));
+                m.id = format!("w{w}-{i}");
+                s.upsert_message(&key, &m).await.unwrap();
+                // Re-upserting our own id only replaces it if it is still the tail.
+                m.metadata.insert("again".into(), as_message::json!(true));
+                s.upsert_message(&key, &m).await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let all = s.list_messages(&key, 0, 0).await.unwrap();
+    let ids: HashSet<&str> = all.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(ids.len(), 200, "every writer's message survived");
+}
+
+#[tokio::test]
+async fn concurrent_writers_lose_nothing_and_delete_is_final() {
+    let Some(server) = RedisServer::start() else { return };
+    let s = Arc::new(compat(&server).await);
+    let s2 = Arc::new(compat(&server).await); // a second "process" with its own cache
+    let o = owner();
+    let rec = s.upsert_session(req(&o)).await.unwrap();
+    let key = o.session(rec.id.clone());
+    let (a, b) = (s.clone(), s2.clone());
+    let (ka, id) = (key.clone(), rec.id.clone());
+    let oa = o.clone();
+    let config_writer = tokio::spawn(async move {
+        for i in 0..60 {
+            let u = UpsertSession::new(oa.clone(), SessionConfig::new("ws-1").with_name(format!("name-{i}")))
+                .with_session_id(&id);
+            a.upsert_session(u).await.unwrap();
+        }
+    });
+    let state_writer = tokio::spawn(async move {
+        for i in 0..60 {
+            let st = as_state::AgentState { cur_iter: i, ..Default::default() };
+            b.update_session_state(&ka, &st, None).await.unwrap();
+        }
+    });
+    config_writer.await.unwrap();
+    state_writer.await.unwrap();
+    let got = s.get_session(&key).await.unwrap().unwrap();
+    assert_eq!(got.config.name, "name-59", "the config writer's last write survived the state writes");
+    assert_eq!(got.state.cur_iter, 59, "the state writer's last write survived the config writes");
+
+    // CAS under contention: exactly one of N writers with the same expected revision wins.
+    let rev = got.revision();
+    let mut tasks = Vec::new();
+    for i in 0..8 {
+        let (s, key, rev) = (if i % 2 == 0 { s.clone() } else { s2.clone() }, key.clone(), rev.clone());
+        tasks.push(tokio::spawn(async move {
+            let st = as_state::AgentState { cur_iter: 100 + i, ..Default::default() };
+            s.update_session_state(&key, &st, Some(&rev)).await
+        }));
+    }
+    let mut wins = 0;
+    for t in tasks {
+        match t.await.unwrap() {
+            Ok(_) => wins += 1,
+            Err(e) => assert_eq!(e.kind(), StorageErrorKind::Conflict),
+        }
+    }
+    assert_eq!(wins, 1);
+
+    // Delete racing updates: once deleted, no update brings it back.
+    let writer = {
+        let (s2, key) = (s2.clone(), key.clone());
+        tokio::spawn(async move {
+            let mut ok_after_delete = 0;
+            for _ in 0..200 {
+                match s2.update_session_state(&key, &as_state::AgentState::default(), None).await {
+                    Ok(_) => {}
+                    Err(e) => {
+                        assert_eq!(e.kind(), StorageErrorKind::NotFound);
+                        ok_after_delete += 1;
+                    }
+                }
+            }
+            ok_after_delete
+        })
+    };
+    assert!(s.delete_session(&key).await.unwrap());
+    writer.await.unwrap();
+    assert!(s.get_session(&key).await.unwrap().is_none(), "no zombie record");
+    let r = raw(&server.url()).await;
+    assert!(common::all_keys(&r).await.is_empty());
+}
+
+#[tokio::test]
+async fn listing_sorts_pages_prunes_and_reports_corrupt_records() {
+    let Some(server) = RedisServer::start() else { return };
+    let s = compat(&server).await;
+    let r = raw(&server.url()).await;
+    let o = owner();
+    let mut ids = Vec::new();
+    for i in 0..7 {
+        let rec = s.upsert_session(req(&o).with_state(common::state_with(i))).await.unwrap();
+        ids.push(rec.id);
+    }
+    let index = "agentscope:user:user-1:agent:agent-1:sessions";
+    r.sadd::<(), _, _>(index, "dangling").await.unwrap();
+    r.sadd::<(), _, _>(index, "corrupt").await.unwrap();
+    r.set::<(), _, _>("agentscope:user:user-1:session:corrupt", "{not json", None, None, false).await.unwrap();
+    let mut seen = Vec::new();
+    let mut cursor = None;
+    let mut errors = 0;
+    loop {
+        let page = s.list_sessions(&o, &PageRequest { limit: 3, cursor: cursor.clone() }).await.unwrap();
+        errors += page.errors.len();
+        for e in &page.errors {
+            assert_eq!(e.session_id, "corrupt");
+            assert_eq!(e.error.kind(), StorageErrorKind::Serialization);
+            assert!(e.error.to_string().contains("agentscope:user:user-1:session:corrupt"), "{}", e.error);
+        }
+        seen.extend(page.sessions.iter().map(|x| (x.created_at, x.id.clone(), x.message_count)));
+        cursor = page.next_cursor;
+        if cursor.is_none() {
+            break;
+        }
+    }
+    assert!(errors >= 1);
+    assert_eq!(seen.len(), 7, "no session repeated or skipped across pages");
+    let mut sorted = seen.clone();
+    sorted.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.cmp(&a.1)));
+    assert_eq!(seen, sorted, "newest first");
+    assert!(seen.iter().any(|x| x.2 == Some(6)), "message counts come from the context");
+    let members: Vec<String> = r.smembers(index).await.unwrap();
+    assert!(!members.contains(&"dangling".to_owned()), "dangling ids are pruned");
+    assert!(members.contains(&"corrupt".to_owned()), "corrupt records are reported, not pruned");
+    assert_eq!(members.len(), 8);
+}
+
+#[tokio::test]
+async fn bad_values_give_typed_errors_naming_the_key() {
+    let Some(server) = RedisServer::start() else { return };
+    let s = compat(&server).await;
+    let r = raw(&server.url()).await;
+    let o = owner();
+    let cases: [(&str, &[u8]); 2] = [("badjson", b"{\"id\": 3"), ("badutf8", b"{\"id\":\"\xff\xfe\"}")];
+    for (id, bytes) in cases {
+        let k = format!("agentscope:user:user-1:session:{id}");
+        r.set::<(), _, _>(&k, bytes.to_vec(), None, None, false).await.unwrap();
+        let e = s.get_session(&o.session(id)).await.unwrap_err();
+        assert_eq!(e.kind(), StorageErrorKind::Serialization, "{e}");
+        assert!(e.to_string().contains(&k), "{e}");
+        let e = s.update_session_state(&o.session(id), &rich_state(), None).await.unwrap_err();
+        assert_eq!(e.kind(), StorageErrorKind::Serialization, "{e}");
+    }
+    let k = "agentscope:user:user-1:session:wrongtype";
+    r.rpush::<(), _, _>(k, "x").await.unwrap();
+    let e = s.get_session(&o.session("wrongtype")).await.unwrap_err();
+    assert_eq!(e.kind(), StorageErrorKind::Serialization, "{e}");
+    assert!(e.to_string().contains(k) && e.to_string().contains("wrong Redis type"), "{e}");
+    let e = s.upsert_message(&o.session("wrongtype"), &Msg::user("u", "x")).await.unwrap_err();
+    assert_eq!(e.kind(), StorageErrorKind::Serialization, "{e}");
+    // A corrupt message is reported with its key.
+    let rec = s.upsert_session(req(&o)).await.unwrap();
+    let mk = format!("agentscope:user:user-1:session:{}:messages", rec.id);
+    r.rpush::<(), _, _>(&mk, "[oops").await.unwrap();
+    let e = s.list_messages(&o.session(rec.id.clone()), 0, 0).await.unwrap_err();
+    assert_eq!(e.kind(), StorageErrorKind::Serialization);
+    assert!(e.to_string().contains(&mk), "{e}");
+}
+
+#[tokio::test]
+async fn lifecycle_and_caller_provided_clients() {
+    let Some(server) = RedisServer::start() else { return };
+    let s = RedisStorage::from_url(&server.url()).unwrap();
+    let k = owner().session("s1");
+    assert_eq!(s.get_session(&k).await.unwrap_err().kind(), StorageErrorKind::Unavailable, "not open yet");
+    s.open().await.unwrap();
+    s.open().await.unwrap();
+    assert!(s.get_session(&k).await.unwrap().is_none());
+    s.close().await.unwrap();
+    s.close().await.unwrap();
+    assert_eq!(s.get_session(&k).await.unwrap_err().kind(), StorageErrorKind::Unavailable, "closed");
+
+    // A caller's client is used as is and never closed.
+    let client = raw(&server.url()).await;
+    let wrapped = RedisStorage::from_client(client.clone(), RedisStorageConfig::default()).unwrap();
+    wrapped.open().await.unwrap();
+    wrapped.upsert_session(req(&owner())).await.unwrap();
+    wrapped.close().await.unwrap();
+    assert!(client.is_connected());
+    assert_eq!(client.dbsize::<i64>().await.unwrap(), 2);
+}
+
+#[tokio::test]
+async fn session_lock_is_exclusive_token_checked_and_2_0_4_compatible() {
+    let Some(server) = RedisServer::start() else { return };
+    let s = compat(&server).await;
+    let r = raw(&server.url()).await;
+    let locks = SessionLock::new(&s).unwrap().with_ttl(Duration::from_secs(600));
+    let g = locks.try_acquire("sess-1").await.unwrap().unwrap();
+    assert_eq!(g.key(), "agentscope:session:lock:sess-1");
+    let v: String = r.get(g.key()).await.unwrap();
+    assert_eq!(v, g.token());
+    assert_eq!(v.len(), 32, "uuid4 hex like 2.0.4");
+    let ttl: i64 = r.ttl(g.key()).await.unwrap();
+    assert!((595..=600).contains(&ttl));
+    assert!(locks.try_acquire("sess-1").await.unwrap().is_none(), "exclusive");
+    let e = locks.acquire("sess-1", Duration::from_millis(120)).await.unwrap_err();
+    assert_eq!(e.kind(), StorageErrorKind::Conflict);
+
+    // Someone else takes over the key (e.g. after expiry): our heartbeat must not extend it
+    // and our release must not delete it.
+    r.set::<(), _, _>(g.key(), "python-token", None, None, false).await.unwrap();
+    assert!(!g.extend().await.unwrap());
+    assert!(g.is_lost());
+    g.lost().await;
+    assert_eq!(r.ttl::<i64, _>("agentscope:session:lock:sess-1").await.unwrap(), -1, "not extended");
+    assert!(!g.release().await.unwrap());
+    assert_eq!(r.get::<String, _>("agentscope:session:lock:sess-1").await.unwrap(), "python-token");
+    r.del::<(), _>("agentscope:session:lock:sess-1").await.unwrap();
+
+    // Acquire waits for a release; the heartbeat keeps a short lock alive.
+    let short =
+        SessionLock::new(&s).unwrap().with_ttl(Duration::from_millis(300)).with_heartbeat(Duration::from_millis(50));
+    let g1 = short.try_acquire("sess-2").await.unwrap().unwrap();
+    let waiter = {
+        let short = short.clone();
+        tokio::spawn(async move { short.acquire("sess-2", Duration::from_secs(10)).await })
+    };
+    // Held well past its TTL thanks to the heartbeat.
+    tokio::time::timeout(Duration::from_millis(900), g1.lost()).await.unwrap_err();
+    assert!(!waiter.is_finished());
+    assert!(g1.release().await.unwrap());
+    let g2 = waiter.await.unwrap().unwrap();
+    assert!(g2.release().await.unwrap());
+}
