@@ -113,7 +113,9 @@ fn thinking_from_map<E: serde::de::Error>(mut map: JsonMap) -> Result<ThinkingBl
         Some(other) => return Err(error_at("id", format!("expected a string, got {}", type_name(&other)))),
         None => generate_id(),
     };
-    Ok(ThinkingBlock { thinking, id, extra: map })
+    let mut extra = map;
+    extra.values_mut().for_each(crate::json::canonicalize_numbers);
+    Ok(ThinkingBlock { thinking, id, extra })
 }
 
 /// Inline base64 data.
@@ -431,7 +433,7 @@ pub struct ToolResultBlock {
     #[serde(default)]
     pub state: ToolResultState,
     /// Free-form metadata.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::json::free_form::deserialize")]
     pub metadata: JsonMap,
 }
 

@@ -67,8 +67,12 @@ fn display_path(p: &serde_path_to_error::Path) -> String {
 /// `@path@ message`; join that onto the outer path so the user sees one full path.
 fn split_nested(outer: String, msg: String) -> MessageError {
     let (inner, msg) = parse_nested(&msg);
-    let path = join_path(&outer, &inner);
+    let mut path = join_path(&outer, &inner);
     let msg = strip_position(&msg);
+    // serde reports a missing field at its parent object; pydantic (and the user) want the field.
+    if let Some(field) = msg.strip_prefix("missing field `").and_then(|r| r.strip_suffix('`')) {
+        path = join_path(&path, field);
+    }
     let kind =
         if msg.starts_with("invalid value: ") { MessageErrorKind::InvalidValue } else { MessageErrorKind::InvalidJson };
     let msg = msg.strip_prefix("invalid value: ").unwrap_or(&msg).to_owned();
@@ -126,6 +130,99 @@ pub(crate) fn type_name(v: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
+    }
+}
+
+/// A type's serde-derived deserializer under another name (see [`deserialize_map_only`]).
+pub trait DerivedDeserialize<'de>: Sized {
+    /// The derived impl (from `#[serde(remote = "Self")]`).
+    fn derived<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error>;
+}
+
+/// Deserializes a struct from a JSON object only: serde's derived impls also accept an array of
+/// field values (`[]` would give an all-default `AgentState`), which pydantic rejects.
+///
+/// ```
+/// use as_message::{DerivedDeserialize, deserialize_map_only};
+/// #[derive(serde::Deserialize, Debug)]
+/// #[serde(remote = "Self")]
+/// struct P { #[serde(default)] x: i64 }
+/// impl<'de> DerivedDeserialize<'de> for P {
+///     fn derived<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> { P::deserialize(d) }
+/// }
+/// impl<'de> serde::Deserialize<'de> for P {
+///     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+///         deserialize_map_only(d, "a P object")
+///     }
+/// }
+/// assert!(serde_json::from_str::<P>("[]").is_err());
+/// assert_eq!(serde_json::from_str::<P>(r#"{"x":1}"#).unwrap().x, 1);
+/// ```
+pub fn deserialize_map_only<'de, D, T>(d: D, expecting: &'static str) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: DerivedDeserialize<'de>,
+{
+    struct MapOnly<T>(std::marker::PhantomData<T>, &'static str);
+    impl<'de, T: DerivedDeserialize<'de>> serde::de::Visitor<'de> for MapOnly<T> {
+        type Value = T;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.1)
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+            T::derived(serde::de::value::MapAccessDeserializer::new(map))
+        }
+    }
+    d.deserialize_map(MapOnly(std::marker::PhantomData, expecting))
+}
+
+/// Rewrites the numbers inside free-form JSON the way Python's `json.loads` + pydantic's dump would:
+/// floats in their shortest round-trip form (`1e-07` → `1e-7`, `1E2` → `100.0`), non-finite floats
+/// as `null`, `-0` as `0`. Integers keep every digit (big integers are not touched).
+///
+/// ```
+/// let mut v: as_message::JsonValue = serde_json::from_str(r#"[1e-07, 1E2, 9007199254740993, -0, 1e999]"#).unwrap();
+/// as_message::canonicalize_numbers(&mut v);
+/// assert_eq!(v.to_string(), "[1e-7,100.0,9007199254740993,0,null]");
+/// ```
+pub fn canonicalize_numbers(v: &mut Value) {
+    match v {
+        Value::Number(n) => {
+            if let Some(c) = canonical_number(n) {
+                *v = c;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(canonicalize_numbers),
+        Value::Object(map) => map.values_mut().for_each(canonicalize_numbers),
+        _ => {}
+    }
+}
+
+/// The canonical replacement of a number, or `None` when its text is already canonical.
+fn canonical_number(n: &serde_json::Number) -> Option<Value> {
+    let text = n.as_str();
+    if !text.bytes().any(|b| matches!(b, b'.' | b'e' | b'E')) {
+        return (text == "-0").then(|| Value::from(0));
+    }
+    match text.parse::<f64>() {
+        Ok(f) if f.is_finite() => {
+            let c = serde_json::Number::from_f64(f)?;
+            (c.as_str() != text).then_some(Value::Number(c))
+        }
+        _ => Some(Value::Null),
+    }
+}
+
+/// Free-form JSON objects (`metadata`, `middle_context`, `parameters`): read losslessly, with numbers
+/// canonicalised (see [`canonicalize_numbers`]). Use with `#[serde(deserialize_with = "as_message::free_form::deserialize")]`.
+pub mod free_form {
+    use super::*;
+
+    /// Deserializes a free-form object (`null` is rejected, as in pydantic).
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<JsonMap, D::Error> {
+        let mut map = JsonMap::deserialize(d)?;
+        map.values_mut().for_each(canonicalize_numbers);
+        Ok(map)
     }
 }
 

@@ -32,7 +32,8 @@ pub use block::{
 pub use error::{MessageError, MessageErrorKind, Result};
 pub use id::{IdFactory, format_naive, generate_id, now_iso, now_naive, set_id_factory, with_id_factory};
 pub use json::{
-    JsonMap, from_json, from_json_slice, from_value, lax_float, lax_int, required_nullable, to_json, to_json_vec,
+    DerivedDeserialize, JsonMap, canonicalize_numbers, deserialize_map_only, free_form, from_json, from_json_slice,
+    from_value, lax_float, lax_int, required_nullable, to_json, to_json_vec,
 };
 pub use msg::{Msg, Role, Usage};
 pub use permission::{

@@ -74,6 +74,7 @@ pub struct Msg {
 
 /// The wire form of [`Msg`] (read side: defaults filled, then role rules checked).
 #[derive(Deserialize, JsonSchema)]
+#[serde(remote = "Self")]
 #[schemars(rename = "Msg")]
 struct MsgWire {
     name: String,
@@ -82,7 +83,7 @@ struct MsgWire {
     #[serde(default = "generate_id")]
     #[schemars(transform = crate::schema::generated_default)]
     id: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::json::free_form::deserialize")]
     metadata: JsonMap,
     #[serde(default = "now_iso")]
     #[schemars(transform = crate::schema::generated_default)]
@@ -91,6 +92,18 @@ struct MsgWire {
     finished_at: Option<String>,
     #[serde(default)]
     usage: Option<Usage>,
+}
+
+impl<'de> crate::json::DerivedDeserialize<'de> for MsgWire {
+    fn derived<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        MsgWire::deserialize(d)
+    }
+}
+
+impl<'de> Deserialize<'de> for MsgWire {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        crate::json::deserialize_map_only(d, "a Msg object")
+    }
 }
 
 impl TryFrom<MsgWire> for Msg {

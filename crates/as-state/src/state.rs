@@ -1,8 +1,10 @@
 //! `AgentState` (`agentscope.state._state`).
 
-use as_message::{ContentBlock, JsonMap, Msg, PermissionContext, Role, TextOrBlocks, ToolCallState, generate_id};
+use as_message::{
+    ContentBlock, DerivedDeserialize, JsonMap, Msg, PermissionContext, Role, TextOrBlocks, ToolCallState, generate_id,
+};
 use schemars::JsonSchema;
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::task::TaskContext;
 use crate::tool_context::ToolContext;
@@ -20,6 +22,8 @@ use crate::tool_context::ToolContext;
 /// assert_eq!(back, state);
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(remote = "Self")]
+#[schemars(rename = "AgentState")]
 pub struct AgentState {
     /// The session this state belongs to.
     #[serde(default = "generate_id")]
@@ -48,12 +52,27 @@ pub struct AgentState {
     #[serde(default)]
     pub tasks_context: TaskContext,
     /// Middleware data kept across replies (`null` is rejected).
-    #[serde(default, deserialize_with = "non_null_map")]
+    #[serde(default, deserialize_with = "as_message::free_form::deserialize")]
     pub middle_context: JsonMap,
 }
 
-fn non_null_map<'de, D: Deserializer<'de>>(d: D) -> Result<JsonMap, D::Error> {
-    JsonMap::deserialize(d)
+impl Serialize for AgentState {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        AgentState::serialize(self, s)
+    }
+}
+
+impl<'de> DerivedDeserialize<'de> for AgentState {
+    fn derived<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        AgentState::deserialize(d)
+    }
+}
+
+/// Reads only a JSON object (pydantic rejects an array of field values, which serde's derive accepts).
+impl<'de> Deserialize<'de> for AgentState {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        as_message::deserialize_map_only(d, "an AgentState object")
+    }
 }
 
 impl Default for AgentState {

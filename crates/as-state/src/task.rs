@@ -25,6 +25,7 @@ pub struct Task {
     /// What to do.
     pub description: String,
     /// Free-form metadata (required on the wire).
+    #[serde(deserialize_with = "as_message::free_form::deserialize")]
     pub metadata: JsonMap,
     /// Creation time, a naive local ISO string.
     #[serde(default = "now_iso")]

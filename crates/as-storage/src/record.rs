@@ -39,6 +39,7 @@ pub struct ChatModelConfig {
     /// Model name.
     pub model: String,
     /// Free-form generation parameters (required on the wire).
+    #[serde(deserialize_with = "as_message::free_form::deserialize")]
     pub parameters: JsonMap,
 }
 
@@ -52,7 +53,7 @@ pub struct SessionKnowledgeConfig {
     #[serde(default)]
     pub knowledge_base_ids: Vec<String>,
     /// Free-form retrieval parameters.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "as_message::free_form::deserialize")]
     pub parameters: JsonMap,
 }
 
