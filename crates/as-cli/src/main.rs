@@ -9,6 +9,7 @@ mod interim;
 mod provider;
 mod render;
 // Other top-level modules (e.g. `mod storage_url;`) go here.
+mod storage_url;
 
 use std::process::ExitCode;
 
@@ -41,7 +42,9 @@ enum Command {
     /// Read, check and canonicalise AgentState / SessionRecord / Msg JSON files.
     #[command(subcommand)]
     State(cmd::state::StateCommand),
-    // ---- storage engineer: `Sessions(cmd::sessions::SessionsArgs)` goes here ----
+    /// Create, show, list, update and delete stored sessions.
+    #[command(subcommand)]
+    Sessions(cmd::sessions::SessionsCommand),
     /// Chat with an agent in a persistent session (interactive, or one turn with --message).
     Chat(cmd::chat::ChatArgs),
     /// Walk through a session's lifecycle offline, each turn in a new process; pass/fail per step.
@@ -56,6 +59,7 @@ async fn dispatch(cli: Cli) -> CliResult {
     match cli.command {
         Command::Schema(args) => cmd::schema::run(&global, args),
         Command::State(args) => cmd::state::run(&global, args),
+        Command::Sessions(args) => cmd::sessions::run(&global, args).await,
         Command::Chat(args) => cmd::chat::run(&global, args).await,
         Command::Demo(args) => cmd::demo::run(&global, args).await,
         Command::DemoStep(args) => cmd::demo::run_step(&global, args).await,

@@ -2,7 +2,7 @@
 
 pub(crate) mod schema;
 pub(crate) mod state;
-// pub(crate) mod sessions;  (storage engineer)
+pub(crate) mod sessions;
 pub(crate) mod admin;
 pub(crate) mod chat;
 pub(crate) mod demo;

@@ -1,0 +1,291 @@
+//! `agentscope sessions create|show|list|set-state|delete`: the session store from the shell.
+//!
+//! Failures print one line on stderr and exit with a distinct code (see `--help`): 3 the session
+//! does not exist, 4 a concurrent writer won (`set-state --expect`) or the id belongs to another
+//! agent, 5 an invalid id or input, 6 the storage backend is unavailable.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use as_message::{JsonValue, json};
+use as_state::AgentState;
+use as_storage::{
+    Owner, PageRequest, Revision, SessionConfig, SessionKey, SharedStorage, StorageErrorKind, UpsertSession,
+};
+
+use crate::GlobalArgs;
+use crate::exit::{CliError, CliResult, ExitKind};
+
+/// `sessions` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum SessionsCommand {
+    /// Create a session (or update it when --session names an existing one); prints its id.
+    Create(CreateArgs),
+    /// Print the stored record as compact JSON (the stored bytes), or a summary.
+    Show(ShowArgs),
+    /// List the owner's sessions, newest first, one page at a time.
+    List(ListArgs),
+    /// Replace a session's state (the per-turn write); prints the new revision.
+    SetState(SetStateArgs),
+    /// Delete a session and its messages.
+    Delete(DeleteArgs),
+    // ---- cli engineer: Export / Import / Validate variants go here (dispatch in `run`) ----
+}
+
+/// The owner of the sessions.
+#[derive(Debug, clap::Args)]
+pub(crate) struct OwnerArgs {
+    /// User id.
+    #[arg(long = "user", value_name = "U")]
+    user: String,
+    /// Agent id.
+    #[arg(long = "agent", value_name = "A")]
+    agent: String,
+}
+
+impl OwnerArgs {
+    fn owner(&self) -> Owner {
+        Owner::new(self.user.clone(), self.agent.clone())
+    }
+}
+
+/// Arguments of `sessions create`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct CreateArgs {
+    #[command(flatten)]
+    owner: OwnerArgs,
+    /// Session id; a fresh one when omitted.
+    #[arg(long = "session", value_name = "S")]
+    session: Option<String>,
+    /// Workspace id of the config; a fresh one when omitted.
+    #[arg(long = "workspace", value_name = "W")]
+    workspace: Option<String>,
+    /// Display name; the creation time when omitted.
+    #[arg(long = "name", value_name = "N")]
+    name: Option<String>,
+    /// Initial AgentState JSON file (`-` reads stdin); a fresh state when omitted.
+    #[arg(long = "state", value_name = "FILE")]
+    state: Option<PathBuf>,
+}
+
+/// One session.
+#[derive(Debug, clap::Args)]
+pub(crate) struct KeyArgs {
+    #[command(flatten)]
+    owner: OwnerArgs,
+    /// Session id.
+    #[arg(long = "session", value_name = "S")]
+    session: String,
+}
+
+impl KeyArgs {
+    fn key(&self) -> SessionKey {
+        self.owner.owner().session(self.session.clone())
+    }
+}
+
+/// Arguments of `sessions show`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ShowArgs {
+    #[command(flatten)]
+    key: KeyArgs,
+    /// A readable summary instead of the JSON record.
+    #[arg(long)]
+    summary: bool,
+}
+
+/// Arguments of `sessions list`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ListArgs {
+    #[command(flatten)]
+    owner: OwnerArgs,
+    /// Sessions per page.
+    #[arg(long, default_value_t = 50, value_name = "N")]
+    limit: usize,
+    /// Continue after this cursor (printed by the previous page).
+    #[arg(long, value_name = "C")]
+    cursor: Option<String>,
+    /// One JSON object: `{"sessions": [...], "next_cursor": ..., "errors": [...]}`.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Arguments of `sessions set-state`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct SetStateArgs {
+    #[command(flatten)]
+    key: KeyArgs,
+    /// Only write if the stored revision (`updated_at`) is still this one; exit 4 otherwise.
+    #[arg(long, value_name = "REV")]
+    expect: Option<String>,
+    /// AgentState JSON file, or `-` for stdin.
+    #[arg(value_name = "FILE|-")]
+    file: PathBuf,
+}
+
+/// Arguments of `sessions delete`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct DeleteArgs {
+    #[command(flatten)]
+    key: KeyArgs,
+}
+
+/// Runs a `sessions` subcommand.
+pub(crate) async fn run(global: &GlobalArgs, cmd: SessionsCommand) -> CliResult {
+    let store = crate::storage_url::open(global.storage.as_deref()).await?;
+    let result = match cmd {
+        SessionsCommand::Create(a) => create(&store, a).await,
+        SessionsCommand::Show(a) => show(&store, a).await,
+        SessionsCommand::List(a) => list(&store, a).await,
+        SessionsCommand::SetState(a) => set_state(&store, a).await,
+        SessionsCommand::Delete(a) => delete(&store, a).await,
+    };
+    let closed = store.close().await.map_err(storage);
+    result.and(closed)
+}
+
+fn storage(e: as_storage::StorageError) -> CliError {
+    crate::cmd::chat::storage_error(e)
+}
+
+fn not_found(key: &SessionKey) -> CliError {
+    CliError::new(
+        ExitKind::NotFound,
+        format!("session {:?} not found for user {:?} and agent {:?}", key.session_id, key.user_id, key.agent_id),
+    )
+}
+
+fn read_state(file: &Path) -> CliResult<AgentState> {
+    let mut bytes = Vec::new();
+    let read = if file.as_os_str() == "-" {
+        std::io::stdin().read_to_end(&mut bytes).map(|_| ())
+    } else {
+        std::fs::read(file).map(|b| bytes = b)
+    };
+    read.map_err(|e| CliError::new(ExitKind::Invalid, format!("cannot read {}: {e}", file.display())))?;
+    as_message::from_json_slice(&bytes)
+        .map_err(|e| CliError::new(ExitKind::Invalid, format!("{} is not an AgentState: {e}", file.display())))
+}
+
+fn print(text: &str) -> CliResult {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| out.flush())
+        .map_err(|e| CliError::new(ExitKind::Failed, format!("cannot write to stdout: {e}")))
+}
+
+async fn create(store: &SharedStorage, a: CreateArgs) -> CliResult {
+    let config = match a.workspace {
+        Some(ws) => SessionConfig::new(ws),
+        None => SessionConfig::default(),
+    };
+    let config = match a.name {
+        Some(n) => config.with_name(n),
+        None => config,
+    };
+    let mut req = UpsertSession::new(a.owner.owner(), config);
+    if let Some(id) = a.session {
+        req = req.with_session_id(id);
+    }
+    if let Some(file) = &a.state {
+        req = req.with_state(read_state(file)?);
+    }
+    let rec = store.upsert_session(req).await.map_err(|e| match e.kind() {
+        StorageErrorKind::AlreadyExists => CliError::new(
+            ExitKind::Conflict,
+            format!("session id is taken by another agent of user {:?}", a.owner.user),
+        ),
+        _ => storage(e),
+    })?;
+    print(&rec.id)
+}
+
+async fn show(store: &SharedStorage, a: ShowArgs) -> CliResult {
+    let key = a.key.key();
+    let rec = store.get_session(&key).await.map_err(storage)?.ok_or_else(|| not_found(&key))?;
+    if !a.summary {
+        return print(&rec.to_canonical_json());
+    }
+    let last = rec.state.context.last().and_then(|m| m.get_text_content(" ")).unwrap_or_default();
+    let last: String = last.chars().take(80).collect();
+    print(&format!(
+        "id:        {}\nname:      {}\nowner:     {} / {}\nsource:    {}\ncreated:   {}\nupdated:   {} (revision)\nworkspace: {}\nmessages:  {}\nlast:      {}",
+        rec.id,
+        rec.config.name,
+        rec.user_id,
+        rec.agent_id,
+        rec.source.as_str(),
+        rec.created_at,
+        rec.updated_at,
+        rec.config.workspace_id,
+        rec.state.context.len(),
+        last
+    ))
+}
+
+async fn list(store: &SharedStorage, a: ListArgs) -> CliResult {
+    let page = PageRequest { limit: a.limit, cursor: a.cursor };
+    let page = store.list_sessions(&a.owner.owner(), &page).await.map_err(storage)?;
+    if a.json {
+        let sessions: Vec<JsonValue> = page
+            .sessions
+            .iter()
+            .map(|s| {
+                json!({
+                    "id": s.id,
+                    "name": s.name,
+                    "created_at": s.created_at.to_string(),
+                    "updated_at": s.updated_at.to_string(),
+                    "source": s.source.as_str(),
+                    "message_count": s.message_count,
+                    "size_bytes": s.size_bytes,
+                })
+            })
+            .collect();
+        let errors: Vec<JsonValue> =
+            page.errors.iter().map(|e| json!({"session_id": e.session_id, "error": e.error.to_string()})).collect();
+        return print(&as_message::to_json(
+            &json!({"sessions": sessions, "next_cursor": page.next_cursor, "errors": errors}),
+        ));
+    }
+    let mut lines = Vec::with_capacity(page.sessions.len() + 2);
+    for s in &page.sessions {
+        let count = s.message_count.map_or_else(|| "?".to_owned(), |n| n.to_string());
+        lines.push(format!("{}  {}  {:>5} msgs  {:>9} B  {}", s.id, s.updated_at, count, s.size_bytes, s.name));
+    }
+    for e in &page.errors {
+        eprintln!("warning: session {:?} cannot be read: {}", e.session_id, e.error);
+    }
+    if let Some(c) = &page.next_cursor {
+        lines.push(format!("more: --cursor {c}"));
+    }
+    if lines.is_empty() {
+        return Ok(());
+    }
+    print(&lines.join("\n"))
+}
+
+async fn set_state(store: &SharedStorage, a: SetStateArgs) -> CliResult {
+    let key = a.key.key();
+    let state = read_state(&a.file)?;
+    let expected = a.expect.map(Revision);
+    let rev = store.update_session_state(&key, &state, expected.as_ref()).await.map_err(|e| match e.kind() {
+        StorageErrorKind::NotFound => not_found(&key),
+        StorageErrorKind::Conflict => CliError::new(
+            ExitKind::Conflict,
+            format!(
+                "session {:?} changed since revision {}: re-read it and retry",
+                key.session_id,
+                expected.as_ref().map(|r| r.0.as_str()).unwrap_or("?")
+            ),
+        ),
+        _ => storage(e),
+    })?;
+    print(&rev.0)
+}
+
+async fn delete(store: &SharedStorage, a: DeleteArgs) -> CliResult {
+    let key = a.key.key();
+    if store.delete_session(&key).await.map_err(storage)? { Ok(()) } else { Err(not_found(&key)) }
+}
