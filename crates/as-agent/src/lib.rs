@@ -38,6 +38,8 @@ mod reply_msg;
 mod run;
 mod runner;
 mod stream;
+#[cfg(any(test, feature = "test-utils"))]
+pub mod testkit;
 
 pub use agent::{Agent, AgentBuilder, ReplyInput};
 pub use compress::TRUNCATED_MARKER;

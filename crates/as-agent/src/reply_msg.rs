@@ -225,11 +225,11 @@ fn apply(m: &mut Msg, event: &AgentEvent) -> bool {
         AgentEvent::UserConfirmResult(e) => {
             let mut changed = false;
             for r in &e.confirm_results {
-                if let Some(c) = call_mut(m, &r.tool_call.id) {
-                    if c.state == ToolCallState::Asking {
-                        c.state = if r.confirmed { ToolCallState::Allowed } else { ToolCallState::Finished };
-                        changed = true;
-                    }
+                if let Some(c) = call_mut(m, &r.tool_call.id)
+                    && c.state == ToolCallState::Asking
+                {
+                    c.state = if r.confirmed { ToolCallState::Allowed } else { ToolCallState::Finished };
+                    changed = true;
                 }
             }
             changed

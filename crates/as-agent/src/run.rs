@@ -42,7 +42,7 @@ pub(crate) enum Compressed {
 }
 
 enum Reasoned {
-    Final(Msg),
+    Final(Box<Msg>),
     Acting,
     Interrupted,
 }
@@ -222,13 +222,14 @@ impl<'a> Run<'a> {
             )));
         }
         for r in &ev.confirm_results {
-            if let Some(parked) = asking.iter().find(|c| c.id == r.tool_call.id) {
-                if r.confirmed && r.tool_call.name != parked.name {
-                    return Err(AgentError::unexpected(format!(
-                        "a confirmation cannot change tool call {:?} from {:?} to {:?}",
-                        parked.id, parked.name, r.tool_call.name
-                    )));
-                }
+            if let Some(parked) = asking.iter().find(|c| c.id == r.tool_call.id)
+                && r.confirmed
+                && r.tool_call.name != parked.name
+            {
+                return Err(AgentError::unexpected(format!(
+                    "a confirmation cannot change tool call {:?} from {:?} to {:?}",
+                    parked.id, parked.name, r.tool_call.name
+                )));
             }
         }
         Ok(())
@@ -358,7 +359,7 @@ impl<'a> Run<'a> {
                         Reasoned::Final(msg) => {
                             let (sid, rid) = (self.g.state.session_id.clone(), self.reply_id());
                             self.emit(ReplyEndEvent::new(sid, rid, ReplyFinishedReason::Completed)).await?;
-                            return Ok(ReplyOutcome { status: ReplyStatus::Completed, message: Some(msg) });
+                            return Ok(ReplyOutcome { status: ReplyStatus::Completed, message: Some(*msg) });
                         }
                         Reasoned::Interrupted => return self.finish_interrupted().await,
                         Reasoned::Acting => {}
@@ -536,7 +537,7 @@ impl<'a> Run<'a> {
         let mut msg = Msg::new(self.agent.name.clone(), Role::Assistant, response.content);
         msg.id = reply_id;
         msg.usage = last_own(self.g.state, &self.agent.name).and_then(|m| m.usage);
-        Ok(Reasoned::Final(msg))
+        Ok(Reasoned::Final(Box::new(msg)))
     }
 
     // ------------------------------------------------------------------ acting
@@ -865,10 +866,8 @@ impl Converter {
                 }
             };
             out.push(ThinkingBlockDeltaEvent::new(rid.clone(), id, thinking.concat()).into());
-        } else if !has_data {
-            if let Some(id) = self.thinking.take() {
-                out.push(ThinkingBlockEndEvent::new(rid.clone(), id).into());
-            }
+        } else if !has_data && let Some(id) = self.thinking.take() {
+            out.push(ThinkingBlockEndEvent::new(rid.clone(), id).into());
         }
         let text: Vec<&str> = chunk
             .content
@@ -889,10 +888,8 @@ impl Converter {
                 }
             };
             out.push(TextBlockDeltaEvent::new(rid.clone(), id, text.concat()).into());
-        } else if !has_data {
-            if let Some(id) = self.text.take() {
-                out.push(TextBlockEndEvent::new(rid.clone(), id).into());
-            }
+        } else if !has_data && let Some(id) = self.text.take() {
+            out.push(TextBlockEndEvent::new(rid.clone(), id).into());
         }
         let mut in_chunk: Vec<&str> = Vec::new();
         for b in &chunk.content {
@@ -912,17 +909,16 @@ impl Converter {
         }
         self.tools = keep;
         for b in &chunk.content {
-            if let ContentBlock::Data(d) = b {
-                if let Source::Base64(s) = &d.source {
-                    if !self.data.contains(&d.id) {
-                        out.push(DataBlockStartEvent::new(rid.clone(), d.id.clone(), s.media_type.clone()).into());
-                        self.data.push(d.id.clone());
-                    }
-                    out.push(
-                        DataBlockDeltaEvent::new(rid.clone(), d.id.clone(), s.data.clone(), s.media_type.clone())
-                            .into(),
-                    );
+            if let ContentBlock::Data(d) = b
+                && let Source::Base64(s) = &d.source
+            {
+                if !self.data.contains(&d.id) {
+                    out.push(DataBlockStartEvent::new(rid.clone(), d.id.clone(), s.media_type.clone()).into());
+                    self.data.push(d.id.clone());
                 }
+                out.push(
+                    DataBlockDeltaEvent::new(rid.clone(), d.id.clone(), s.data.clone(), s.media_type.clone()).into(),
+                );
             }
         }
         out
@@ -1076,10 +1072,10 @@ fn close_in_msg(msg: &mut Msg) {
         msg.content.push(interrupted_result(call));
     }
     for b in &mut msg.content {
-        if let ContentBlock::ToolCall(c) = b {
-            if open.iter().any(|o| o.id == c.id) {
-                c.state = ToolCallState::Finished;
-            }
+        if let ContentBlock::ToolCall(c) = b
+            && open.iter().any(|o| o.id == c.id)
+        {
+            c.state = ToolCallState::Finished;
         }
     }
 }

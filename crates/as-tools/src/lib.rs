@@ -58,6 +58,7 @@
 //! ```
 
 mod args;
+pub mod builtin;
 pub mod context;
 mod error;
 mod permission;

@@ -17,15 +17,17 @@ use crate::tool::DynTool;
 /// ```
 /// # tokio_test_block(async {
 /// use as_message::{PermissionBehavior, PermissionContext, PermissionMode, PermissionRule};
-/// use as_tools::{PermissionEngine, IntoDynTool};
+/// use as_tools::{PermissionEngine, IntoDynTool, builtin::BashTool};
 ///
 /// let engine = PermissionEngine::new("/work");
 /// let mut ctx = PermissionContext::default();
-/// PermissionEngine::add_rule(&mut ctx, PermissionRule::new("Bash", None, PermissionBehavior::Deny, "userSettings"));
-/// # let bash = as_tools::FunctionTool::new("Bash", "", |_: serde_json::Value, _| async { Ok::<_, as_tools::ToolError>("") }).into_dyn_tool();
-/// let input = serde_json::json!({"command": "ls"});
+/// PermissionEngine::add_rule(&mut ctx, PermissionRule::new("Bash", Some("rm -rf *".into()), PermissionBehavior::Deny, "userSettings"));
+/// let bash = BashTool::default().into_dyn_tool();
+/// // 2.0.4 misses this multi-line command; every segment is checked here
+/// let input = serde_json::json!({"command": "rm -rf x\necho done"});
 /// let d = engine.check_permission(&ctx, bash.as_ref(), input.as_object().unwrap()).await;
 /// assert_eq!(d.message, "Permission to use Bash has been denied");
+/// assert_eq!(d.decision_reason.as_deref(), Some("Rule: rm -rf *"));
 /// # });
 /// # fn tokio_test_block(f: impl std::future::Future<Output = ()>) { tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f) }
 /// ```

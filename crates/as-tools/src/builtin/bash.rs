@@ -1,0 +1,615 @@
+//! `Bash`: runs a shell command in the working directory, in its own process group.
+//!
+//! * The command runs as `bash -c` (or `/bin/sh -c` without bash) in
+//!   [`ToolCallContext::working_dir`], stdin `/dev/null`, in a **new process group**.
+//! * Timeout (default 120 s, at most 600 s): the group is killed with `SIGKILL` and the
+//!   result is an error `Command timed out after {ms}ms: {command}`.
+//! * Cancellation ([`ToolCallContext::cancel`]) or dropping the call's stream kills the whole
+//!   group too; the toolkit then reports an `interrupted` result. Nothing is left running
+//!   except processes the command itself detached into another session.
+//! * Output: stdout, then stderr, each kept up to a byte cap while the pipes are drained,
+//!   and the combined text cut at 30000 characters with `\n... (output truncated)`
+//!   (2.0.4's limits and texts).
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use as_message::{PermissionBehavior, PermissionMode, PermissionRule};
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+use super::is_dangerous_path;
+use crate::context::ToolCallContext;
+use crate::error::{ToolError, ToolErrorKind};
+use crate::permission::{PermissionCheckContext, PermissionDecision, bash_rule_matches, split_command_segments};
+use crate::response::ToolStream;
+use crate::tool::Tool;
+
+const DESCRIPTION: &str = "Executes a bash command and returns its output.
+
+The working directory persists between commands, but shell state does
+not.
+
+IMPORTANT: Avoid using this tool to run `find`, `grep`, `cat`, `head`,
+`tail`, `sed`, `awk`, or `echo` commands, unless explicitly instructed
+or after you have verified that a dedicated tool cannot accomplish your
+task. Instead, use the appropriate dedicated tool:
+
+ - File search: Use Glob (NOT find or ls)
+ - Content search: Use Grep (NOT grep or rg)
+ - Read files: Use Read (NOT cat/head/tail)
+ - Edit files: Use Edit (NOT sed/awk)
+ - Write files: Use Write (NOT echo >/cat <<EOF)
+
+# Instructions
+ - Always quote file paths that contain spaces with double quotes.
+ - You may specify an optional timeout in milliseconds (up to 600000ms
+   / 10 minutes). By default, your command will timeout after 120000ms
+   (2 minutes).
+ - A command meant to keep running (a dev server, a watcher) must be
+   detached AND have its output redirected to a file:
+     nohup npm run dev > /tmp/dev.log 2>&1 < /dev/null &
+ - If the commands depend on each other, use a single Bash call with
+   '&&' to chain them together. DO NOT use newlines to separate
+   commands (newlines are ok in quoted strings).";
+
+/// The most milliseconds a command may run.
+pub const MAX_TIMEOUT_MS: u64 = 600_000;
+
+/// Arguments of `Bash`.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+pub struct BashArgs {
+    /// The bash command to execute.
+    pub command: String,
+    /// Clear, concise description of what this command does. For simple commands, keep it brief (5-10 words). For complex commands, include enough context.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Optional timeout in milliseconds (default: 120000, max: 600000)
+    #[serde(default = "default_timeout")]
+    #[schemars(range(min = 0, max = 600_000))]
+    pub timeout: u64,
+}
+
+fn default_timeout() -> u64 {
+    120_000
+}
+
+/// The `Bash` tool.
+#[derive(Clone, Debug)]
+pub struct BashTool {
+    /// Combined output is cut at this many characters (2.0.4: 30000).
+    pub max_output_chars: usize,
+    /// At most this many bytes of stdout and of stderr are kept (the rest is drained).
+    pub max_stream_bytes: usize,
+    /// The shell (`bash` if found, else `/bin/sh`).
+    pub shell: PathBuf,
+}
+
+impl Default for BashTool {
+    fn default() -> Self {
+        let shell = ["/bin/bash", "/usr/bin/bash"]
+            .iter()
+            .map(PathBuf::from)
+            .find(|p| p.exists())
+            .unwrap_or_else(|| PathBuf::from("/bin/sh"));
+        Self { max_output_chars: 30_000, max_stream_bytes: 1024 * 1024, shell }
+    }
+}
+
+impl Tool for BashTool {
+    type Args = BashArgs;
+
+    fn name(&self) -> &str {
+        "Bash"
+    }
+    fn description(&self) -> String {
+        DESCRIPTION.to_owned()
+    }
+    fn check_read_only(&self, a: &BashArgs) -> bool {
+        !a.command.trim().is_empty() && injection_risk(&a.command).is_none() && is_read_only_command(&a.command)
+    }
+    fn check_permissions(&self, a: &BashArgs, ctx: &PermissionCheckContext<'_>) -> PermissionDecision {
+        bash_permission(&a.command, ctx)
+    }
+    /// Deny/ask rules match if the whole command or **any** segment matches (so `rm -rf *`
+    /// also catches `rm -rf x\necho`); allow rules only if the whole command matches and
+    /// **every** segment does (so `git *` does not allow `git status; rm -rf /`).
+    fn match_rule(&self, rule: &str, list: PermissionBehavior, a: &BashArgs, _: &PermissionCheckContext<'_>) -> bool {
+        let segments = split_command_segments(&a.command);
+        match list {
+            PermissionBehavior::Allow => !segments.is_empty() && segments.iter().all(|s| bash_rule_matches(rule, s)),
+            _ => bash_rule_matches(rule, &a.command) || segments.iter().any(|s| bash_rule_matches(rule, s)),
+        }
+    }
+    fn generate_suggestions(&self, a: &BashArgs, _: &PermissionCheckContext<'_>) -> Vec<PermissionRule> {
+        command_prefixes(&a.command, 5)
+            .into_iter()
+            .map(|p| PermissionRule::new("Bash", Some(format!("{p}:*")), PermissionBehavior::Allow, "suggested"))
+            .collect()
+    }
+
+    async fn call(&self, a: BashArgs, ctx: ToolCallContext) -> Result<ToolStream, ToolError> {
+        let timeout_ms = a.timeout.min(MAX_TIMEOUT_MS);
+        let out =
+            run_in_group(&self.shell, &a.command, &ctx.working_dir, timeout_ms, self.max_stream_bytes, &ctx).await?;
+        let stdout = super::decode_text(&out.stdout);
+        let stderr = super::decode_text(&out.stderr);
+        let truncate = |s: String| {
+            if s.chars().count() > self.max_output_chars {
+                let cut: String = s.chars().take(self.max_output_chars).collect();
+                format!("{cut}\n... (output truncated)")
+            } else {
+                s
+            }
+        };
+        if out.success {
+            let mut output = stdout;
+            if !stderr.is_empty() {
+                if !output.is_empty() {
+                    output.push('\n');
+                }
+                output.push_str(&stderr);
+            }
+            Ok(ToolStream::text(truncate(output)))
+        } else {
+            let mut text = format!("Command failed: {}\n", a.command);
+            if !stdout.is_empty() {
+                text.push_str(&format!("\nStdout:\n{stdout}"));
+            }
+            if !stderr.is_empty() {
+                text.push_str(&format!("\nStderr:\n{stderr}"));
+            }
+            Err(ToolError::execution(truncate(text)))
+        }
+    }
+}
+
+struct Output {
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+    success: bool,
+}
+
+/// Kills the process group on drop unless disarmed (the call's stream was dropped mid-run).
+struct GroupGuard(Option<Pid>);
+
+impl GroupGuard {
+    fn kill(&mut self) {
+        if let Some(pgid) = self.0.take() {
+            let _ = killpg(pgid, Signal::SIGKILL);
+        }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+async fn run_in_group(
+    shell: &Path,
+    command: &str,
+    cwd: &Path,
+    timeout_ms: u64,
+    cap: usize,
+    ctx: &ToolCallContext,
+) -> Result<Output, ToolError> {
+    let mut cmd = tokio::process::Command::new(shell);
+    cmd.arg("-c")
+        .arg(command)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| ToolError::execution(format!("Command failed: {command}\nError: {e}")).with_source(e))?;
+    let pid = child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw);
+    let mut guard = GroupGuard(pid);
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    let io = async {
+        let (o, e, status) = tokio::join!(read_capped(stdout, cap), read_capped(stderr, cap), child.wait());
+        (o, e, status)
+    };
+    let outcome = tokio::select! {
+        r = io => Ok(r),
+        () = tokio::time::sleep(Duration::from_millis(timeout_ms)) => Err(ToolErrorKind::Timeout),
+        () = ctx.cancel.cancelled() => Err(ToolErrorKind::Interrupted),
+    };
+    match outcome {
+        Ok((stdout, stderr, status)) => {
+            // The shell exited and the pipes are closed: leave detached children alone.
+            guard.0 = None;
+            let status = status.map_err(|e| ToolError::execution(format!("Command failed: {command}\nError: {e}")))?;
+            Ok(Output { stdout, stderr, success: status.success() })
+        }
+        Err(kind) => {
+            guard.kill();
+            let _ = child.wait().await;
+            Err(match kind {
+                ToolErrorKind::Timeout => {
+                    ToolError::new(kind, format!("Command timed out after {timeout_ms}ms: {command}"))
+                }
+                _ => ToolError::new(kind, crate::toolkit::INTERRUPTED_TEXT),
+            })
+        }
+    }
+}
+
+async fn read_capped(pipe: Option<impl AsyncRead + Unpin>, cap: usize) -> Vec<u8> {
+    let Some(mut pipe) = pipe else { return Vec::new() };
+    let mut kept = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        match pipe.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                let room = cap.saturating_sub(kept.len());
+                kept.extend_from_slice(&buf[..n.min(room)]);
+            }
+        }
+    }
+    kept
+}
+
+/// Shell words of a simple command: whitespace-separated, quotes removed, escapes resolved.
+pub(crate) fn shell_words(segment: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut has = false;
+    let (mut single, mut double) = (false, false);
+    let mut chars = segment.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' if !double => {
+                single = !single;
+                has = true;
+            }
+            '"' if !single => {
+                double = !double;
+                has = true;
+            }
+            '\\' if !single => {
+                if let Some(n) = chars.next() {
+                    cur.push(n);
+                    has = true;
+                }
+            }
+            c if c.is_whitespace() && !single && !double => {
+                if has {
+                    words.push(std::mem::take(&mut cur));
+                    has = false;
+                }
+            }
+            c => {
+                cur.push(c);
+                has = true;
+            }
+        }
+    }
+    if has {
+        words.push(cur);
+    }
+    words
+}
+
+/// Words with leading `VAR=value` assignments dropped.
+fn command_words(segment: &str) -> Vec<String> {
+    let words = shell_words(segment);
+    let skip = words
+        .iter()
+        .take_while(|w| {
+            w.split_once('=')
+                .is_some_and(|(k, _)| !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        })
+        .count();
+    words[skip..].to_vec()
+}
+
+/// Why a command cannot be analysed statically (command/process substitution, `eval`, ...).
+pub(crate) fn injection_risk(command: &str) -> Option<String> {
+    let mut single = false;
+    let chars: Vec<char> = command.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        match c {
+            '\'' => single = !single,
+            '$' if !single && chars.get(i + 1) == Some(&'(') => {
+                return Some("Command contains command substitution $(...)".into());
+            }
+            '`' if !single => return Some("Command contains command substitution `...`".into()),
+            '<' | '>' if !single && chars.get(i + 1) == Some(&'(') => {
+                return Some("Command contains process substitution".into());
+            }
+            _ => {}
+        }
+    }
+    for seg in split_command_segments(command) {
+        if let Some(first) = command_words(&seg).first()
+            && matches!(first.as_str(), "eval" | "exec" | "source" | ".")
+        {
+            return Some(format!("Command uses '{first}', which runs code that cannot be analysed"));
+        }
+    }
+    None
+}
+
+const READ_ONLY_COMMANDS: &[&str] = &[
+    "ls", "pwd", "cat", "head", "tail", "wc", "echo", "printf", "grep", "rg", "which", "whoami", "date", "stat",
+    "file", "du", "df", "tree", "sort", "uniq", "diff", "printenv", "id", "uname", "hostname", "basename", "dirname",
+    "realpath", "readlink", "true", "false", "cut", "tr", "nl", "less", "more", "type",
+];
+
+const READ_ONLY_GIT: &[&str] = &["status", "log", "diff", "show", "rev-parse", "ls-files", "blame", "describe"];
+
+/// Whether every segment is a known read-only command without output redirection.
+pub(crate) fn is_read_only_command(command: &str) -> bool {
+    let segments = split_command_segments(command);
+    !segments.is_empty()
+        && segments.iter().all(|seg| {
+            if has_write_redirect(seg) {
+                return false;
+            }
+            let words = command_words(seg);
+            let Some(first) = words.first() else { return false };
+            match first.as_str() {
+                "git" => words.get(1).is_some_and(|s| READ_ONLY_GIT.contains(&s.as_str())),
+                "find" => !words.iter().any(|w| {
+                    matches!(
+                        w.as_str(),
+                        "-exec" | "-execdir" | "-delete" | "-ok" | "-okdir" | "-fprint" | "-fprintf" | "-fls"
+                    )
+                }),
+                other => READ_ONLY_COMMANDS.contains(&other),
+            }
+        })
+}
+
+/// A `>`/`>>` redirection outside quotes, except to `/dev/null` and fd duplications (`2>&1`).
+fn has_write_redirect(segment: &str) -> bool {
+    let chars: Vec<char> = segment.chars().collect();
+    let (mut single, mut double) = (false, false);
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '\'' if !double => single = !single,
+            '"' if !single => double = !double,
+            '>' if !single && !double => {
+                let mut j = i + 1;
+                if chars.get(j) == Some(&'>') {
+                    j += 1;
+                }
+                if chars.get(j) == Some(&'&') {
+                    i = j + 1;
+                    continue;
+                }
+                let rest: String = chars[j..].iter().collect();
+                let target = rest.split_whitespace().next().unwrap_or("");
+                if target != "/dev/null" {
+                    return true;
+                }
+                i = j;
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    false
+}
+
+const DANGEROUS_COMMANDS: &[&[&str]] = &[
+    &["rm", "-rf"],
+    &["rm", "-fr"],
+    &["sudo", "rm"],
+    &["dd"],
+    &["mkfs"],
+    &["fdisk"],
+    &["format"],
+    &["chmod", "777"],
+    &["chmod", "-R", "777"],
+    &["chown", "-R"],
+    &["kill", "-9"],
+];
+
+/// The first dangerous pattern (2.0.4 `DANGEROUS_COMMANDS`) found in any segment.
+pub(crate) fn dangerous_pattern(command: &str) -> Option<String> {
+    for seg in split_command_segments(command) {
+        let words = command_words(&seg);
+        for pat in DANGEROUS_COMMANDS {
+            let head_ok = words.first().is_some_and(|w| w == pat[0] || (pat[0] == "mkfs" && w.starts_with("mkfs.")));
+            if head_ok && pat.len() <= words.len() && pat[1..].iter().zip(&words[1..]).all(|(p, w)| p == w) {
+                return Some(pat.join(" "));
+            }
+        }
+        if let Some(idx) = seg.find("> /dev/").or_else(|| seg.find(">/dev/")) {
+            let target = seg[idx..].trim_start_matches('>').trim_start();
+            if !["/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"].iter().any(|ok| target.starts_with(ok)) {
+                return Some("> /dev/".into());
+            }
+        }
+    }
+    None
+}
+
+const FILE_COMMANDS: &[&str] = &["rm", "mv", "cp", "chmod", "chown", "sed", "touch", "mkdir", "rmdir", "tee"];
+
+/// Non-flag arguments of file-manipulating commands, plus redirection targets.
+fn file_targets(command: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for seg in split_command_segments(command) {
+        let words = command_words(&seg);
+        if let Some(first) = words.first()
+            && FILE_COMMANDS.contains(&first.as_str())
+        {
+            out.extend(words[1..].iter().filter(|w| !w.starts_with('-') && !w.starts_with('>')).cloned());
+        }
+        for (i, w) in words.iter().enumerate() {
+            if let Some(t) = w.strip_prefix(">>").or_else(|| w.strip_prefix('>')) {
+                let t = if t.is_empty() { words.get(i + 1).cloned().unwrap_or_default() } else { t.to_owned() };
+                if !t.is_empty() && !t.starts_with('&') && t != "/dev/null" {
+                    out.push(t);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A removal of `/`, `~`, a bare wildcard or a direct child of `/`.
+fn dangerous_removal(command: &str, ctx: &PermissionCheckContext<'_>) -> Option<String> {
+    for seg in split_command_segments(command) {
+        let words = command_words(&seg);
+        let words: &[String] = if words.first().is_some_and(|w| w == "sudo") { &words[1..] } else { &words };
+        if !words.first().is_some_and(|w| w == "rm" || w == "rmdir") {
+            continue;
+        }
+        for arg in words[1..].iter().filter(|w| !w.starts_with('-')) {
+            if matches!(arg.as_str(), "*" | "./*" | "/") || arg.ends_with("/*") {
+                return Some(arg.clone());
+            }
+            let abs = crate::permission::real_path(&ctx.absolute(arg));
+            let home = std::env::var_os("HOME").map(PathBuf::from);
+            if home.as_deref() == Some(abs.as_path()) || abs.parent().is_none() || abs.parent() == Some(Path::new("/"))
+            {
+                return Some(arg.clone());
+            }
+        }
+    }
+    None
+}
+
+fn bash_permission(command: &str, ctx: &PermissionCheckContext<'_>) -> PermissionDecision {
+    if command.trim().is_empty() {
+        return PermissionDecision::passthrough("Empty command");
+    }
+    if let Some(reason) = injection_risk(command) {
+        return PermissionDecision::ask(format!("Permission required: {reason}"))
+            .reason("Safety check: command contains dynamic expansion that cannot be statically analyzed")
+            .immune();
+    }
+    if is_read_only_command(command) {
+        return PermissionDecision::allow("Permission granted for read-only command")
+            .reason("Read-only command is allowed");
+    }
+    if let Some(p) = dangerous_pattern(command) {
+        return PermissionDecision::ask(format!("Permission required: Command contains dangerous pattern: {p}"))
+            .reason("Safety check: dangerous command pattern detected")
+            .immune();
+    }
+    let sensitive: Vec<String> = file_targets(command).into_iter().filter(|p| is_dangerous_path(p)).collect();
+    if !sensitive.is_empty() {
+        return PermissionDecision::ask(format!(
+            "Permission required: Bash command operates on sensitive paths: {}",
+            sensitive.join(", ")
+        ))
+        .reason("Safety check: dangerous file or directory in bash command")
+        .immune();
+    }
+    if let Some(path) = dangerous_removal(command, ctx) {
+        return PermissionDecision::ask(format!(
+            "Dangerous removal operation detected: '{path}'\n\nThis command would remove a critical system directory. \
+             This requires explicit approval and cannot be auto-allowed by permission rules."
+        ))
+        .reason("Safety check: dangerous removal of critical system path")
+        .immune();
+    }
+    if ctx.mode() == PermissionMode::AcceptEdits {
+        let segments = split_command_segments(command);
+        let all_fs = segments.iter().all(|s| {
+            command_words(s)
+                .first()
+                .is_some_and(|w| matches!(w.as_str(), "mkdir" | "touch" | "rm" | "rmdir" | "mv" | "cp"))
+        });
+        let targets = file_targets(command);
+        if all_fs && !targets.is_empty() && targets.iter().all(|t| ctx.is_in_working_dirs(t)) {
+            return PermissionDecision::allow("Permission granted for file system command in working directory")
+                .reason("All target paths are in a working directory");
+        }
+    }
+    PermissionDecision::passthrough("")
+}
+
+const SUBCOMMAND_TOOLS: &[&str] = &[
+    "git", "npm", "pnpm", "yarn", "cargo", "docker", "kubectl", "pip", "pip3", "uv", "go", "poetry", "brew", "apt",
+    "apt-get",
+];
+
+/// Up to `max` distinct `<command>[ <subcommand>]` prefixes, one per segment.
+pub(crate) fn command_prefixes(command: &str, max: usize) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for seg in split_command_segments(command) {
+        let words = command_words(&seg);
+        let Some(first) = words.first() else { continue };
+        let mut prefix = first.clone();
+        if SUBCOMMAND_TOOLS.contains(&first.as_str())
+            && let Some(sub) = words.get(1)
+            && sub.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            && !sub.starts_with('-')
+        {
+            prefix = format!("{first} {sub}");
+        }
+        if !out.contains(&prefix) {
+            out.push(prefix);
+        }
+        if out.len() >= max {
+            break;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_only_classification() {
+        for (cmd, expect) in [
+            ("ls -la", true),
+            ("git status && git diff", true),
+            ("cat a.txt | grep x", true),
+            ("ls > out.txt", false),
+            ("ls 2>&1", true),
+            ("ls 2>/dev/null", true),
+            ("git commit -m x", false),
+            ("find . -name x -delete", false),
+            ("find . -name '*.rs'", true),
+            ("rm x", false),
+            ("FOO=1 ls", true),
+            ("", false),
+        ] {
+            assert_eq!(is_read_only_command(cmd), expect, "{cmd}");
+        }
+    }
+
+    #[test]
+    fn dangerous_detection() {
+        assert_eq!(dangerous_pattern("cd x && rm -rf build").as_deref(), Some("rm -rf"));
+        assert_eq!(dangerous_pattern("git add ."), None);
+        assert_eq!(dangerous_pattern("echo hi > /dev/sda").as_deref(), Some("> /dev/"));
+        assert_eq!(dangerous_pattern("echo hi > /dev/null"), None);
+        assert_eq!(dangerous_pattern("mkfs.ext4 /dev/x").as_deref(), Some("mkfs"));
+        assert!(injection_risk("ls $(rm -rf /)").is_some());
+        assert!(injection_risk("echo '$(not)'").is_none());
+        assert!(injection_risk("eval \"$X\"").is_some());
+        assert_eq!(file_targets("echo x > .bashrc; cp a b"), [".bashrc", "a", "b"]);
+    }
+
+    #[test]
+    fn prefixes() {
+        assert_eq!(
+            command_prefixes("git commit -m 'a b' && npm install x && ls -la && cat f", 5),
+            ["git commit", "npm install", "ls", "cat"]
+        );
+        assert_eq!(command_prefixes("a; b; c; d; e; f", 5).len(), 5);
+        assert_eq!(shell_words(r#"echo "a b" 'c d' e\ f"#), ["echo", "a b", "c d", "e f"]);
+    }
+}

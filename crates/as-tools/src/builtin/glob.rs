@@ -1,0 +1,165 @@
+//! `Glob`: files matching a glob pattern, newest first.
+
+use std::path::{Path, PathBuf};
+
+use as_message::{PermissionBehavior, PermissionRule};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::path_rule_matches;
+use crate::context::ToolCallContext;
+use crate::error::ToolError;
+use crate::permission::{PermissionCheckContext, PermissionDecision};
+use crate::response::ToolStream;
+use crate::tool::Tool;
+
+const DESCRIPTION: &str = "Fast file pattern matching tool that works with
+any codebase size.
+
+Supports glob patterns like \"**/*.js\" or \"src/**/*.ts\" and returns
+matching file paths sorted by modification time (newest first).
+
+Use this tool when you need to find files by pattern across the
+codebase.
+
+Use head_limit to cap the number of results returned.";
+
+const DEFAULT_HEAD_LIMIT: u64 = 250;
+
+/// Arguments of `Glob`.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+pub struct GlobArgs {
+    /// The glob pattern to match against (e.g., '**/*.py', 'src/**/*.ts')
+    pub pattern: String,
+    /// The base directory to search from (defaults to current working directory)
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Limit output to first N paths. Defaults to 250 when unspecified. Pass 0 for unlimited.
+    #[serde(default)]
+    pub head_limit: Option<u64>,
+    /// Number of matching files to skip before returning results
+    #[serde(default)]
+    pub offset: u64,
+}
+
+/// The `Glob` tool (read-only, concurrency-safe).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GlobTool;
+
+impl Tool for GlobTool {
+    type Args = GlobArgs;
+
+    fn name(&self) -> &str {
+        "Glob"
+    }
+    fn description(&self) -> String {
+        DESCRIPTION.to_owned()
+    }
+    fn is_concurrency_safe(&self) -> bool {
+        true
+    }
+    fn is_read_only(&self) -> bool {
+        true
+    }
+    fn check_permissions(&self, _: &GlobArgs, _: &PermissionCheckContext<'_>) -> PermissionDecision {
+        PermissionDecision::passthrough("Glob pattern matching is read-only.")
+    }
+    fn match_rule(&self, rule: &str, _: PermissionBehavior, a: &GlobArgs, _: &PermissionCheckContext<'_>) -> bool {
+        let path = a.path.as_deref().unwrap_or("");
+        if !path.is_empty()
+            && (path_rule_matches(path, rule) || path_rule_matches(&format!("{}/", path.trim_end_matches('/')), rule))
+        {
+            return true;
+        }
+        path_rule_matches(&a.pattern, rule)
+    }
+    fn generate_suggestions(&self, a: &GlobArgs, ctx: &PermissionCheckContext<'_>) -> Vec<PermissionRule> {
+        search_suggestion("Glob", a.path.as_deref(), ctx)
+    }
+
+    async fn call(&self, a: GlobArgs, ctx: ToolCallContext) -> Result<ToolStream, ToolError> {
+        let base = match a.path.as_deref().filter(|p| !p.is_empty()) {
+            Some(p) => ctx.resolve(p),
+            None => ctx.working_dir.clone(),
+        };
+        if !base.is_dir() {
+            return Err(ToolError::execution(format!("Directory not found: {}", base.display())));
+        }
+        let matcher = globset::GlobBuilder::new(&a.pattern)
+            .literal_separator(true)
+            .build()
+            .map_err(|e| ToolError::execution(format!("Error: invalid glob pattern {:?}: {e}", a.pattern)))?
+            .compile_matcher();
+        let pattern = a.pattern.clone();
+        let found = tokio::task::spawn_blocking(move || {
+            let mut out: Vec<(f64, PathBuf)> = Vec::new();
+            walk(&base, &mut |p| {
+                if let Ok(rel) = p.strip_prefix(&base)
+                    && matcher.is_match(rel)
+                {
+                    out.push((super::files::mtime(p).unwrap_or(0.0), p.to_path_buf()));
+                }
+            });
+            out.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+            out.into_iter().map(|(_, p)| p.display().to_string()).collect::<Vec<_>>()
+        })
+        .await
+        .map_err(|e| ToolError::execution(format!("Error: glob failed: {e}")))?;
+        if found.is_empty() {
+            return Ok(ToolStream::text(format!("No files found matching pattern: {pattern}")));
+        }
+        Ok(ToolStream::text(paginate(&found, a.head_limit.unwrap_or(DEFAULT_HEAD_LIMIT), a.offset)))
+    }
+}
+
+/// 2.0.4's pagination text.
+pub(crate) fn paginate(items: &[String], limit: u64, offset: u64) -> String {
+    let offset = usize::try_from(offset).unwrap_or(usize::MAX);
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    let rest = items.get(offset..).unwrap_or(&[]);
+    let shown = if limit == 0 { rest } else { &rest[..limit.min(rest.len())] };
+    let mut out = shown.join("\n");
+    if limit != 0 && rest.len() > limit {
+        out.push_str(&format!("\n\n[Showing results with pagination = limit: {limit}"));
+        if offset > 0 {
+            out.push_str(&format!(", offset: {offset}"));
+        }
+        out.push(']');
+    }
+    out
+}
+
+/// `abspath(path or cwd) + "/**"` (Glob and Grep suggestions).
+pub(crate) fn search_suggestion(
+    tool: &str,
+    path: Option<&str>,
+    ctx: &PermissionCheckContext<'_>,
+) -> Vec<PermissionRule> {
+    let abs = match path.filter(|p| !p.is_empty()) {
+        Some(p) => ctx.absolute(p),
+        None => ctx.cwd.to_path_buf(),
+    };
+    let abs = abs.display().to_string();
+    vec![PermissionRule::new(
+        tool,
+        Some(format!("{}/**", abs.trim_end_matches('/'))),
+        PermissionBehavior::Allow,
+        "suggested",
+    )]
+}
+
+/// Visits every regular file under `dir` (symlinked directories are not followed).
+pub(crate) fn walk(dir: &Path, visit: &mut dyn FnMut(&Path)) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let mut entries: Vec<_> = entries.filter_map(Result::ok).collect();
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        let Ok(ft) = entry.file_type() else { continue };
+        let path = entry.path();
+        if ft.is_dir() {
+            walk(&path, visit);
+        } else if ft.is_file() || (ft.is_symlink() && path.is_file()) {
+            visit(&path);
+        }
+    }
+}

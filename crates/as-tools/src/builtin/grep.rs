@@ -1,0 +1,179 @@
+//! `Grep`: regex search over files.
+
+use std::path::PathBuf;
+
+use as_message::{PermissionBehavior, PermissionRule};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::glob::{paginate, search_suggestion, walk};
+use super::path_rule_matches;
+use crate::context::ToolCallContext;
+use crate::error::ToolError;
+use crate::permission::{PermissionCheckContext, PermissionDecision};
+use crate::response::ToolStream;
+use crate::tool::Tool;
+
+const DESCRIPTION: &str = "A powerful search tool for file contents based on regular expressions.
+
+Usage:
+- Supports full regex syntax (e.g., \"log.*Error\", \"function\\s+\\w+\")
+- Filter files with the glob parameter (e.g., \"*.js\", \"**/*.tsx\")
+- Output modes: \"content\" shows matching lines (with line numbers), \"files_with_matches\" shows only file paths (default), \"count\" shows match counts per file
+- Use head_limit to cap the number of results returned.";
+
+const DEFAULT_HEAD_LIMIT: u64 = 250;
+const MAX_FILE_BYTES: u64 = 10 * 1024 * 1024;
+
+/// What `Grep` reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum GrepOutputMode {
+    /// Matching lines as `path:line:text`.
+    Content,
+    /// Paths of files with a match.
+    #[default]
+    FilesWithMatches,
+    /// `path:count` per file.
+    Count,
+}
+
+/// Arguments of `Grep`.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+pub struct GrepArgs {
+    /// The regular expression pattern to search for in file contents
+    pub pattern: String,
+    /// File or directory to search in (defaults to current working directory)
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Glob pattern to filter files (e.g. "*.js", "**/*.tsx")
+    #[serde(default)]
+    pub glob: Option<String>,
+    /// Output mode: "content", "files_with_matches" (default) or "count"
+    #[serde(default)]
+    pub output_mode: GrepOutputMode,
+    /// Case insensitive search
+    #[serde(default)]
+    pub case_insensitive: bool,
+    /// Limit output to first N entries. Defaults to 250 when unspecified. Pass 0 for unlimited.
+    #[serde(default)]
+    pub head_limit: Option<u64>,
+}
+
+/// The `Grep` tool (read-only, concurrency-safe).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GrepTool;
+
+impl Tool for GrepTool {
+    type Args = GrepArgs;
+
+    fn name(&self) -> &str {
+        "Grep"
+    }
+    fn description(&self) -> String {
+        DESCRIPTION.to_owned()
+    }
+    fn is_concurrency_safe(&self) -> bool {
+        true
+    }
+    fn is_read_only(&self) -> bool {
+        true
+    }
+    fn check_permissions(&self, _: &GrepArgs, _: &PermissionCheckContext<'_>) -> PermissionDecision {
+        PermissionDecision::passthrough("Grep search is read-only.")
+    }
+    fn match_rule(&self, rule: &str, _: PermissionBehavior, a: &GrepArgs, ctx: &PermissionCheckContext<'_>) -> bool {
+        let path = match a.path.as_deref().filter(|p| !p.is_empty()) {
+            Some(p) => p.to_owned(),
+            None => ctx.cwd.display().to_string(),
+        };
+        path_rule_matches(&path, rule)
+    }
+    fn generate_suggestions(&self, a: &GrepArgs, ctx: &PermissionCheckContext<'_>) -> Vec<PermissionRule> {
+        search_suggestion("Grep", a.path.as_deref(), ctx)
+    }
+
+    async fn call(&self, a: GrepArgs, ctx: ToolCallContext) -> Result<ToolStream, ToolError> {
+        let base = match a.path.as_deref().filter(|p| !p.is_empty()) {
+            Some(p) => ctx.resolve(p),
+            None => ctx.working_dir.clone(),
+        };
+        if !base.exists() {
+            return Err(ToolError::execution(format!("Path not found: {}", base.display())));
+        }
+        let re = regex::RegexBuilder::new(&a.pattern)
+            .case_insensitive(a.case_insensitive)
+            .build()
+            .map_err(|e| ToolError::execution(format!("Error: invalid regex pattern {:?}: {e}", a.pattern)))?;
+        let filter = match a.glob.as_deref().filter(|g| !g.is_empty()) {
+            Some(g) => Some(
+                globset::GlobBuilder::new(g)
+                    .literal_separator(g.contains('/'))
+                    .build()
+                    .map_err(|e| ToolError::execution(format!("Error: invalid glob pattern {g:?}: {e}")))?
+                    .compile_matcher(),
+            ),
+            None => None,
+        };
+        let mode = a.output_mode;
+        let pattern = a.pattern.clone();
+        let lines = tokio::task::spawn_blocking(move || {
+            let mut files: Vec<PathBuf> = Vec::new();
+            if base.is_file() {
+                files.push(base.clone());
+            } else {
+                walk(&base, &mut |p| {
+                    let keep = match &filter {
+                        None => true,
+                        Some(m) => {
+                            let rel = p.strip_prefix(&base).unwrap_or(p);
+                            m.is_match(rel) || p.file_name().is_some_and(|n| m.is_match(n))
+                        }
+                    };
+                    if keep {
+                        files.push(p.to_path_buf());
+                    }
+                });
+            }
+            let mut out: Vec<String> = Vec::new();
+            for f in files {
+                if std::fs::metadata(&f).map(|m| m.len() > MAX_FILE_BYTES).unwrap_or(true) {
+                    continue;
+                }
+                let Ok(bytes) = std::fs::read(&f) else { continue };
+                if bytes.contains(&0) {
+                    continue; // binary
+                }
+                let text = super::decode_text(&bytes);
+                let shown = f.display().to_string();
+                match mode {
+                    GrepOutputMode::FilesWithMatches => {
+                        if re.is_match(&text) {
+                            out.push(shown);
+                        }
+                    }
+                    GrepOutputMode::Count => {
+                        let n = text.lines().filter(|l| re.is_match(l)).count();
+                        if n > 0 {
+                            out.push(format!("{shown}:{n}"));
+                        }
+                    }
+                    GrepOutputMode::Content => {
+                        for (i, l) in text.lines().enumerate() {
+                            if re.is_match(l) {
+                                out.push(format!("{shown}:{}:{l}", i + 1));
+                            }
+                        }
+                    }
+                }
+            }
+            out
+        })
+        .await
+        .map_err(|e| ToolError::execution(format!("Error: grep failed: {e}")))?;
+        if lines.is_empty() {
+            return Ok(ToolStream::text(format!("No matches found for pattern: {pattern}")));
+        }
+        Ok(ToolStream::text(paginate(&lines, a.head_limit.unwrap_or(DEFAULT_HEAD_LIMIT), 0)))
+    }
+}

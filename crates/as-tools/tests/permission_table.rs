@@ -1,0 +1,897 @@
+//! The permission decision table: one row per (mode, rules, tool, input) -> decision, covering
+//! every row of state-storage.md §4.2 (steps per mode, exact strings) and §4.3 (rule matching).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+
+use as_message::{JsonMap, JsonValue, PermissionBehavior as B, PermissionContext, PermissionMode as M, PermissionRule};
+use as_tools::builtin::{BashTool, EditTool, GlobTool, GrepTool, ReadTool, WriteTool};
+use as_tools::{
+    DynTool, IntoDynTool, PermissionCheckContext, PermissionDecision, PermissionEngine, ToolCallContext, ToolError,
+    ToolStream,
+};
+use async_trait::async_trait;
+use serde_json::json;
+
+/// A tool whose own opinion, read-only flag and rule matching are scripted:
+/// `match_rule` is a substring test on input `"x"`.
+struct Probe {
+    name: &'static str,
+    read_only: bool,
+    own: Own,
+}
+
+#[derive(Clone, Copy)]
+enum Own {
+    Allow,
+    Deny,
+    Ask,
+    ImmuneAsk,
+    Passthrough,
+}
+
+#[async_trait]
+impl DynTool for Probe {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn description(&self) -> &str {
+        "probe"
+    }
+    fn parameters(&self) -> &JsonValue {
+        static P: std::sync::OnceLock<JsonValue> = std::sync::OnceLock::new();
+        P.get_or_init(|| json!({"properties": {}, "type": "object"}))
+    }
+    fn is_concurrency_safe(&self) -> bool {
+        true
+    }
+    fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+    async fn check_permissions(&self, _: &JsonMap, _: &PermissionCheckContext<'_>) -> PermissionDecision {
+        match self.own {
+            Own::Allow => PermissionDecision::allow("tool says allow").reason("tool"),
+            Own::Deny => PermissionDecision::deny("tool says deny").reason("tool"),
+            Own::Ask => PermissionDecision::ask("tool says ask").reason("tool"),
+            Own::ImmuneAsk => PermissionDecision::ask("tool says safety ask").reason("tool safety").immune(),
+            Own::Passthrough => PermissionDecision::passthrough("tool has no opinion"),
+        }
+    }
+    fn match_rule(&self, rule: &str, _: B, input: &JsonMap, _: &PermissionCheckContext<'_>) -> bool {
+        input.get("x").and_then(|v| v.as_str()).is_some_and(|x| x.contains(rule))
+    }
+    async fn call(&self, _: JsonMap, _: ToolCallContext) -> Result<ToolStream, ToolError> {
+        Ok(ToolStream::text("ran"))
+    }
+}
+
+fn probe(own: Own, read_only: bool) -> Arc<dyn DynTool> {
+    Arc::new(Probe { name: "probe", read_only, own })
+}
+
+/// (list, tool name, rule_content) -> a context in `mode`.
+fn context(mode: M, rules: &[(B, &str, Option<&str>)]) -> PermissionContext {
+    let mut ctx = PermissionContext { mode, ..Default::default() };
+    for (list, tool, content) in rules {
+        // the rule's own behavior is informative only: store a different one to prove the list decides
+        let mut rule = PermissionRule::new(*tool, content.map(str::to_owned), *list, "session");
+        let map = match list {
+            B::Allow => &mut ctx.allow_rules,
+            B::Deny => &mut ctx.deny_rules,
+            B::Ask => &mut ctx.ask_rules,
+            B::Passthrough => unreachable!(),
+        };
+        rule.behavior = B::Passthrough;
+        map.entry((*tool).to_owned()).or_default().push(rule);
+    }
+    ctx
+}
+
+struct Row {
+    name: &'static str,
+    mode: M,
+    rules: Vec<(B, &'static str, Option<&'static str>)>,
+    tool: Arc<dyn DynTool>,
+    input: JsonValue,
+    behavior: B,
+    message: &'static str,
+    reason: Option<&'static str>,
+}
+
+fn row(
+    name: &'static str,
+    mode: M,
+    rules: Vec<(B, &'static str, Option<&'static str>)>,
+    tool: Arc<dyn DynTool>,
+    input: JsonValue,
+    expect: (B, &'static str, Option<&'static str>),
+) -> Row {
+    Row { name, mode, rules, tool, input, behavior: expect.0, message: expect.1, reason: expect.2 }
+}
+
+const DENIED: &str = "Permission to use probe has been denied";
+const REQUIRED: &str = "Permission required for probe";
+const GRANTED: &str = "Permission granted for probe";
+
+fn rows() -> Vec<Row> {
+    let x = |s: &str| json!({ "x": s });
+    let p = probe;
+    use Own::*;
+    vec![
+        // ---- step 1: deny rules win in every mode
+        row(
+            "default deny rule",
+            M::Default,
+            vec![(B::Deny, "probe", None)],
+            p(Allow, true),
+            x("a"),
+            (B::Deny, DENIED, Some("Rule: None")),
+        ),
+        row(
+            "accept_edits deny rule",
+            M::AcceptEdits,
+            vec![(B::Deny, "probe", Some("a"))],
+            p(Allow, true),
+            x("a"),
+            (B::Deny, DENIED, Some("Rule: a")),
+        ),
+        row(
+            "explore deny rule beats read-only",
+            M::Explore,
+            vec![(B::Deny, "probe", None)],
+            p(Allow, true),
+            x("a"),
+            (B::Deny, DENIED, Some("Rule: None")),
+        ),
+        row(
+            "bypass deny rule",
+            M::Bypass,
+            vec![(B::Deny, "probe", None)],
+            p(Allow, true),
+            x("a"),
+            (B::Deny, DENIED, Some("Rule: None")),
+        ),
+        row(
+            "dont_ask deny rule",
+            M::DontAsk,
+            vec![(B::Deny, "probe", None)],
+            p(Allow, true),
+            x("a"),
+            (B::Deny, DENIED, Some("Rule: None")),
+        ),
+        row(
+            "deny beats ask and allow rules",
+            M::Default,
+            vec![(B::Allow, "probe", None), (B::Ask, "probe", None), (B::Deny, "probe", None)],
+            p(Allow, false),
+            x("a"),
+            (B::Deny, DENIED, Some("Rule: None")),
+        ),
+        // ---- step 2: ask rules
+        row(
+            "default ask rule",
+            M::Default,
+            vec![(B::Ask, "probe", Some("a"))],
+            p(Allow, true),
+            x("a"),
+            (B::Ask, REQUIRED, Some("Rule: a")),
+        ),
+        row(
+            "accept_edits ask rule beats read-only",
+            M::AcceptEdits,
+            vec![(B::Ask, "probe", None)],
+            p(Allow, true),
+            x("a"),
+            (B::Ask, REQUIRED, Some("Rule: None")),
+        ),
+        row(
+            "explore ask rule beats read-only",
+            M::Explore,
+            vec![(B::Ask, "probe", None)],
+            p(Allow, true),
+            x("a"),
+            (B::Ask, REQUIRED, Some("Rule: None")),
+        ),
+        row(
+            "bypass ask rule",
+            M::Bypass,
+            vec![(B::Ask, "probe", None)],
+            p(Allow, true),
+            x("a"),
+            (B::Ask, REQUIRED, Some("Rule: None")),
+        ),
+        row(
+            "dont_ask ask rule converted",
+            M::DontAsk,
+            vec![(B::Ask, "probe", Some("a"))],
+            p(Allow, true),
+            x("a"),
+            (
+                B::Deny,
+                "Permission denied for probe (dont_ask mode - ASK converted to DENY, user not available)",
+                Some("DONT_ASK mode converted ASK to DENY. Original reason: Rule: a"),
+            ),
+        ),
+        row(
+            "ask beats allow rule",
+            M::Default,
+            vec![(B::Allow, "probe", None), (B::Ask, "probe", None)],
+            p(Passthrough, false),
+            x("a"),
+            (B::Ask, REQUIRED, Some("Rule: None")),
+        ),
+        // ---- default mode, steps 3-5
+        row(
+            "default tool allow",
+            M::Default,
+            vec![],
+            p(Allow, false),
+            x("a"),
+            (B::Allow, "tool says allow", Some("tool")),
+        ),
+        row(
+            "default tool deny",
+            M::Default,
+            vec![(B::Allow, "probe", None)],
+            p(Deny, false),
+            x("a"),
+            (B::Deny, "tool says deny", Some("tool")),
+        ),
+        row(
+            "default safety ask beats allow rule",
+            M::Default,
+            vec![(B::Allow, "probe", None)],
+            p(ImmuneAsk, false),
+            x("a"),
+            (B::Ask, "tool says safety ask", Some("tool safety")),
+        ),
+        row(
+            "default plain ask falls through to allow rule",
+            M::Default,
+            vec![(B::Allow, "probe", None)],
+            p(Ask, false),
+            x("a"),
+            (B::Allow, GRANTED, None),
+        ),
+        row(
+            "default passthrough falls through to allow rule",
+            M::Default,
+            vec![(B::Allow, "probe", Some("a"))],
+            p(Passthrough, false),
+            x("a"),
+            (B::Allow, GRANTED, None),
+        ),
+        row(
+            "default fallback ask",
+            M::Default,
+            vec![],
+            p(Ask, false),
+            x("a"),
+            (B::Ask, REQUIRED, Some("Mode: default")),
+        ),
+        row(
+            "default read-only is not enough",
+            M::Default,
+            vec![],
+            p(Passthrough, true),
+            x("a"),
+            (B::Ask, REQUIRED, Some("Mode: default")),
+        ),
+        // ---- accept_edits
+        row(
+            "accept_edits read-only allow",
+            M::AcceptEdits,
+            vec![],
+            p(Deny, true),
+            x("a"),
+            (
+                B::Allow,
+                "Permission granted for probe (accept edits mode - read-only invocation)",
+                Some("Accept edits mode allows read-only operations"),
+            ),
+        ),
+        row(
+            "accept_edits tool allow",
+            M::AcceptEdits,
+            vec![],
+            p(Allow, false),
+            x("a"),
+            (B::Allow, "tool says allow", Some("tool")),
+        ),
+        row(
+            "accept_edits tool deny",
+            M::AcceptEdits,
+            vec![],
+            p(Deny, false),
+            x("a"),
+            (B::Deny, "tool says deny", Some("tool")),
+        ),
+        row(
+            "accept_edits safety ask",
+            M::AcceptEdits,
+            vec![(B::Allow, "probe", None)],
+            p(ImmuneAsk, false),
+            x("a"),
+            (B::Ask, "tool says safety ask", Some("tool safety")),
+        ),
+        row(
+            "accept_edits allow rule",
+            M::AcceptEdits,
+            vec![(B::Allow, "probe", None)],
+            p(Ask, false),
+            x("a"),
+            (B::Allow, GRANTED, None),
+        ),
+        row(
+            "accept_edits fallback ask",
+            M::AcceptEdits,
+            vec![],
+            p(Passthrough, false),
+            x("a"),
+            (B::Ask, REQUIRED, Some("Mode: accept_edits")),
+        ),
+        // ---- explore
+        row(
+            "explore read-only allow",
+            M::Explore,
+            vec![],
+            p(Deny, true),
+            x("a"),
+            (
+                B::Allow,
+                "Permission granted for probe (explore mode - read-only invocation)",
+                Some("Explore mode allows read-only operations"),
+            ),
+        ),
+        row(
+            "explore write deny",
+            M::Explore,
+            vec![],
+            p(Allow, false),
+            x("a"),
+            (
+                B::Deny,
+                "Permission denied for probe (explore mode is read-only)",
+                Some("Explore mode does not allow modifications"),
+            ),
+        ),
+        row(
+            "explore ignores allow rules",
+            M::Explore,
+            vec![(B::Allow, "probe", None)],
+            p(Allow, false),
+            x("a"),
+            (
+                B::Deny,
+                "Permission denied for probe (explore mode is read-only)",
+                Some("Explore mode does not allow modifications"),
+            ),
+        ),
+        // ---- bypass
+        row(
+            "bypass tool allow",
+            M::Bypass,
+            vec![],
+            p(Allow, false),
+            x("a"),
+            (B::Allow, "tool says allow", Some("tool")),
+        ),
+        row("bypass tool deny", M::Bypass, vec![], p(Deny, false), x("a"), (B::Deny, "tool says deny", Some("tool"))),
+        row(
+            "bypass ignores safety ask, allow rule",
+            M::Bypass,
+            vec![(B::Allow, "probe", None)],
+            p(ImmuneAsk, false),
+            x("a"),
+            (B::Allow, GRANTED, None),
+        ),
+        row(
+            "bypass fallback",
+            M::Bypass,
+            vec![],
+            p(ImmuneAsk, false),
+            x("a"),
+            (B::Allow, "Permission granted for probe (bypass mode)", Some("Bypass mode allows all operations")),
+        ),
+        row(
+            "bypass plain ask fallback",
+            M::Bypass,
+            vec![],
+            p(Ask, false),
+            x("a"),
+            (B::Allow, "Permission granted for probe (bypass mode)", Some("Bypass mode allows all operations")),
+        ),
+        // ---- dont_ask
+        row(
+            "dont_ask tool allow",
+            M::DontAsk,
+            vec![],
+            p(Allow, false),
+            x("a"),
+            (B::Allow, "tool says allow", Some("tool")),
+        ),
+        row(
+            "dont_ask tool deny",
+            M::DontAsk,
+            vec![],
+            p(Deny, false),
+            x("a"),
+            (B::Deny, "tool says deny", Some("tool")),
+        ),
+        row(
+            "dont_ask safety ask converted",
+            M::DontAsk,
+            vec![(B::Allow, "probe", None)],
+            p(ImmuneAsk, false),
+            x("a"),
+            (
+                B::Deny,
+                "Permission denied for probe (dont_ask mode - ASK converted to DENY, user not available)",
+                Some("DONT_ASK mode converted ASK to DENY. Original reason: tool safety"),
+            ),
+        ),
+        row(
+            "dont_ask allow rule",
+            M::DontAsk,
+            vec![(B::Allow, "probe", None)],
+            p(Ask, false),
+            x("a"),
+            (B::Allow, GRANTED, None),
+        ),
+        row(
+            "dont_ask fallback deny",
+            M::DontAsk,
+            vec![],
+            p(Ask, false),
+            x("a"),
+            (
+                B::Deny,
+                "Permission denied for probe (dont_ask mode - user not available)",
+                Some("User is not available to answer permission prompts"),
+            ),
+        ),
+        // ---- §4.3 rule matching
+        row(
+            "empty rule_content matches everything",
+            M::Default,
+            vec![(B::Deny, "probe", Some(""))],
+            p(Allow, false),
+            x("zzz"),
+            (B::Deny, DENIED, Some("Rule: ")),
+        ),
+        row(
+            "content rule via match_rule: no match",
+            M::Default,
+            vec![(B::Deny, "probe", Some("b"))],
+            p(Allow, false),
+            x("a"),
+            (B::Allow, "tool says allow", Some("tool")),
+        ),
+        row(
+            "rules are keyed by tool name",
+            M::Default,
+            vec![(B::Deny, "other", None)],
+            p(Allow, false),
+            x("a"),
+            (B::Allow, "tool says allow", Some("tool")),
+        ),
+        row(
+            "first matching allow rule",
+            M::Default,
+            vec![(B::Allow, "probe", Some("q")), (B::Allow, "probe", Some("a"))],
+            p(Passthrough, false),
+            x("a"),
+            (B::Allow, GRANTED, None),
+        ),
+    ]
+}
+
+fn builtin_rows(cwd: &str, outside: &str) -> Vec<Row> {
+    let read = ReadTool::default().into_dyn_tool();
+    let write = WriteTool.into_dyn_tool();
+    let edit = EditTool.into_dyn_tool();
+    let bash = BashTool::default().into_dyn_tool();
+    let glob = GlobTool.into_dyn_tool();
+    let grep = GrepTool.into_dyn_tool();
+    let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+    let inside_file = leak(format!("{cwd}/src/a.rs"));
+    let escape = leak(format!("{cwd}/../escaped.txt"));
+    let via_link = leak(format!("{cwd}/link/x.txt"));
+    let outside_file = leak(format!("{outside}/x.txt"));
+    let cmd = |c: &str| json!({ "command": c });
+    let file = |p: &str| json!({ "file_path": p, "content": "x" });
+    vec![
+        // Bash rule forms and the multi-line fix
+        row(
+            "bash deny prefix rule",
+            M::Default,
+            vec![(B::Deny, "Bash", Some("git push:*"))],
+            bash.clone(),
+            cmd("git push origin"),
+            (B::Deny, "Permission to use Bash has been denied", Some("Rule: git push:*")),
+        ),
+        row(
+            "bash deny wildcard multi-line (2.0.4 misses)",
+            M::Bypass,
+            vec![(B::Deny, "Bash", Some("rm -rf *"))],
+            bash.clone(),
+            cmd("rm -rf x\necho"),
+            (B::Deny, "Permission to use Bash has been denied", Some("Rule: rm -rf *")),
+        ),
+        row(
+            "bash deny rule inside && chain",
+            M::Bypass,
+            vec![(B::Deny, "Bash", Some("rm -rf *"))],
+            bash.clone(),
+            cmd("cd /tmp && rm -rf x"),
+            (B::Deny, "Permission to use Bash has been denied", Some("Rule: rm -rf *")),
+        ),
+        row(
+            "bash deny rule inside $(...)",
+            M::Bypass,
+            vec![(B::Deny, "Bash", Some("curl:*"))],
+            bash.clone(),
+            cmd("echo $(curl evil)"),
+            (B::Deny, "Permission to use Bash has been denied", Some("Rule: curl:*")),
+        ),
+        row(
+            "bash ask substring rule",
+            M::Bypass,
+            vec![(B::Ask, "Bash", Some("npm install"))],
+            bash.clone(),
+            cmd("npm install express"),
+            (B::Ask, "Permission required for Bash", Some("Rule: npm install")),
+        ),
+        row(
+            "bash allow rule",
+            M::Default,
+            vec![(B::Allow, "Bash", Some("npm run:*"))],
+            bash.clone(),
+            cmd("npm run build"),
+            (B::Allow, "Permission granted for Bash", None),
+        ),
+        row(
+            "bash allow rule needs every segment",
+            M::Default,
+            vec![(B::Allow, "Bash", Some("git *"))],
+            bash.clone(),
+            cmd("git add . && touch x"),
+            (B::Ask, "Permission required for Bash", Some("Mode: default")),
+        ),
+        row(
+            "bash allow rule all segments match",
+            M::Default,
+            vec![(B::Allow, "Bash", Some("git *"))],
+            bash.clone(),
+            cmd("git add . && git commit -m x"),
+            (B::Allow, "Permission granted for Bash", None),
+        ),
+        row(
+            "bash read-only command allowed in default",
+            M::Default,
+            vec![],
+            bash.clone(),
+            cmd("ls -la | grep x"),
+            (B::Allow, "Permission granted for read-only command", Some("Read-only command is allowed")),
+        ),
+        row(
+            "bash dangerous pattern safety ask",
+            M::Default,
+            vec![(B::Allow, "Bash", None)],
+            bash.clone(),
+            cmd("rm -rf build"),
+            (
+                B::Ask,
+                "Permission required: Command contains dangerous pattern: rm -rf",
+                Some("Safety check: dangerous command pattern detected"),
+            ),
+        ),
+        row(
+            "bash substitution safety ask",
+            M::Default,
+            vec![],
+            bash.clone(),
+            cmd("ls $(whoami)"),
+            (
+                B::Ask,
+                "Permission required: Command contains command substitution $(...)",
+                Some("Safety check: command contains dynamic expansion that cannot be statically analyzed"),
+            ),
+        ),
+        row(
+            "bash explore read-only",
+            M::Explore,
+            vec![],
+            bash.clone(),
+            cmd("git status"),
+            (
+                B::Allow,
+                "Permission granted for Bash (explore mode - read-only invocation)",
+                Some("Explore mode allows read-only operations"),
+            ),
+        ),
+        row(
+            "bash explore write",
+            M::Explore,
+            vec![],
+            bash.clone(),
+            cmd("touch x"),
+            (
+                B::Deny,
+                "Permission denied for Bash (explore mode is read-only)",
+                Some("Explore mode does not allow modifications"),
+            ),
+        ),
+        row(
+            "bash accept_edits fs command inside",
+            M::AcceptEdits,
+            vec![],
+            bash.clone(),
+            cmd("mkdir -p build && touch build/x"),
+            (
+                B::Allow,
+                "Permission granted for file system command in working directory",
+                Some("All target paths are in a working directory"),
+            ),
+        ),
+        row(
+            "bash accept_edits fs command outside",
+            M::AcceptEdits,
+            vec![],
+            bash.clone(),
+            json!({"command": format!("touch {outside_file}")}),
+            (B::Ask, "Permission required for Bash", Some("Mode: accept_edits")),
+        ),
+        // file tools: fnmatch path rules
+        row(
+            "read path rule ** crosses /",
+            M::Default,
+            vec![(B::Allow, "Read", Some("/srv/**"))],
+            read.clone(),
+            json!({"file_path": "/srv/a/b/c.txt"}),
+            (B::Allow, "Permission granted for Read", None),
+        ),
+        row(
+            "read deny *secret*",
+            M::Bypass,
+            vec![(B::Deny, "Read", Some("*secret*"))],
+            read.clone(),
+            json!({"file_path": "/a/secret/k"}),
+            (B::Deny, "Permission to use Read has been denied", Some("Rule: *secret*")),
+        ),
+        row(
+            "read path rule no match",
+            M::Default,
+            vec![(B::Allow, "Read", Some("/srv/*.txt"))],
+            read.clone(),
+            json!({"file_path": "/etc/passwd"}),
+            (B::Ask, "Permission required for Read", Some("Mode: default")),
+        ),
+        row(
+            "read explore",
+            M::Explore,
+            vec![],
+            read.clone(),
+            json!({"file_path": "/etc/hosts"}),
+            (
+                B::Allow,
+                "Permission granted for Read (explore mode - read-only invocation)",
+                Some("Explore mode allows read-only operations"),
+            ),
+        ),
+        row(
+            "glob matches on path",
+            M::Default,
+            vec![(B::Allow, "Glob", Some("/srv/**"))],
+            glob.clone(),
+            json!({"pattern": "*.rs", "path": "/srv"}),
+            (B::Allow, "Permission granted for Glob", None),
+        ),
+        row(
+            "glob matches on pattern",
+            M::Default,
+            vec![(B::Allow, "Glob", Some("src/*"))],
+            glob.clone(),
+            json!({"pattern": "src/*.rs"}),
+            (B::Allow, "Permission granted for Glob", None),
+        ),
+        row(
+            "grep matches cwd when no path",
+            M::Default,
+            vec![(B::Allow, "Grep", Some(leak(format!("{cwd}*"))))],
+            grep.clone(),
+            json!({"pattern": "x"}),
+            (B::Allow, "Permission granted for Grep", None),
+        ),
+        // working directories (accept_edits)
+        row(
+            "write inside cwd",
+            M::AcceptEdits,
+            vec![],
+            write.clone(),
+            file(inside_file),
+            (
+                B::Allow,
+                leak(format!("Permission granted for writing {inside_file} (in working directory)")),
+                Some("File is in working directory and not a dangerous path"),
+            ),
+        ),
+        row(
+            "write outside asks",
+            M::AcceptEdits,
+            vec![],
+            write.clone(),
+            file(outside_file),
+            (B::Ask, "Permission required for Write", Some("Mode: accept_edits")),
+        ),
+        row(
+            "write .. escape asks",
+            M::AcceptEdits,
+            vec![],
+            write.clone(),
+            file(escape),
+            (B::Ask, "Permission required for Write", Some("Mode: accept_edits")),
+        ),
+        row(
+            "write symlink escape asks",
+            M::AcceptEdits,
+            vec![],
+            write.clone(),
+            file(via_link),
+            (B::Ask, "Permission required for Write", Some("Mode: accept_edits")),
+        ),
+        row(
+            "write in extra working dir",
+            M::AcceptEdits,
+            vec![],
+            write.clone(),
+            file(outside_file),
+            (
+                B::Allow,
+                leak(format!("Permission granted for writing {outside_file} (in working directory)")),
+                Some("File is in working directory and not a dangerous path"),
+            ),
+        ),
+        row(
+            "write default mode asks even inside",
+            M::Default,
+            vec![],
+            write.clone(),
+            file(inside_file),
+            (B::Ask, "Permission required for Write", Some("Mode: default")),
+        ),
+        row(
+            "write dangerous file safety ask",
+            M::AcceptEdits,
+            vec![(B::Allow, "Write", None)],
+            write.clone(),
+            file(leak(format!("{cwd}/.env"))),
+            (
+                B::Ask,
+                leak(format!("Permission required: Write operation on sensitive file {cwd}/.env")),
+                Some("Safety check: dangerous file or directory"),
+            ),
+        ),
+        row(
+            "edit .git dir safety ask",
+            M::Default,
+            vec![],
+            edit.clone(),
+            json!({"file_path": format!("{cwd}/.git/config"), "old_string": "a", "new_string": "b"}),
+            (
+                B::Ask,
+                leak(format!("Permission required: Edit operation on sensitive file {cwd}/.git/config")),
+                Some("Safety check: dangerous file or directory"),
+            ),
+        ),
+        row(
+            "write explore denied",
+            M::Explore,
+            vec![],
+            write.clone(),
+            file(inside_file),
+            (
+                B::Deny,
+                "Permission denied for Write (explore mode is read-only)",
+                Some("Explore mode does not allow modifications"),
+            ),
+        ),
+    ]
+}
+
+async fn check(engine: &PermissionEngine, rows: Vec<Row>, extra_dir: Option<&str>) {
+    let mut failures = Vec::new();
+    for r in rows {
+        let mut ctx = context(r.mode, &r.rules);
+        if r.name == "write in extra working dir" {
+            let dir = extra_dir.unwrap().to_owned();
+            ctx.working_directories
+                .insert(dir.clone(), as_message::AdditionalWorkingDirectory { path: dir, source: "session".into() });
+        }
+        let input = r.input.as_object().unwrap().clone();
+        let d = engine.check_permission(&ctx, r.tool.as_ref(), &input).await;
+        let got = (d.behavior, d.message.as_str(), d.decision_reason.as_deref());
+        if got != (r.behavior, r.message, r.reason) {
+            failures.push(format!("{}: expected {:?}, got {:?}", r.name, (r.behavior, r.message, r.reason), got));
+        }
+        if d.behavior == B::Allow && d.message.starts_with("Permission granted for ") && d.decision_reason.is_none() {
+            assert_eq!(d.updated_input.as_ref(), Some(&input), "{}: allow rule returns the input", r.name);
+        }
+        if d.behavior == B::Ask {
+            assert!(d.suggested_rules.is_some(), "{}: an ASK carries suggestions", r.name);
+        }
+        assert_ne!(d.behavior, B::Passthrough, "{}: the engine never returns passthrough", r.name);
+    }
+    assert!(failures.is_empty(), "{} rows failed:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[tokio::test]
+async fn decision_table_generic_tool() {
+    check(&PermissionEngine::new("/work"), rows(), None).await;
+}
+
+#[tokio::test]
+async fn decision_table_builtin_tools() {
+    let root = tempfile::tempdir().unwrap();
+    let cwd = root.path().join("project");
+    let outside = root.path().join("outside");
+    std::fs::create_dir_all(cwd.join("src")).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, cwd.join("link")).unwrap();
+    let cwd = cwd.canonicalize().unwrap();
+    let outside = outside.canonicalize().unwrap();
+    let (c, o) = (cwd.to_str().unwrap(), outside.to_str().unwrap());
+    check(&PermissionEngine::new(&cwd), builtin_rows(c, o), Some(o)).await;
+}
+
+#[tokio::test]
+async fn suggestions_follow_2_0_4() {
+    let engine = PermissionEngine::new("/work");
+    let ctx = PermissionContext::default();
+    let ask = |tool: Arc<dyn DynTool>, input: JsonValue| {
+        let engine = engine.clone();
+        let ctx = ctx.clone();
+        async move {
+            let d = engine.check_permission(&ctx, tool.as_ref(), input.as_object().unwrap()).await;
+            d.suggested_rules
+                .unwrap()
+                .into_iter()
+                .map(|r| (r.tool_name, r.rule_content, r.behavior, r.source))
+                .collect::<Vec<_>>()
+        }
+    };
+    let s = |t: &str, c: Option<&str>| (t.to_owned(), c.map(str::to_owned), B::Allow, "suggested".to_owned());
+    assert_eq!(ask(probe(Own::Passthrough, false), json!({})).await, [s("probe", None)]);
+    assert_eq!(
+        ask(WriteTool.into_dyn_tool(), json!({"file_path": "/a/b/c.txt", "content": ""})).await,
+        [s("Write", Some("/a/b/**"))]
+    );
+    assert_eq!(
+        ask(BashTool::default().into_dyn_tool(), json!({"command": "git commit -m 'x' && npm install y && touch z"}))
+            .await,
+        [s("Bash", Some("git commit:*")), s("Bash", Some("npm install:*")), s("Bash", Some("touch:*"))]
+    );
+    assert_eq!(
+        ask(GrepTool.into_dyn_tool(), json!({"pattern": "x", "path": "sub"})).await,
+        [s("Grep", Some("/work/sub/**"))]
+    );
+}
+
+#[test]
+fn add_rule_appends_by_behavior_and_ignores_passthrough() {
+    let mut ctx = PermissionContext::default();
+    for b in [B::Allow, B::Deny, B::Ask, B::Passthrough, B::Allow] {
+        PermissionEngine::add_rule(&mut ctx, PermissionRule::new("Bash", Some("ls:*".into()), b, "session"));
+    }
+    assert_eq!(ctx.allow_rules["Bash"].len(), 2, "no de-duplication");
+    assert_eq!(ctx.deny_rules["Bash"].len(), 1);
+    assert_eq!(ctx.ask_rules["Bash"].len(), 1);
+    // persisted through the state's permission_context (wire form)
+    let json = as_message::to_json(&ctx);
+    assert!(
+        json.contains(
+            r#""deny_rules":{"Bash":[{"tool_name":"Bash","rule_content":"ls:*","behavior":"deny","source":"session"}]}"#
+        ),
+        "{json}"
+    );
+}
