@@ -55,7 +55,7 @@ impl Default for SqliteOptions {
             busy_timeout: Duration::from_secs(5),
             max_connections: 4,
             synchronous: Synchronous::Normal,
-            max_record_bytes: 64 * 1024 * 1024,
+            max_record_bytes: as_storage::DEFAULT_MAX_RECORD_BYTES,
             max_page_count: None,
             create_dirs: true,
         }

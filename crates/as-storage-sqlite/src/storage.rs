@@ -524,19 +524,6 @@ fn get_message_blocking(
     text.map(|t| parse_msg("get_message", &t)).transpose()
 }
 
-/// Redis `LRANGE start stop` on a list of `len` items, as an inclusive index range.
-fn lrange(len: i64, start: i64, stop: i64) -> Option<(i64, i64)> {
-    let mut start = if start < 0 { start.saturating_add(len) } else { start };
-    let mut stop = if stop < 0 { stop.saturating_add(len) } else { stop };
-    if start < 0 {
-        start = 0;
-    }
-    if stop >= len {
-        stop = len - 1;
-    }
-    if start > stop || start >= len { None } else { Some((start, stop)) }
-}
-
 fn list_messages_blocking(
     conn: &mut Connection,
     inner: &Inner,
@@ -554,11 +541,12 @@ fn list_messages_blocking(
         .prepare_cached("SELECT coalesce(max(seq) + 1, 0) FROM messages WHERE session_pk = ?1")
         .and_then(|mut s| s.query_row([pk], |r| r.get(0)))
         .map_err(|e| inner.map(e))?;
-    // Exactly `LRANGE offset offset+limit-1` (so `0, 0` is everything).
-    let stop = offset.saturating_add(limit).saturating_sub(1);
-    let Some((from, to)) = lrange(len, offset, stop) else {
+    // Exactly `LRANGE offset offset+limit-1` (so `0, 0` is everything); seqs are 0..len.
+    let range = as_storage::message_range(usize::try_from(len).unwrap_or(0), offset, limit);
+    if range.is_empty() {
         return Ok(Vec::new());
-    };
+    }
+    let (from, to) = (range.start as i64, range.end as i64 - 1);
     let mut stmt = tx
         .prepare_cached("SELECT msg FROM messages WHERE session_pk = ?1 AND seq BETWEEN ?2 AND ?3 ORDER BY seq")
         .map_err(|e| inner.map(e))?;
@@ -656,22 +644,5 @@ impl StorageBase for SqliteStorage {
         self.inner
             .run("list_messages", move |conn, inner| list_messages_blocking(conn, inner, &key, offset, limit))
             .await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::lrange;
-
-    #[test]
-    fn lrange_matches_redis() {
-        assert_eq!(lrange(5, 0, -1), Some((0, 4)));
-        assert_eq!(lrange(5, 1, 2), Some((1, 2)));
-        assert_eq!(lrange(5, -2, -1), Some((3, 4)));
-        assert_eq!(lrange(5, -100, 1), Some((0, 1)));
-        assert_eq!(lrange(5, 3, 100), Some((3, 4)));
-        assert_eq!(lrange(5, 5, 10), None);
-        assert_eq!(lrange(5, 3, 2), None);
-        assert_eq!(lrange(0, 0, -1), None);
     }
 }
