@@ -70,7 +70,7 @@ pub struct RedisStorageConfig {
     pub connect_timeout: Duration,
     /// Connections in the pool (default 2).
     pub pool_size: usize,
-    /// Largest record accepted, in bytes (default 512 MiB, Redis's own string limit).
+    /// Largest record or message accepted, in bytes (default [`as_storage::DEFAULT_MAX_RECORD_BYTES`]).
     pub max_record_bytes: usize,
 }
 
@@ -113,7 +113,7 @@ impl RedisStorageConfig {
             timeout: Duration::from_secs(5),
             connect_timeout: Duration::from_secs(5),
             pool_size: 2,
-            max_record_bytes: 512 * 1024 * 1024,
+            max_record_bytes: as_storage::DEFAULT_MAX_RECORD_BYTES,
         }
     }
 

@@ -8,8 +8,8 @@ use std::time::Duration;
 use as_message::{Msg, generate_id};
 use as_state::AgentState;
 use as_storage::{
-    Capabilities, ListError, Owner, PageRequest, Revision, SessionConfig, SessionKey, SessionMeta, SessionPage,
-    SessionRecord, SessionSource, SessionSummary, StorageBase, StorageError, StorageErrorKind, Timestamp,
+    Capabilities, ListError, Owner, PageRequest, Revision, SessionConfig, SessionCursor, SessionKey, SessionMeta,
+    SessionPage, SessionRecord, SessionSource, SessionSummary, StorageBase, StorageError, StorageErrorKind, Timestamp,
     UpsertSession, encode_record, validate_id,
 };
 use async_trait::async_trait;
@@ -181,18 +181,6 @@ impl<'de> Deserialize<'de> for Count {
     }
 }
 
-/// A listing cursor: the sort key and id of the last item returned.
-fn encode_cursor(created_at: &Timestamp, id: &str) -> String {
-    format!("{} {id}", as_message::format_naive(&created_at.sort_key()))
-}
-
-fn decode_cursor(cursor: &str) -> Result<(chrono::NaiveDateTime, String), StorageError> {
-    let bad = || err(StorageErrorKind::InvalidInput, "list_sessions", format!("invalid cursor {cursor:?}"));
-    let (ts, id) = cursor.split_once(' ').ok_or_else(bad)?;
-    let ts: Timestamp = ts.parse().map_err(|_| bad())?;
-    Ok((ts.sort_key(), id.to_owned()))
-}
-
 impl RedisStorage {
     /// A store that connects (on [`StorageBase::open`]) as `config` says.
     pub fn new(config: RedisStorageConfig) -> Result<Self, StorageError> {
@@ -332,15 +320,7 @@ impl RedisStorage {
     }
 
     fn check_size(&self, op: &'static str, json: &str) -> Result<(), StorageError> {
-        let max = self.inner.config.max_record_bytes;
-        if json.len() > max {
-            return Err(err(
-                StorageErrorKind::TooLarge,
-                op,
-                format!("record of {} bytes is over the limit of {max} bytes", json.len()),
-            ));
-        }
-        Ok(())
+        as_storage::check_size(BACKEND, op, json.len(), self.inner.config.max_record_bytes)
     }
 
     fn ttl_args(&self) -> (Value, Value) {
@@ -566,7 +546,7 @@ impl RedisStorage {
     async fn list_inner(&self, owner: &Owner, page: &PageRequest) -> Result<SessionPage, StorageError> {
         const OP: &str = "list_sessions";
         owner.validate()?;
-        let after = page.cursor.as_deref().map(decode_cursor).transpose()?;
+        let after = page.cursor.as_deref().map(|c| SessionCursor::decode(BACKEND, c)).transpose()?;
         let pool = self.pool_for(OP)?;
         let keys = &self.inner.keys;
         let ikey = keys.session_index(&owner.user_id, &owner.agent_id);
@@ -631,13 +611,13 @@ impl RedisStorage {
                 .map_err(|e| map_fred(OP, Some(&ikey), e))?;
         }
         out.sort_by(|a, b| b.created_at.sort_key().cmp(&a.created_at.sort_key()).then_with(|| b.id.cmp(&a.id)));
-        if let Some((ts, id)) = &after {
-            out.retain(|s| (s.created_at.sort_key(), &s.id) < (*ts, id));
+        if let Some(c) = &after {
+            out.retain(|s| c.is_before(&s.created_at, &s.id));
         }
         let limit = page.limit.max(1);
         let next_cursor = if out.len() > limit {
             out.truncate(limit);
-            out.last().map(|s| encode_cursor(&s.created_at, &s.id))
+            out.last().map(|s| SessionCursor { created_at: s.created_at, id: s.id.clone() }.encode())
         } else {
             None
         };
@@ -687,6 +667,7 @@ impl RedisStorage {
         let pool = self.pool_for(OP)?;
         let (mkey, rkey) = self.message_keys(key);
         let json = as_message::to_json(msg);
+        self.check_size(OP, &json)?;
         let (mode, ttl) = self.ttl_args();
         let args = vec![
             bytes_value(Bytes::from(json)),
@@ -899,14 +880,10 @@ impl RedisStorage {
     }
 }
 
-/// The `LRANGE` stop index for `offset`/`limit` (`limit = 0`: to the end). A window that starts
-/// from the end and is longer than what is left stops at the end (2.0.4 would return nothing).
+/// The `LRANGE` stop index of 2.0.4's `list_messages(offset, limit)`: `offset + limit - 1`
+/// (so `offset = 0, limit = 0` is `LRANGE 0 -1`, everything), saturating at the `i64` bounds.
 fn lrange_stop(offset: i64, limit: i64) -> i64 {
-    if limit <= 0 {
-        return -1;
-    }
-    let stop = offset.saturating_add(limit - 1);
-    if offset < 0 && stop >= 0 { -1 } else { stop }
+    offset.saturating_add(limit).saturating_sub(1)
 }
 
 fn not_found(op: &'static str, key: &SessionKey) -> StorageError {
@@ -920,10 +897,7 @@ impl StorageBase for RedisStorage {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::none()
-            .with_ttl(matches!(self.inner.config.key_ttl, TtlPolicy::Sliding(_)))
-            .with_cross_process(true)
-            .with_durable(true)
+        Capabilities::none().with_ttl(true).with_cross_process(true).with_durable(true)
     }
 
     async fn open(&self) -> Result<(), StorageError> {
@@ -984,22 +958,10 @@ mod tests {
     fn lrange_windows() {
         assert_eq!(lrange_stop(0, 50), 49);
         assert_eq!(lrange_stop(0, 0), -1);
-        assert_eq!(lrange_stop(1, 0), -1);
+        assert_eq!(lrange_stop(1, 0), 0);
         assert_eq!(lrange_stop(-2, 2), -1);
-        assert_eq!(lrange_stop(-2, 1), -2);
-        assert_eq!(lrange_stop(-2, 5), -1);
-        assert_eq!(lrange_stop(3, 2), 4);
-    }
-
-    #[test]
-    fn cursor_roundtrip() {
-        let t: Timestamp = "2025-06-01T10:00:01.250000".parse().unwrap();
-        let c = encode_cursor(&t, "abc");
-        assert_eq!(c, "2025-06-01T10:00:01.250000 abc");
-        let (ts, id) = decode_cursor(&c).unwrap();
-        assert_eq!(ts, t.sort_key());
-        assert_eq!(id, "abc");
-        assert_eq!(decode_cursor("garbage").unwrap_err().kind(), StorageErrorKind::InvalidInput);
+        assert_eq!(lrange_stop(i64::MAX, i64::MAX), i64::MAX - 1);
+        assert_eq!(lrange_stop(i64::MIN, i64::MIN), i64::MIN);
     }
 
     #[test]

@@ -1,0 +1,105 @@
+//! The as-storage conformance suite against RedisStorage, in both key layouts, on a private
+//! redis-server per scenario, and once more (the cluster layout) on a real 3-master cluster.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use as_storage::conformance::{BuildOptions, StorageFactory};
+use as_storage::{SharedStorage, StorageBase, StorageError};
+use as_storage_redis::testing::{RedisCluster, RedisServer, redis_server_binary};
+use as_storage_redis::{KeyConfig, KeyLayout, RedisStorage, RedisStorageConfig, TtlPolicy};
+
+/// The layout's templates under a random prefix, so several stores can share one server.
+fn prefixed(layout: KeyLayout, prefix: &str) -> KeyConfig {
+    let k = layout.key_config();
+    KeyConfig {
+        session: format!("{prefix}{}", k.session),
+        session_index: format!("{prefix}{}", k.session_index),
+        messages: format!("{prefix}{}", k.messages),
+        schedule_session_index: format!("{prefix}{}", k.schedule_session_index),
+    }
+}
+
+async fn open(
+    url: &str,
+    layout: KeyLayout,
+    prefix: &str,
+    options: &BuildOptions,
+) -> Result<SharedStorage, StorageError> {
+    let mut cfg = RedisStorageConfig::from_url(url)?
+        .with_layout(layout)
+        .with_key_config(prefixed(layout, prefix))
+        .with_timeout(Duration::from_secs(5));
+    if let Some(max) = options.max_record_bytes {
+        cfg = cfg.with_max_record_bytes(max);
+    }
+    if let Some(ttl) = options.ttl {
+        cfg = cfg.with_ttl_policy(TtlPolicy::Sliding(ttl));
+    }
+    let s = RedisStorage::new(cfg)?;
+    s.open().await?;
+    Ok(Arc::new(s))
+}
+
+/// A fresh private redis-server per scenario.
+struct ServerFactory {
+    layout: KeyLayout,
+}
+
+impl StorageFactory for ServerFactory {
+    type Guard = RedisServer;
+
+    async fn build(&self, options: &BuildOptions) -> Result<(RedisServer, SharedStorage), StorageError> {
+        let server = RedisServer::start().ok_or_else(|| {
+            StorageError::new(as_storage::StorageErrorKind::Unavailable, "redis", "build", "redis-server not found")
+        })?;
+        let s = open(&server.url(), self.layout, "", options).await?;
+        Ok((server, s))
+    }
+
+    async fn reopen(&self, guard: &RedisServer) -> Result<Option<SharedStorage>, StorageError> {
+        Ok(Some(open(&guard.url(), self.layout, "", &BuildOptions::default()).await?))
+    }
+
+    fn skip_reason(&self) -> Option<String> {
+        redis_server_binary().is_none().then(|| "redis-server not found".to_owned())
+    }
+}
+
+mod compat {
+    as_storage::storage_conformance_tests!(super::ServerFactory { layout: as_storage_redis::KeyLayout::Compat });
+}
+
+mod cluster_layout {
+    as_storage::storage_conformance_tests!(super::ServerFactory { layout: as_storage_redis::KeyLayout::Cluster });
+}
+
+/// One shared cluster; each build gets its own random key prefix.
+struct ClusterFactory {
+    url: String,
+}
+
+impl StorageFactory for ClusterFactory {
+    type Guard = String;
+
+    async fn build(&self, options: &BuildOptions) -> Result<(String, SharedStorage), StorageError> {
+        let prefix = format!("t{}:", uuid::Uuid::new_v4().simple());
+        let s = open(&self.url, KeyLayout::Cluster, &prefix, options).await?;
+        Ok((prefix, s))
+    }
+
+    async fn reopen(&self, prefix: &String) -> Result<Option<SharedStorage>, StorageError> {
+        Ok(Some(open(&self.url, KeyLayout::Cluster, prefix, &BuildOptions::default()).await?))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn whole_suite_on_a_real_cluster() {
+    let Some(cluster) = RedisCluster::start() else { return };
+    let report = as_storage::conformance::run_all(&ClusterFactory { url: cluster.url() }).await;
+    println!("{report}");
+    assert!(report.is_success(), "{report}");
+    assert!(report.skipped().next().is_none(), "nothing skipped on the cluster:\n{report}");
+}
