@@ -1,0 +1,472 @@
+//! The provider against a real local HTTP server speaking the OpenAI protocol (JSON and SSE).
+
+use std::time::{Duration, Instant};
+
+use as_message::{ContentBlock, Msg, Role, ToolCallBlock, ToolResultBlock, ToolResultState};
+use as_model::{
+    CancellationToken, ChatModel, ChatRequest, FinishReason, ModelErrorKind, RetryPolicy, StreamStatus, ToolChoice,
+    ToolSchema,
+};
+use as_model_openai::test_server::{MockReply, MockServer, SseStep, chunk};
+use as_model_openai::{ApiKey, OpenAiCompatibleConfig, OpenAiCompatibleModel, Parameters, Preset};
+use futures::StreamExt;
+use serde_json::json;
+
+const KEY: &str = "sk-test-0123456789";
+
+async fn server() -> MockServer {
+    MockServer::start().await.expect("bind a loopback port")
+}
+
+fn config(server: &MockServer) -> OpenAiCompatibleConfig {
+    OpenAiCompatibleConfig::preset(Preset::OpenAi, "gpt-test")
+        .with_base_url(server.base_url())
+        .with_api_key(ApiKey::new(KEY))
+        .with_retry(RetryPolicy::new(2, Duration::from_millis(10)))
+        .with_timeouts(Duration::from_secs(2), Duration::from_secs(5), Duration::from_secs(5))
+}
+
+fn model(cfg: OpenAiCompatibleConfig) -> OpenAiCompatibleModel {
+    OpenAiCompatibleModel::new(cfg).expect("client")
+}
+
+fn weather_tool() -> ToolSchema {
+    ToolSchema::new(
+        "get_weather",
+        "Get the weather of a city.",
+        json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+    )
+}
+
+fn conversation() -> Vec<Msg> {
+    let mut assistant = Msg::assistant("Friday", "Let me check.");
+    assistant.content.push(ContentBlock::ToolCall(ToolCallBlock::new("call_0", "get_weather", r#"{"city": "Oslo"}"#)));
+    assistant.content.push(ContentBlock::ToolResult(ToolResultBlock::new(
+        "call_0",
+        "get_weather",
+        "Rainy",
+        ToolResultState::Success,
+    )));
+    vec![
+        Msg::system("system", "You are helpful."),
+        Msg::user("user", "Weather in Oslo and Paris?"),
+        assistant,
+        Msg::user("user", "And Paris?"),
+    ]
+}
+
+fn pretty(v: &serde_json::Value) -> String {
+    serde_json::to_string_pretty(v).unwrap()
+}
+
+#[tokio::test]
+async fn non_streamed_text() {
+    let s = server().await;
+    s.push(MockReply::json(chunk::completion(json!({"role": "assistant", "content": "Hello!"}), "stop", 11, 2)));
+    let m = model(config(&s).with_stream(false));
+    let r = m.call(ChatRequest::new(vec![Msg::user("user", "Hi")])).await.unwrap();
+    assert_eq!(r.text(), "Hello!");
+    assert_eq!(r.finish_reason, FinishReason::Stop);
+    let u = r.usage.unwrap();
+    assert_eq!((u.input_tokens, u.output_tokens), (11, 2));
+    let reqs = s.requests();
+    assert_eq!(reqs.len(), 1);
+    assert_eq!(reqs[0].path, "/v1/chat/completions");
+    assert_eq!(reqs[0].header("authorization"), Some(format!("Bearer {KEY}").as_str()));
+    insta::assert_snapshot!("non_streamed_text_request", pretty(&reqs[0].body));
+}
+
+#[tokio::test]
+async fn streamed_text_with_usage_in_last_chunk() {
+    let s = server().await;
+    s.push(MockReply::sse([
+        chunk::text("Hel"),
+        chunk::text("lo"),
+        chunk::text(" world"),
+        chunk::finish("stop"),
+        json!({"id": "chatcmpl-mock", "choices": [], "usage": {"prompt_tokens": 20, "completion_tokens": 3,
+               "prompt_tokens_details": {"cached_tokens": 8}}}),
+    ]));
+    let m = model(config(&s));
+    let mut stream = m.stream(ChatRequest::new(vec![Msg::user("user", "Hi")])).await.unwrap();
+    let mut deltas = vec![];
+    while let Some(c) = stream.next().await {
+        let c = c.unwrap();
+        assert!(stream.response().is_interrupted(), "incomplete while streaming");
+        deltas.push(c);
+    }
+    // usage-only and finish-only chunks are folded in, not yielded
+    assert_eq!(deltas.len(), 3);
+    assert_eq!(stream.status(), StreamStatus::Completed);
+    let r = stream.response();
+    assert_eq!(r.text(), "Hello world");
+    assert_eq!(r.content.len(), 1, "one text block per stream");
+    let u = r.usage.unwrap();
+    assert_eq!((u.input_tokens, u.output_tokens, u.cache_input_tokens), (20, 3, 8));
+    assert_eq!(s.requests()[0].header("accept"), Some("text/event-stream"));
+    insta::assert_snapshot!("streamed_text_request", pretty(&s.requests()[0].body));
+}
+
+#[tokio::test]
+async fn streamed_parallel_tool_calls_split_mid_token() {
+    let s = server().await;
+    // The second event is delivered in two TCP writes split inside its JSON.
+    let second = format!(
+        "data: {}\n\n",
+        chunk::tool_calls(&[(0, None, None, r#"ty": "Pa"#), (1, Some("call_b"), Some("get_weather"), r#"{"ci"#)])
+    );
+    let (a, b) = second.split_at(second.len() / 2);
+    s.push(MockReply::sse_steps([
+        SseStep::Data(chunk::text("Checking both.").to_string()),
+        SseStep::Data(chunk::tool_call(0, Some("call_a"), Some("get_weather"), r#"{"ci"#).to_string()),
+        SseStep::Raw(a.as_bytes().to_vec()),
+        SseStep::Raw(b.as_bytes().to_vec()),
+        SseStep::Data(chunk::tool_call(1, None, None, r#"ty": "Oslo"}"#).to_string()),
+        SseStep::Data(chunk::tool_call(0, None, None, r#"ris"}"#).to_string()),
+        SseStep::Data(chunk::finish("tool_calls").to_string()),
+        SseStep::Data(chunk::usage(50, 30).to_string()),
+        SseStep::Data("[DONE]".into()),
+    ]));
+    let m = model(config(&s));
+    let req = ChatRequest::new(conversation()).with_tools(vec![weather_tool()]).with_tool_choice(ToolChoice::auto());
+    let r = m.call(req).await.unwrap();
+    assert_eq!(r.finish_reason, FinishReason::ToolCalls);
+    let calls: Vec<_> =
+        r.executable_tool_calls().iter().map(|c| (c.id.clone(), c.name.clone(), c.input.clone())).collect();
+    assert_eq!(
+        calls,
+        vec![
+            ("call_a".to_owned(), "get_weather".to_owned(), r#"{"city": "Paris"}"#.to_owned()),
+            ("call_b".to_owned(), "get_weather".to_owned(), r#"{"city": "Oslo"}"#.to_owned()),
+        ]
+    );
+    for c in r.tool_calls() {
+        serde_json::from_str::<serde_json::Value>(&c.input).expect("complete JSON arguments");
+    }
+    assert_eq!(r.text(), "Checking both.");
+    insta::assert_snapshot!("tool_calls_request", pretty(&s.requests()[0].body));
+}
+
+#[tokio::test]
+async fn reasoning_content_streams_as_thinking_and_goes_back_as_reasoning_content() {
+    let s = server().await;
+    s.push(MockReply::sse([
+        chunk::reasoning("The user "),
+        chunk::reasoning("greets."),
+        chunk::text("Hi!"),
+        chunk::finish("stop"),
+        chunk::usage(5, 9),
+    ]));
+    let params = Parameters { thinking_enable: true, thinking_budget: Some(512), ..Parameters::default() };
+    let cfg = OpenAiCompatibleConfig::preset(Preset::DashScope, "qwen-plus")
+        .with_base_url(s.base_url())
+        .with_api_key(ApiKey::new(KEY))
+        .with_parameters(params);
+    let m = model(cfg);
+    let mut previous = Msg::new("Friday", Role::Assistant, vec![]);
+    previous.content.push(ContentBlock::Thinking(as_message::ThinkingBlock::new("Earlier thought.")));
+    previous.content.push(ContentBlock::text("Earlier answer."));
+    let req = ChatRequest::new(vec![Msg::user("user", "Hello"), previous, Msg::user("user", "Hi again")])
+        .with_tools(vec![weather_tool()])
+        .with_tool_choice(ToolChoice::required());
+    let r = m.call(req).await.unwrap();
+    assert_eq!(r.thinking(), "The user greets.");
+    assert_eq!(r.text(), "Hi!");
+    assert!(matches!(r.content[0], ContentBlock::Thinking(_)), "thinking first");
+    let body = &s.requests()[0].body;
+    assert_eq!(body["messages"][1]["reasoning_content"], "Earlier thought.");
+    assert_eq!(body["tool_choice"], "auto", "DashScope downgrades required");
+    assert_eq!(body["enable_thinking"], true);
+    insta::assert_snapshot!("dashscope_thinking_request", pretty(body));
+}
+
+#[tokio::test]
+async fn unauthorized_is_auth_and_never_retried_nor_leaks_the_key() {
+    let s = server().await;
+    s.push(MockReply::error(401, &format!("Incorrect API key provided: {KEY}"), Some("invalid_api_key")));
+    let m = model(config(&s));
+    let e = m.call(ChatRequest::new(vec![Msg::user("user", "Hi")])).await.unwrap_err();
+    assert_eq!(e.kind(), ModelErrorKind::Auth);
+    assert_eq!(e.status(), Some(401));
+    assert_eq!(s.requests().len(), 1);
+    let shown = format!("{e} {e:?} {m:?}");
+    assert!(!shown.contains(KEY), "{shown}");
+    assert!(shown.contains("[REDACTED]"));
+}
+
+#[tokio::test]
+async fn rate_limited_reports_retry_after_then_retries_it() {
+    let s = server().await;
+    s.push(MockReply::error(429, "Rate limit reached", Some("rate_limit_exceeded")).with_header("retry-after", "2"));
+    let m = model(config(&s).with_retry(RetryPolicy::none()));
+    let e = m.call(ChatRequest::new(vec![Msg::user("user", "Hi")])).await.unwrap_err();
+    assert_eq!(e.kind(), ModelErrorKind::RateLimited { retry_after: Some(Duration::from_secs(2)) });
+    assert!(e.is_retryable());
+
+    s.push(MockReply::error(429, "Rate limit reached", None).with_header("retry-after-ms", "60"));
+    s.push(MockReply::sse([chunk::text("ok"), chunk::finish("stop")]));
+    let m = model(config(&s));
+    let t = Instant::now();
+    let r = m.call(ChatRequest::new(vec![Msg::user("user", "Hi")])).await.unwrap();
+    assert_eq!(r.text(), "ok");
+    assert!(t.elapsed() >= Duration::from_millis(60), "waited the server's retry-after");
+    assert_eq!(s.requests().len(), 3);
+}
+
+#[tokio::test]
+async fn context_length_error_is_typed_and_not_retried() {
+    let s = server().await;
+    s.push(MockReply::error(
+        400,
+        "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.",
+        Some("context_length_exceeded"),
+    ));
+    let m = model(config(&s));
+    let e = m.call(ChatRequest::new(vec![Msg::user("user", "long")])).await.unwrap_err();
+    assert_eq!(e.kind(), ModelErrorKind::ContextLengthExceeded);
+    assert!(!e.is_retryable());
+    assert_eq!(s.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn server_error_then_success_is_retried() {
+    let s = server().await;
+    s.push(MockReply::Json { status: 500, headers: vec![], body: "upstream exploded".into() });
+    s.push(MockReply::sse([chunk::text("recovered"), chunk::finish("stop")]));
+    let m = model(config(&s));
+    let r = m.call(ChatRequest::new(vec![Msg::user("user", "Hi")])).await.unwrap();
+    assert_eq!(r.text(), "recovered");
+    let reqs = s.requests();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(reqs[0].body, reqs[1].body, "the same body is resent");
+
+    // Retries used up: the last error is returned.
+    for _ in 0..3 {
+        s.push(MockReply::Json { status: 503, headers: vec![], body: "down".into() });
+    }
+    let e = m.call(ChatRequest::new(vec![Msg::user("user", "Hi")])).await.unwrap_err();
+    assert_eq!((e.kind(), e.status()), (ModelErrorKind::ServerError, Some(503)));
+    assert_eq!(s.requests().len(), 5);
+}
+
+#[tokio::test]
+async fn stream_cut_mid_chunk_is_a_transport_error_with_an_interrupted_partial() {
+    let s = server().await;
+    let partial = format!("data: {}", chunk::tool_call(0, Some("call_x"), Some("get_weather"), r#"{"city"#));
+    s.push(MockReply::sse_steps([
+        SseStep::Data(chunk::text("Looking").to_string()),
+        SseStep::Raw(partial.as_bytes()[..partial.len() - 10].to_vec()),
+        // Let hyper flush the head and the bytes above before aborting; an abort before the head would be a
+        // connect-level failure that the HTTP client transparently retries.
+        SseStep::Delay(Duration::from_millis(50)),
+        SseStep::Cut,
+    ]));
+    let m = model(config(&s));
+    let stream = m.stream(ChatRequest::new(vec![Msg::user("user", "Hi")])).await.unwrap();
+    let handle = stream.handle();
+    let e = stream.collect().await.unwrap_err();
+    assert_eq!(e.kind(), ModelErrorKind::Transport);
+    assert_eq!(handle.status(), StreamStatus::Failed);
+    let partial = handle.snapshot();
+    assert!(partial.is_interrupted());
+    assert_eq!(partial.text(), "Looking");
+    assert!(partial.executable_tool_calls().is_empty());
+
+    // The same cut, but the body ends cleanly (no connection error): still not a complete response.
+    let partial = format!("data: {}", chunk::text("never finished"));
+    s.push(MockReply::sse_steps([
+        SseStep::Data(chunk::text("A").to_string()),
+        SseStep::Raw(partial.as_bytes()[..20].to_vec()),
+    ]));
+    let e = m.call(ChatRequest::new(vec![Msg::user("user", "Hi")])).await.unwrap_err();
+    assert_eq!(e.kind(), ModelErrorKind::Transport);
+    assert!(e.message().contains("cut"), "{e}");
+
+    // A body that ends between events without a finish reason or [DONE].
+    s.push(MockReply::sse_steps([SseStep::Data(chunk::text("A").to_string())]));
+    let e = m.call(ChatRequest::new(vec![Msg::user("user", "Hi")])).await.unwrap_err();
+    assert_eq!(e.kind(), ModelErrorKind::Transport);
+
+    // Ending after the finish reason without [DONE] is accepted (some servers omit it).
+    s.push(MockReply::sse_steps([
+        SseStep::Data(chunk::text("fine").to_string()),
+        SseStep::Data(chunk::finish("stop").to_string()),
+    ]));
+    let r = m.call(ChatRequest::new(vec![Msg::user("user", "Hi")])).await.unwrap();
+    assert_eq!((r.text().as_str(), r.is_interrupted()), ("fine", false));
+}
+
+#[tokio::test]
+async fn malformed_sse_line_is_an_invalid_response() {
+    let s = server().await;
+    s.push(MockReply::sse_steps([
+        SseStep::Raw(b": comment lines are fine\n\n".to_vec()),
+        SseStep::Data(chunk::text("ok so far").to_string()),
+        SseStep::Raw(b"data: {\"choices\": [ this is not json\n\n".to_vec()),
+        SseStep::Data(chunk::text("never read").to_string()),
+        SseStep::Data("[DONE]".into()),
+    ]));
+    let m = model(config(&s));
+    let stream = m.stream(ChatRequest::new(vec![Msg::user("user", "Hi")])).await.unwrap();
+    let handle = stream.handle();
+    let e = stream.collect().await.unwrap_err();
+    assert_eq!(e.kind(), ModelErrorKind::InvalidResponse);
+    assert_eq!(handle.snapshot().text(), "ok so far");
+    assert!(handle.snapshot().is_interrupted());
+}
+
+#[tokio::test]
+async fn slow_server_times_out() {
+    let s = server().await;
+    // Headers too late: request timeout (retried once, then the error).
+    s.push(MockReply::sse([chunk::text("late")]).delayed(Duration::from_millis(800)));
+    s.push(MockReply::sse([chunk::text("late")]).delayed(Duration::from_millis(800)));
+    let cfg = config(&s)
+        .with_timeouts(Duration::from_secs(1), Duration::from_millis(150), Duration::from_millis(150))
+        .with_retry(RetryPolicy::new(1, Duration::from_millis(1)));
+    let m = model(cfg);
+    let t = Instant::now();
+    let e = m.call(ChatRequest::new(vec![Msg::user("user", "Hi")])).await.unwrap_err();
+    assert_eq!(e.kind(), ModelErrorKind::Timeout);
+    assert!(t.elapsed() < Duration::from_millis(790), "did not wait for the slow server: {:?}", t.elapsed());
+    assert_eq!(s.requests().len(), 2);
+
+    // A stream that goes silent: idle timeout mid-stream, partial kept.
+    s.push(MockReply::sse_steps([SseStep::Data(chunk::text("first").to_string()), SseStep::Hang]));
+    let stream = m.stream(ChatRequest::new(vec![Msg::user("user", "Hi")])).await.unwrap();
+    let handle = stream.handle();
+    let e = stream.collect().await.unwrap_err();
+    assert_eq!(e.kind(), ModelErrorKind::Timeout);
+    assert_eq!(handle.snapshot().text(), "first");
+    assert!(handle.snapshot().is_interrupted());
+}
+
+#[tokio::test]
+async fn cancellation_mid_stream_keeps_the_partial_marked_interrupted() {
+    let s = server().await;
+    s.push(MockReply::sse_steps([
+        SseStep::Data(chunk::text("I will call").to_string()),
+        SseStep::Data(chunk::tool_call(0, Some("call_1"), Some("get_weather"), r#"{"city": "Pa"#).to_string()),
+        SseStep::Hang,
+    ]));
+    let m = model(config(&s));
+    let cancel = CancellationToken::new();
+    let req =
+        ChatRequest::new(vec![Msg::user("user", "Hi")]).with_tools(vec![weather_tool()]).with_cancel(cancel.clone());
+    let mut stream = m.stream(req).await.unwrap();
+    stream.next().await.unwrap().unwrap();
+    let second = stream.next().await.unwrap().unwrap();
+    assert!(matches!(&second.content[0], ContentBlock::ToolCall(c) if c.id == "call_1"));
+    cancel.cancel();
+    assert!(stream.next().await.is_none(), "the stream ends on cancellation");
+    assert_eq!(stream.status(), StreamStatus::Interrupted);
+    let r = stream.response();
+    assert!(r.is_interrupted());
+    assert_eq!(r.finish_reason.wire(), "interrupted");
+    assert_eq!(r.text(), "I will call");
+    assert_eq!(r.tool_calls().next().unwrap().input, r#"{"city": "Pa"#, "partial call kept for context");
+    assert!(r.executable_tool_calls().is_empty(), "but never presented as complete");
+
+    // Cancelled while waiting for a slow server: an empty interrupted response, promptly.
+    s.push(MockReply::sse([chunk::text("late")]).delayed(Duration::from_secs(3)));
+    let cancel = CancellationToken::new();
+    let req = ChatRequest::new(vec![Msg::user("user", "Hi")]).with_cancel(cancel.clone());
+    let t = Instant::now();
+    let (r, ()) = tokio::join!(m.call(req), async {
+        while s.requests().len() < 2 {
+            tokio::task::yield_now().await;
+        }
+        cancel.cancel();
+    });
+    let r = r.unwrap();
+    assert!(r.is_interrupted() && r.content.is_empty());
+    assert!(t.elapsed() < Duration::from_secs(2));
+}
+
+#[tokio::test]
+async fn dropping_the_stream_leaves_an_interrupted_partial() {
+    let s = server().await;
+    s.push(MockReply::sse_steps([SseStep::Data(chunk::text("partial").to_string()), SseStep::Hang]));
+    let m = model(config(&s));
+    let mut stream = m.stream(ChatRequest::new(vec![Msg::user("user", "Hi")])).await.unwrap();
+    let handle = stream.handle();
+    stream.next().await.unwrap().unwrap();
+    drop(stream);
+    assert_eq!(handle.status(), StreamStatus::Interrupted);
+    assert_eq!(handle.snapshot().text(), "partial");
+    assert!(handle.snapshot().is_interrupted());
+}
+
+#[tokio::test]
+async fn ollama_preset_sends_no_authorization_and_custom_params_are_sent() {
+    let s = server().await;
+    s.push(MockReply::sse([chunk::text("hi"), chunk::finish("stop")]));
+    let params = Parameters {
+        max_tokens: Some(64),
+        temperature: Some(0.2),
+        top_p: Some(0.9),
+        parallel_tool_calls: false,
+        thinking_enable: true,
+        reasoning_effort: Some("low".into()),
+        extra_body: serde_json::from_str(r#"{"seed": 7}"#).unwrap(),
+        ..Parameters::default()
+    };
+    let cfg =
+        OpenAiCompatibleConfig::preset(Preset::Ollama, "llama3.2").with_base_url(s.base_url()).with_parameters(params);
+    let m = model(cfg);
+    assert_eq!(m.provider(), "ollama");
+    let req = ChatRequest::new(vec![Msg::user("user", "Hi")])
+        .with_tools(vec![weather_tool(), ToolSchema::new("other", "Other.", json!({"type": "object"}))])
+        .with_tool_choice(ToolChoice::tool("get_weather").with_tools(["get_weather"]));
+    m.call(req).await.unwrap();
+    let r = &s.requests()[0];
+    assert_eq!(r.header("authorization"), None);
+    insta::assert_snapshot!("ollama_params_request", pretty(&r.body));
+
+    let bad = ChatRequest::new(vec![Msg::user("user", "Hi")]).with_tool_choice(ToolChoice::tool("missing"));
+    assert_eq!(m.call(bad).await.unwrap_err().kind(), ModelErrorKind::InvalidRequest);
+    assert_eq!(s.requests().len(), 1, "an invalid request is not sent");
+}
+
+#[tokio::test]
+async fn structured_output_over_http() {
+    let s = server().await;
+    s.push(MockReply::sse([
+        chunk::tool_call(0, Some("call_s"), Some(as_model::STRUCTURED_OUTPUT_TOOL), r#"{"task_overview": "#),
+        chunk::tool_call(0, None, None, r#""demo"}"#),
+        chunk::finish("tool_calls"),
+    ]));
+    let m = model(config(&s));
+    let schema =
+        json!({"type": "object", "properties": {"task_overview": {"type": "string"}}, "required": ["task_overview"]});
+    let out = m
+        .generate_structured_output(as_model::StructuredOutputRequest::new(
+            vec![Msg::user("user", "Summarize")],
+            schema,
+        ))
+        .await
+        .unwrap();
+    assert_eq!(out.content["task_overview"], "demo");
+    let body = &s.requests()[0].body;
+    assert_eq!(body["tool_choice"]["function"]["name"], as_model::STRUCTURED_OUTPUT_TOOL);
+}
+
+/// Runs only with `OPENAI_API_KEY` (optionally `OPENAI_BASE_URL`, `AS_TEST_OPENAI_MODEL`) or `DASHSCOPE_API_KEY`.
+#[tokio::test]
+async fn live_provider_when_a_key_is_set() {
+    let (preset, default_model) = if std::env::var("OPENAI_API_KEY").is_ok_and(|k| !k.is_empty()) {
+        (Preset::OpenAi, "gpt-4o-mini")
+    } else if std::env::var("DASHSCOPE_API_KEY").is_ok_and(|k| !k.is_empty()) {
+        (Preset::DashScope, "qwen-plus")
+    } else {
+        println!("skipping: set OPENAI_API_KEY or DASHSCOPE_API_KEY for the live test");
+        return;
+    };
+    let name = std::env::var("AS_TEST_OPENAI_MODEL").unwrap_or_else(|_| default_model.to_owned());
+    let params = Parameters { max_tokens: Some(16), ..Parameters::default() };
+    let m = model(OpenAiCompatibleConfig::from_env(preset, name).unwrap().with_parameters(params));
+    let r = m.call(ChatRequest::new(vec![Msg::user("user", "Reply with the single word: pong")])).await.unwrap();
+    assert!(!r.is_interrupted());
+    assert!(!r.text().is_empty());
+    assert!(r.usage.is_some_and(|u| u.input_tokens > 0));
+}
