@@ -1,4 +1,6 @@
 //! The provider against a real local HTTP server speaking the OpenAI protocol (JSON and SSE).
+// Test helpers outside #[test] fns are not covered by clippy.toml's allow-*-in-tests.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::time::{Duration, Instant};
 
