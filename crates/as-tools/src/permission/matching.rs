@@ -229,7 +229,11 @@ fn split_into(command: &str, out: &mut Vec<String>, depth: usize) {
                 i += 1;
                 continue;
             }
-            '&' | '|' if !double => {
+            '&' | '|'
+                if !double
+                    && !(i > 0 && matches!(chars[i - 1], '>' | '<'))
+                    && !(c == '&' && chars.get(i + 1) == Some(&'>')) =>
+            {
                 flush(&mut cur, out);
                 i += 1;
                 while i < chars.len() && (chars[i] == '&' || chars[i] == '|') {
@@ -305,5 +309,7 @@ mod tests {
         assert_eq!(split_command_segments("echo \"x; y\" ; z"), ["echo \"x; y\"", "z"]);
         assert_eq!(split_command_segments("echo `rm -rf /`"), ["echo `rm -rf /`", "rm -rf /"]);
         assert_eq!(split_command_segments("echo a\\;b"), ["echo a\\;b"]);
+        assert_eq!(split_command_segments("ls 2>&1 | wc -l"), ["ls 2>&1", "wc -l"]);
+        assert_eq!(split_command_segments("make &> log & echo"), ["make &> log", "echo"]);
     }
 }
