@@ -69,7 +69,12 @@ async fn dispatch(cli: Cli) -> CliResult {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // `--help` names the resolved default store, which clap's derive text cannot.
+    let matches = storage_url::with_storage_help(<Cli as clap::CommandFactory>::command()).get_matches();
+    let cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     match dispatch(cli).await {
         Ok(()) => ExitCode::from(exit::OK),
         Err(e) => e.report(),

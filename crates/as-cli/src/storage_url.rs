@@ -14,8 +14,53 @@ use as_storage::SharedStorage;
 
 use crate::exit::{CliError, CliResult, ExitKind};
 
-/// File name of the default SQLite store (in `AGENTSCOPE_HOME` when set, else the working directory).
-pub(crate) const DEFAULT_SQLITE_FILE: &str = "agentscope.db";
+/// File name of the default SQLite store, in the directory [`default_sqlite_path`] picks.
+pub(crate) const DEFAULT_SQLITE_FILE: &str = "sessions.db";
+
+/// Where the default store lives: `$AGENTSCOPE_HOME/sessions.db` when set, else
+/// `$XDG_DATA_HOME/agentscope/sessions.db`, else `~/.local/share/agentscope/sessions.db`
+/// (else `./sessions.db` when no home directory is known).
+pub(crate) fn default_sqlite_path() -> PathBuf {
+    resolve_default_sqlite_path(
+        std::env::var_os("AGENTSCOPE_HOME"),
+        std::env::var_os("XDG_DATA_HOME"),
+        std::env::var_os("HOME"),
+    )
+}
+
+/// [`default_sqlite_path`] from explicit environment values. Empty values count as unset, and
+/// a relative `XDG_DATA_HOME` is ignored (the XDG base directory spec).
+fn resolve_default_sqlite_path(
+    agentscope_home: Option<std::ffi::OsString>,
+    xdg_data_home: Option<std::ffi::OsString>,
+    home: Option<std::ffi::OsString>,
+) -> PathBuf {
+    let set = |v: Option<std::ffi::OsString>| v.filter(|v| !v.is_empty()).map(PathBuf::from);
+    if let Some(dir) = set(agentscope_home) {
+        return dir.join(DEFAULT_SQLITE_FILE);
+    }
+    if let Some(dir) = set(xdg_data_home).filter(|d| d.is_absolute()) {
+        return dir.join("agentscope").join(DEFAULT_SQLITE_FILE);
+    }
+    match set(home) {
+        Some(h) => h.join(".local/share/agentscope").join(DEFAULT_SQLITE_FILE),
+        None => PathBuf::from(DEFAULT_SQLITE_FILE),
+    }
+}
+
+/// The `--storage` help text, naming the default this process would use.
+pub(crate) fn storage_help() -> String {
+    format!(
+        "Session storage: `memory`, `sqlite:PATH`, `redis://[:password@]host:port[/db]`, `rediss://…` \
+         [default: sqlite:{}; set AGENTSCOPE_HOME to move it]",
+        default_sqlite_path().display()
+    )
+}
+
+/// `command` with the resolved default in the `--storage` help (clap's derive text is static).
+pub(crate) fn with_storage_help(command: clap::Command) -> clap::Command {
+    command.mut_arg("storage", |a| a.help(storage_help()))
+}
 
 /// A parsed `--storage` value.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,11 +97,9 @@ impl StorageUrl {
         ))
     }
 
-    /// The store used without `--storage`.
-    // ---- sqlite engineer: the platform data directory default goes here ----
+    /// The store used without `--storage`: SQLite at [`default_sqlite_path`].
     fn default_store() -> Self {
-        let dir = std::env::var_os("AGENTSCOPE_HOME").map(PathBuf::from).unwrap_or_default();
-        Self::Sqlite(dir.join(DEFAULT_SQLITE_FILE))
+        Self::Sqlite(default_sqlite_path())
     }
 
     /// Builds and opens the store. A backend that cannot be reached is exit 6.
@@ -105,6 +148,27 @@ mod tests {
         check("ftp://x", Err(ExitKind::Usage));
         check("", Err(ExitKind::Usage));
         check("Memory", Err(ExitKind::Usage));
+    }
+
+    #[test]
+    fn default_path_follows_agentscope_home_then_xdg_then_home() {
+        let r = |a: Option<&str>, x: Option<&str>, h: Option<&str>| {
+            resolve_default_sqlite_path(a.map(Into::into), x.map(Into::into), h.map(Into::into))
+        };
+        assert_eq!(r(Some("/srv/as"), Some("/x"), Some("/home/u")), PathBuf::from("/srv/as/sessions.db"));
+        assert_eq!(r(None, Some("/x/data"), Some("/home/u")), PathBuf::from("/x/data/agentscope/sessions.db"));
+        assert_eq!(
+            r(Some(""), Some(""), Some("/home/u")),
+            PathBuf::from("/home/u/.local/share/agentscope/sessions.db")
+        );
+        assert_eq!(r(None, Some("rel"), Some("/home/u")), PathBuf::from("/home/u/.local/share/agentscope/sessions.db"));
+        assert_eq!(r(None, None, None), PathBuf::from("sessions.db"));
+    }
+
+    #[test]
+    fn help_names_the_resolved_default() {
+        let help = storage_help();
+        assert!(help.contains(&format!("sqlite:{}", default_sqlite_path().display())), "{help}");
     }
 
     #[test]
