@@ -229,11 +229,7 @@ fn split_into(command: &str, out: &mut Vec<String>, depth: usize) {
                 i += 1;
                 continue;
             }
-            '&' | '|'
-                if !double
-                    && !(i > 0 && matches!(chars[i - 1], '>' | '<'))
-                    && !(c == '&' && chars.get(i + 1) == Some(&'>')) =>
-            {
+            '&' | '|' if !double && !is_redirection_amp(&chars, i) => {
                 flush(&mut cur, out);
                 i += 1;
                 while i < chars.len() && (chars[i] == '&' || chars[i] == '|') {
@@ -252,6 +248,11 @@ fn split_into(command: &str, out: &mut Vec<String>, depth: usize) {
             split_into(&s, out, depth + 1);
         }
     }
+}
+
+/// `>&`, `<&`, `>|` and `&>` belong to a redirection, not a command separator.
+fn is_redirection_amp(chars: &[char], i: usize) -> bool {
+    (i > 0 && matches!(chars[i - 1], '>' | '<')) || (chars[i] == '&' && chars.get(i + 1) == Some(&'>'))
 }
 
 #[cfg(test)]
