@@ -1,0 +1,100 @@
+//! Middleware hooks and `middle_context` persistence across a park, a "process restart" and the resume.
+
+mod common;
+
+use std::sync::Arc;
+
+use as_agent::{Agent, AgentEvent, ConfirmResult, Middleware, ReplyStatus, UserConfirmResultEvent};
+use as_message::{JsonValue, Msg, ToolCallBlock};
+use as_model::{ChatRequest, ScriptedModel, ScriptedTurn, ToolChoice};
+use as_state::AgentState;
+use as_tools::Toolkit;
+use async_trait::async_trait;
+use common::AllowTool;
+use serde_json::json;
+
+/// 2.0.4's ReplyBudgetControlMiddleware, reduced: counts tokens per reply in `middle_context`, and once
+/// the budget is spent forbids tool calls.
+#[derive(Debug)]
+struct Budget {
+    limit: i64,
+}
+
+#[async_trait]
+impl Middleware for Budget {
+    fn key(&self) -> &str {
+        "Budget"
+    }
+
+    fn on_system_prompt(&self, prompt: String, _slot: &JsonValue) -> String {
+        format!("{prompt}\nBe frugal.")
+    }
+
+    async fn on_model_call(&self, request: &mut ChatRequest, slot: &mut JsonValue) -> as_agent::Result<()> {
+        let spent: i64 = slot.as_object().and_then(|m| m.values().next()).and_then(JsonValue::as_i64).unwrap_or(0);
+        if spent >= self.limit {
+            *request = request.clone().with_tool_choice(ToolChoice::none());
+        }
+        Ok(())
+    }
+
+    async fn on_event(&self, event: &AgentEvent, slot: &mut JsonValue) -> as_agent::Result<()> {
+        match event {
+            AgentEvent::ReplyStart(e) => *slot = json!({ e.reply_id.clone(): 0 }),
+            AgentEvent::ModelCallEnd(e) => {
+                if let Some(v) = slot.get_mut(&e.reply_id) {
+                    *v = json!(v.as_i64().unwrap_or(0) + e.input_tokens + e.output_tokens);
+                }
+            }
+            AgentEvent::ReplyEnd(e) => {
+                if let Some(m) = slot.as_object_mut() {
+                    m.remove(&e.reply_id);
+                    if m.is_empty() {
+                        *slot = JsonValue::Null;
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn middle_context_survives_park_and_restart() {
+    let tools = || Toolkit::new().with(AllowTool::new("needs_ok").ask().arc());
+    let model1 = Arc::new(ScriptedModel::new(
+        "m",
+        [ScriptedTurn::new().tool_call("c1", "needs_ok", r#"{"text": "a"}"#).usage(70, 40)],
+    ));
+    let agent1 = Agent::builder("Friday", "sys", model1.clone())
+        .toolkit(tools())
+        .middleware(Arc::new(Budget { limit: 100 }))
+        .build()
+        .unwrap();
+    let mut state = AgentState::default();
+    let out = agent1.reply_outcome(&mut state, Msg::user("user", "go")).await.unwrap();
+    assert_eq!(out.status, ReplyStatus::Parked);
+    assert_eq!(state.middle_context["Budget"], json!({ state.reply_id.clone(): 110 }));
+    assert_eq!(model1.requests()[0].messages[0].get_text_content("").as_deref(), Some("sys\nBe frugal."));
+    assert_eq!(model1.requests()[0].tool_choice, None);
+
+    // "Restart": the state goes through JSON, a new agent resumes it.
+    let mut state: AgentState = as_message::from_json(&as_message::to_json(&state)).unwrap();
+    let model2 = Arc::new(ScriptedModel::new("m", [ScriptedTurn::new().text("done").usage(1, 1)]));
+    let agent2 = Agent::builder("Friday", "sys", model2.clone())
+        .toolkit(tools())
+        .middleware(Arc::new(Budget { limit: 100 }))
+        .build()
+        .unwrap();
+    let confirm = UserConfirmResultEvent::new(
+        state.reply_id.clone(),
+        vec![ConfirmResult::approve(ToolCallBlock::new("c1", "needs_ok", r#"{"text": "a"}"#))],
+    );
+    let out = agent2.reply_outcome(&mut state, confirm).await.unwrap();
+    assert_eq!(out.status, ReplyStatus::Completed);
+    // The budget kept across the park was spent, so the resumed call could not use tools.
+    assert_eq!(model2.requests()[0].tool_choice, Some(ToolChoice::none()));
+    // REPLY_END removed the reply's entry, and the empty slot is dropped.
+    assert!(!state.middle_context.contains_key("Budget"));
+}

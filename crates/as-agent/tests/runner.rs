@@ -1,0 +1,261 @@
+//! The session runner over the in-memory store: load-or-create, session id sync, persistence on every
+//! outcome, conditional writes, the message log and the lock hook.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use as_agent::{
+    Agent, AgentErrorKind, AgentEvent, LockGuard, ReActConfig, ReplyInput, ReplyStatus, SessionLock, SessionRunner,
+    UserConfirmResultEvent,
+};
+use as_message::{ContentBlock, Msg};
+use as_model::{ChatModel, ChatRequest, ChatStream, ModelError, ModelErrorKind, ScriptedModel, ScriptedTurn};
+use as_state::AgentState;
+use as_storage::{InMemoryStorage, SessionConfig, SessionKey, SharedStorage, UpsertSession};
+use as_tools::Toolkit;
+use async_trait::async_trait;
+use common::AllowTool;
+
+async fn store() -> SharedStorage {
+    let s: SharedStorage = Arc::new(InMemoryStorage::new());
+    s.open().await.unwrap();
+    s
+}
+
+fn key(s: &str) -> SessionKey {
+    SessionKey::new("u1", "a1", s)
+}
+
+fn agent_with(turns: Vec<ScriptedTurn>, toolkit: Toolkit) -> Agent {
+    Agent::builder("Friday", "sys", Arc::new(ScriptedModel::new("m", turns))).toolkit(toolkit).build().unwrap()
+}
+
+async fn turn(
+    runner: &SessionRunner,
+    agent: &Agent,
+    key: &SessionKey,
+    input: impl Into<ReplyInput>,
+) -> (Vec<AgentEvent>, as_agent::Result<as_agent::TurnOutcome>) {
+    let mut events = Vec::new();
+    let r = runner.run_turn(agent, key, input.into(), &mut |e| events.push(e.clone())).await;
+    (events, r)
+}
+
+#[tokio::test]
+async fn creates_on_first_use_then_loads_and_keeps_the_session_id() {
+    let storage = store().await;
+    let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
+    let k = key("s1");
+    let agent = agent_with(vec![ScriptedTurn::new().text("one"), ScriptedTurn::new().text("two")], Toolkit::new());
+    let (events, r) = turn(&runner, &agent, &k, Msg::user("user", "hi")).await;
+    let t1 = r.unwrap();
+    assert!(t1.created);
+    assert_eq!(t1.state.session_id, "s1");
+    assert!(matches!(&events[0], AgentEvent::ReplyStart(e) if e.session_id == "s1"));
+    let (_, r) = turn(&runner, &agent, &k, Msg::user("user", "again")).await;
+    let t2 = r.unwrap();
+    assert!(!t2.created);
+    assert!(t2.revision > t1.revision);
+    assert_eq!(t2.state.context.len(), 4);
+    let stored = storage.get_session(&k).await.unwrap().unwrap();
+    assert_eq!(stored.state, t2.state);
+    assert_eq!(stored.revision(), t2.revision);
+    // The message log: both user messages and both replies, replies rebuilt from the events.
+    let log = storage.list_messages(&k, 0, 0).await.unwrap();
+    assert_eq!(log.len(), 4);
+    assert_eq!(log[1].id, t1.state.context[1].id);
+    assert_eq!(log[1].get_text_content(""), Some("one".into()));
+    assert!(log[1].finished_at.is_some());
+}
+
+#[tokio::test]
+async fn a_record_with_a_foreign_session_id_in_its_state_is_corrected() {
+    let storage = store().await;
+    let k = key("s2");
+    let mut foreign = AgentState::for_session("some-other-session");
+    foreign.context.push(Msg::user("user", "earlier"));
+    storage
+        .upsert_session(
+            UpsertSession::new(k.owner(), SessionConfig::new("ws")).with_session_id("s2").with_state(foreign),
+        )
+        .await
+        .unwrap();
+    let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
+    let agent = agent_with(vec![ScriptedTurn::new().text("ok")], Toolkit::new());
+    let (_, r) = turn(&runner, &agent, &k, Msg::user("user", "hi")).await;
+    let t = r.unwrap();
+    assert_eq!(t.state.session_id, "s2");
+    assert_eq!(storage.get_session(&k).await.unwrap().unwrap().state.session_id, "s2");
+}
+
+#[tokio::test]
+async fn persists_on_park_max_iters_interrupt_and_error() {
+    let storage = store().await;
+    let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
+
+    // Park.
+    let k = key("park");
+    let agent = agent_with(
+        vec![ScriptedTurn::new().tool_call("c1", "needs_ok", r#"{"text": "a"}"#)],
+        Toolkit::new().with(AllowTool::new("needs_ok").ask().arc()),
+    );
+    let (_, r) = turn(&runner, &agent, &k, Msg::user("user", "go")).await;
+    let t = r.unwrap();
+    assert_eq!(t.status, ReplyStatus::Parked);
+    assert_eq!(storage.get_session(&k).await.unwrap().unwrap().state, t.state);
+    assert!(t.state.has_awaiting_tool_calls("Friday"));
+
+    // A wrong reply_id is refused and nothing is written.
+    let before = storage.get_session(&k).await.unwrap().unwrap();
+    let call = as_message::ToolCallBlock::new("c1", "needs_ok", r#"{"text": "a"}"#);
+    let bad = UserConfirmResultEvent::new("wrong", vec![as_agent::ConfirmResult::approve(call.clone())]);
+    let (events, r) = turn(&runner, &agent, &k, bad).await;
+    assert_eq!(r.unwrap_err().kind(), AgentErrorKind::ReplyIdMismatch);
+    assert!(events.is_empty());
+    assert_eq!(storage.get_session(&k).await.unwrap().unwrap().revision(), before.revision());
+
+    // Interrupt the parked reply: persisted, calls closed.
+    let (_, r) = turn(&runner, &agent, &k, as_agent::UserInterruptEvent::new(t.state.reply_id.clone())).await;
+    let t = r.unwrap();
+    assert_eq!(t.status, ReplyStatus::Interrupted);
+    let stored = storage.get_session(&k).await.unwrap().unwrap().state;
+    assert!(!stored.has_awaiting_tool_calls("Friday"));
+    assert_eq!(stored, t.state);
+
+    // Max iterations.
+    let k = key("max");
+    let agent = Agent::builder(
+        "Friday",
+        "sys",
+        Arc::new(ScriptedModel::new("m", [ScriptedTurn::new().tool_call("c1", "echo", r#"{"text": "a"}"#)])),
+    )
+    .toolkit(Toolkit::new().with(AllowTool::new("echo").arc()))
+    .react_config(ReActConfig::default().with_max_iters(1))
+    .build()
+    .unwrap();
+    let (_, r) = turn(&runner, &agent, &k, Msg::user("user", "go")).await;
+    let t = r.unwrap();
+    assert_eq!(t.status, ReplyStatus::ExceedMaxIters);
+    assert_eq!(storage.get_session(&k).await.unwrap().unwrap().state.cur_iter, 1);
+
+    // A model error: the error is returned after the state (with the user message) was persisted.
+    let k = key("err");
+    let agent = agent_with(
+        vec![ScriptedTurn::error(ModelError::new(ModelErrorKind::Auth, "scripted", "no key"))],
+        Toolkit::new(),
+    );
+    let (_, r) = turn(&runner, &agent, &k, Msg::user("user", "go")).await;
+    assert_eq!(r.unwrap_err().kind(), AgentErrorKind::Model);
+    let stored = storage.get_session(&k).await.unwrap().unwrap().state;
+    assert_eq!(stored.context.len(), 1);
+    assert_eq!(stored.context[0].get_text_content(""), Some("go".into()));
+}
+
+#[tokio::test]
+async fn cancelled_turn_is_persisted_interrupted() {
+    let storage = store().await;
+    let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
+    let k = key("cancel");
+    let model = Arc::new(ScriptedModel::new("m", [ScriptedTurn::new().text("Partial").pause().text(" rest")]));
+    let gate = model.pause_gate();
+    let agent = Agent::builder("Friday", "sys", model).build().unwrap();
+    let cancel = as_model::CancellationToken::new();
+    let mut sink = |_: &AgentEvent| {};
+    let (r, ()) = tokio::join!(
+        runner.run_turn_with_cancel(&agent, &k, ReplyInput::user_text("go"), &mut sink, cancel.clone()),
+        async {
+            gate.wait_paused().await;
+            cancel.cancel();
+        }
+    );
+    let t = r.unwrap();
+    assert_eq!(t.status, ReplyStatus::Interrupted);
+    let stored = storage.get_session(&k).await.unwrap().unwrap().state;
+    assert_eq!(stored.context[1].get_text_content(""), Some("Partial".into()), "partial output kept and saved");
+    let log = storage.list_messages(&k, 0, 0).await.unwrap();
+    assert_eq!(log[1].get_text_content(""), Some("Partial".into()));
+}
+
+/// A model that, when called, makes another writer update the session first.
+#[derive(Debug)]
+struct Interloper {
+    storage: SharedStorage,
+    key: SessionKey,
+    inner: ScriptedModel,
+}
+
+#[async_trait]
+impl ChatModel for Interloper {
+    fn model_name(&self) -> &str {
+        "interloper"
+    }
+    fn provider(&self) -> &'static str {
+        "test"
+    }
+    async fn stream(&self, request: ChatRequest) -> Result<ChatStream, ModelError> {
+        let other = AgentState::for_session(self.key.session_id.clone());
+        self.storage.update_session_state(&self.key, &other, None).await.unwrap();
+        self.inner.stream(request).await
+    }
+}
+
+#[tokio::test]
+async fn a_concurrent_writer_gives_a_typed_conflict_never_an_overwrite() {
+    let storage = store().await;
+    let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
+    let k = key("conflict");
+    let first = agent_with(vec![ScriptedTurn::new().text("one")], Toolkit::new());
+    turn(&runner, &first, &k, Msg::user("user", "hi")).await.1.unwrap();
+    let model = Interloper {
+        storage: Arc::clone(&storage),
+        key: k.clone(),
+        inner: ScriptedModel::new("m", [ScriptedTurn::new().text("two")]),
+    };
+    let agent = Agent::builder("Friday", "sys", Arc::new(model)).build().unwrap();
+    let (_, r) = turn(&runner, &agent, &k, Msg::user("user", "again")).await;
+    let err = r.unwrap_err();
+    assert_eq!(err.kind(), AgentErrorKind::Conflict, "{err}");
+    // The other writer's state is intact.
+    assert!(storage.get_session(&k).await.unwrap().unwrap().state.context.is_empty());
+}
+
+#[derive(Debug, Default)]
+struct RecordingLock {
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+struct RecordingGuard(Arc<Mutex<Vec<String>>>, String);
+
+#[async_trait]
+impl LockGuard for RecordingGuard {
+    async fn release(self: Box<Self>) -> as_agent::Result<()> {
+        self.0.lock().unwrap().push(format!("release {}", self.1));
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl SessionLock for RecordingLock {
+    async fn acquire(&self, key: &SessionKey) -> as_agent::Result<Box<dyn LockGuard>> {
+        self.log.lock().unwrap().push(format!("acquire {}", key.session_id));
+        Ok(Box::new(RecordingGuard(Arc::clone(&self.log), key.session_id.clone())))
+    }
+}
+
+#[tokio::test]
+async fn the_lock_hook_wraps_every_turn_even_failed_ones() {
+    let storage = store().await;
+    let lock = Arc::new(RecordingLock::default());
+    let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws")).with_lock(lock.clone());
+    let agent = agent_with(vec![ScriptedTurn::new().text("ok")], Toolkit::new());
+    turn(&runner, &agent, &key("l1"), Msg::user("user", "hi")).await.1.unwrap();
+    let bad = Msg::new("user", as_message::Role::System, vec![ContentBlock::text("no")]);
+    let (_, r) = turn(&runner, &agent, &key("l1"), bad).await;
+    assert_eq!(r.unwrap_err().kind(), AgentErrorKind::InvalidInput);
+    assert_eq!(*lock.log.lock().unwrap(), ["acquire l1", "release l1", "acquire l1", "release l1"]);
+    // An invalid session id never reaches the lock or the store.
+    let (_, r) = turn(&runner, &agent, &key("bad:id"), Msg::user("user", "hi")).await;
+    assert_eq!(r.unwrap_err().kind(), AgentErrorKind::Storage);
+    assert_eq!(lock.log.lock().unwrap().len(), 4);
+}
