@@ -18,6 +18,9 @@ mod state;
 mod task;
 mod tool_context;
 
+#[cfg(feature = "test-utils")]
+pub mod test_utils;
+
 pub use state::AgentState;
 pub use task::{Task, TaskContext, TaskState};
 pub use tool_context::{ReadCacheEntry, ToolContext};

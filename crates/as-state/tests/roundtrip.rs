@@ -1,0 +1,76 @@
+//! Property tests: any generated `AgentState` (unicode, big integers, every block and state)
+//! survives value → JSON → value unchanged, and JSON → value → JSON is a fixpoint.
+
+#![cfg(test)]
+
+use as_message::{ContentBlock, Msg, from_json, to_json};
+use as_state::AgentState;
+use as_state::test_utils::arb;
+use proptest::prelude::*;
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn agent_state_value_json_value(state in arb::agent_state()) {
+        let json = to_json(&state);
+        let back: AgentState = from_json(&json).map_err(|e| TestCaseError::fail(format!("{e}\n{json}")))?;
+        prop_assert_eq!(&back, &state);
+        // JSON → value → JSON is a fixpoint.
+        prop_assert_eq!(to_json(&back), json);
+    }
+
+    #[test]
+    fn msg_value_json_value(msg in arb::msg()) {
+        let json = to_json(&msg);
+        let back: Msg = from_json(&json).map_err(|e| TestCaseError::fail(format!("{e}\n{json}")))?;
+        prop_assert_eq!(&back, &msg);
+        prop_assert_eq!(to_json(&back), json);
+    }
+
+    #[test]
+    fn block_value_json_value(block in arb::content_block()) {
+        let json = to_json(&block);
+        prop_assert!(json.starts_with(&format!(r#"{{"type":"{}""#, block.block_type().as_str())), "type first: {}", json);
+        let back: ContentBlock = from_json(&json).map_err(|e| TestCaseError::fail(format!("{e}\n{json}")))?;
+        prop_assert_eq!(&back, &block);
+    }
+
+    /// Blocks written without `type` (as some producers do) are still recognised, in pydantic's union order.
+    #[test]
+    fn block_without_type_is_dispatched(block in arb::content_block()) {
+        let mut value: serde_json::Value = serde_json::from_str(&to_json(&block)).unwrap();
+        value.as_object_mut().unwrap().shift_remove("type");
+        let text = value.to_string();
+        let back: ContentBlock = from_json(&text).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+        // A block whose keys fit an earlier member is read as that member (pydantic does the same);
+        // otherwise it is the same block.
+        let earlier_fit = matches!(
+            (&block, &back),
+            (_, ContentBlock::Text(_)) | (ContentBlock::Hint(_) | ContentBlock::ToolCall(_) | ContentBlock::ToolResult(_) | ContentBlock::Data(_), ContentBlock::Thinking(_))
+        );
+        prop_assert!(back == block || earlier_fit, "{:?} became {:?}", block, back);
+    }
+
+    /// Canonical bytes are stable: whatever JSON we accept, writing what we read and reading it again
+    /// writes the same bytes (here: a state written with keys shuffled and defaults omitted).
+    #[test]
+    fn canonical_form_is_a_fixpoint(state in arb::agent_state(), drop_mask in any::<u16>(), reverse in any::<bool>()) {
+        let mut value: serde_json::Value = serde_json::from_str(&to_json(&state)).unwrap();
+        let map = value.as_object_mut().unwrap();
+        let defaultable = ["summary", "context", "cur_iter", "permission_context", "tool_context", "tasks_context", "middle_context"];
+        for (i, key) in defaultable.iter().enumerate() {
+            if drop_mask & (1 << i) != 0 {
+                map.shift_remove(*key);
+            }
+        }
+        if reverse {
+            let entries: Vec<_> = std::mem::take(map).into_iter().rev().collect();
+            map.extend(entries);
+        }
+        let once: AgentState = from_json(&value.to_string()).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let json1 = to_json(&once);
+        let twice: AgentState = from_json(&json1).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(to_json(&twice), json1);
+    }
+}
