@@ -5,7 +5,6 @@
 
 mod cmd;
 mod exit;
-mod interim;
 mod provider;
 mod render;
 // Other top-level modules (e.g. `mod storage_url;`) go here.

@@ -13,7 +13,6 @@ mod ansi {
     pub(super) const CYAN: &str = "\x1b[36m";
     pub(super) const YELLOW: &str = "\x1b[33m";
     pub(super) const RED: &str = "\x1b[31m";
-    pub(super) const GREEN: &str = "\x1b[32m";
 }
 
 /// Whether to colour output written to a stream that `is_terminal` describes: only on a terminal,
@@ -88,7 +87,6 @@ impl Renderer {
             Note::Info => self.style(ansi::DIM),
             Note::Warn => self.style(ansi::YELLOW),
             Note::Error => self.style(ansi::RED),
-            Note::Good => self.style(ansi::GREEN),
         };
         writeln!(out, "{style}{text}{}", self.reset())
     }
@@ -216,8 +214,6 @@ pub(crate) enum Note {
     Warn,
     /// Red.
     Error,
-    /// Green.
-    Good,
 }
 
 #[cfg(test)]

@@ -364,17 +364,18 @@ pub(crate) fn check_record(key: &SessionKey, record: &SessionRecord) -> Vec<Stri
     for (i, msg) in record.state.context.iter().enumerate() {
         let mut results = std::collections::HashSet::new();
         for b in &msg.content {
-            if let ContentBlock::ToolResult(r) = b {
-                if !results.insert(r.id.as_str()) {
-                    out.push(format!("state.context[{i}]: two results for tool call {:?}", r.id));
-                }
+            if let ContentBlock::ToolResult(r) = b
+                && !results.insert(r.id.as_str())
+            {
+                out.push(format!("state.context[{i}]: two results for tool call {:?}", r.id));
             }
         }
         for b in &msg.content {
-            if let ContentBlock::ToolCall(c) = b {
-                if c.state == ToolCallState::Finished && !results.contains(c.id.as_str()) {
-                    out.push(format!("state.context[{i}]: tool call {:?} is finished but has no result", c.id));
-                }
+            if let ContentBlock::ToolCall(c) = b
+                && c.state == ToolCallState::Finished
+                && !results.contains(c.id.as_str())
+            {
+                out.push(format!("state.context[{i}]: tool call {:?} is finished but has no result", c.id));
             }
         }
     }

@@ -17,7 +17,6 @@ use as_message::{
 use as_model::SharedChatModel;
 use as_state::AgentState;
 use as_storage::{Owner, SessionConfig, SessionKey, SharedStorage, StorageErrorKind, UpsertSession};
-use futures::StreamExt as _;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -165,14 +164,12 @@ impl SessionHandle {
         };
         let key = owner.session(record.id.as_str());
         let mut state = record.state;
-        if let Some(mode) = mode {
-            if state.permission_context.mode != mode {
-                state.permission_context.mode = mode;
-                storage
-                    .update_session_state(&key, &state, Some(&as_storage::Revision(record.updated_at.to_string())))
-                    .await
-                    .map_err(storage_error)?;
-            }
+        if let Some(mode) = mode
+            && state.permission_context.mode != mode
+        {
+            state.permission_context.mode = mode;
+            let revision = as_storage::Revision(record.updated_at.to_string());
+            storage.update_session_state(&key, &state, Some(&revision)).await.map_err(storage_error)?;
         }
         let runner = SessionRunner::new(storage, config);
         Ok((Self { runner, key }, state, created))
@@ -657,12 +654,16 @@ async fn interactive(
 
 /// Opens the store named by `--storage` (`None`: the default).
 pub(crate) async fn open_storage(url: Option<&str>) -> CliResult<SharedStorage> {
-    crate::interim::open(url).await
+    crate::storage_url::open(url).await
 }
 
-/// The tools of `chat` (and the demo): the built-in file and shell tools.
+/// The tools of `chat` (and the demo): the built-in Read, Write, Edit, Glob, Grep and Bash.
 pub(crate) fn default_toolkit() -> as_tools::Toolkit {
-    crate::interim::builtin_toolkit()
+    let mut toolkit = as_tools::Toolkit::new();
+    for tool in as_tools::builtin::builtin_tools() {
+        toolkit.register(tool);
+    }
+    toolkit
 }
 
 /// `chat`.

@@ -554,7 +554,7 @@ async fn steps(p: &mut Printer, storage: &SharedStorage, url: &str, workdir: &Pa
                 r4.code == Some(0) && r4.status() == "completed",
                 format!("reply {}, process {} exited {}", r4.status(), r4.pid, code(r4.code)),
             ),
-            check(input.iter().any(|m| *m == wanted), format!("the model received {wanted:?}")),
+            check(input.contains(&wanted), format!("the model received {wanted:?}")),
         ],
     );
 

@@ -29,7 +29,12 @@ pub(crate) enum SessionsCommand {
     SetState(SetStateArgs),
     /// Delete a session and its messages.
     Delete(DeleteArgs),
-    // ---- cli engineer: Export / Import / Validate variants go here (dispatch in `run`) ----
+    /// Write the sessions of a user's agents as JSON lines (lossless; read back with `sessions import`).
+    Export(crate::cmd::admin::ExportArgs),
+    /// Read `sessions export` lines into this store (from any backend to any backend).
+    Import(crate::cmd::admin::ImportArgs),
+    /// Check every stored session of a user's agents against the wire model; exit 1 if any is bad.
+    Validate(crate::cmd::admin::ValidateArgs),
 }
 
 /// The owner of the sessions.
@@ -139,6 +144,9 @@ pub(crate) async fn run(global: &GlobalArgs, cmd: SessionsCommand) -> CliResult 
         SessionsCommand::List(a) => list(&store, a).await,
         SessionsCommand::SetState(a) => set_state(&store, a).await,
         SessionsCommand::Delete(a) => delete(&store, a).await,
+        SessionsCommand::Export(a) => crate::cmd::admin::run_export(&store, a).await,
+        SessionsCommand::Import(a) => crate::cmd::admin::run_import(&store, a).await,
+        SessionsCommand::Validate(a) => crate::cmd::admin::run_validate(&store, a).await,
     };
     let closed = store.close().await.map_err(storage);
     result.and(closed)
@@ -207,21 +215,9 @@ async fn show(store: &SharedStorage, a: ShowArgs) -> CliResult {
     if !a.summary {
         return print(&rec.to_canonical_json());
     }
-    let last = rec.state.context.last().and_then(|m| m.get_text_content(" ")).unwrap_or_default();
-    let last: String = last.chars().take(80).collect();
-    print(&format!(
-        "id:        {}\nname:      {}\nowner:     {} / {}\nsource:    {}\ncreated:   {}\nupdated:   {} (revision)\nworkspace: {}\nmessages:  {}\nlast:      {}",
-        rec.id,
-        rec.config.name,
-        rec.user_id,
-        rec.agent_id,
-        rec.source.as_str(),
-        rec.created_at,
-        rec.updated_at,
-        rec.config.workspace_id,
-        rec.state.context.len(),
-        last
-    ))
+    // The readable view: message count, last messages, parked tool calls, tasks, permission rules.
+    let log = store.list_messages(&key, 0, 0).await.map_err(storage)?;
+    print(crate::cmd::admin::summary(&rec, Some(log.len())).trim_end())
 }
 
 async fn list(store: &SharedStorage, a: ListArgs) -> CliResult {

@@ -1,0 +1,201 @@
+//! `sessions export | import | validate | show --summary` end to end, between two SQLite files
+//! and from SQLite to Redis (when redis-server is installed).
+// Helpers outside `#[test]` fns are test code too (clippy.toml only covers `#[test]`/`cfg(test)` items).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod e2e_support;
+
+use as_model_openai::test_server::{MockReply, MockServer, chunk};
+use e2e_support::*;
+
+/// Makes sessions through the real chat path (so each has a message log too): two for agent
+/// `friday` (one parked on a Write confirmation), one for `helper`.
+fn seed(storage: &str, work: &std::path::Path) -> Vec<String> {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let srv = rt.block_on(MockServer::start()).unwrap();
+    let url = srv.base_url();
+    let workdir = work.to_string_lossy().into_owned();
+    let mut ids = Vec::new();
+    for (agent, text) in [("friday", "Hello Ada."), ("helper", "Hi.")] {
+        srv.push(MockReply::sse([chunk::text(text), chunk::finish("stop")]));
+        let o = run(&[
+            "--storage",
+            storage,
+            "chat",
+            "--user",
+            "alice",
+            "--agent",
+            agent,
+            "--model",
+            "openai:m",
+            "--base-url",
+            &url,
+            "--message",
+            "I am Ada.",
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        ids.push(new_session_id(&stderr(&o)));
+    }
+    let input = serde_json::json!({"file_path": work.join("n.txt").to_string_lossy(), "content": "x"}).to_string();
+    srv.push(MockReply::sse([
+        chunk::text("Writing."),
+        chunk::tool_call(0, Some("c1"), Some("Write"), &input),
+        chunk::finish("tool_calls"),
+    ]));
+    let o = run(&[
+        "--storage",
+        storage,
+        "chat",
+        "--user",
+        "alice",
+        "--agent",
+        "friday",
+        "--model",
+        "openai:m",
+        "--base-url",
+        &url,
+        "--workdir",
+        &workdir,
+        "--message",
+        "Write it down.",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    ids.push(new_session_id(&stderr(&o)));
+    ids
+}
+
+/// The export with the timestamps (set by the target store on import) blanked.
+fn comparable(export: &str) -> Vec<String> {
+    let mut lines: Vec<String> = export
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["record"]["created_at"] = serde_json::Value::Null;
+            v["record"]["updated_at"] = serde_json::Value::Null;
+            v.to_string()
+        })
+        .collect();
+    lines.sort();
+    lines
+}
+
+fn export(storage: &str) -> String {
+    let o =
+        run(&["--storage", storage, "sessions", "export", "--user", "alice", "--agent", "friday", "--agent", "helper"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("exported 3 sessions"), "{}", stderr(&o));
+    stdout(&o)
+}
+
+fn round_trip(target: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let source = format!("sqlite:{}", dir.path().join("a.db").display());
+    let ids = seed(&source, dir.path());
+    let first = export(&source);
+    assert_eq!(first.lines().count(), 3);
+    let file = dir.path().join("alice.jsonl");
+    std::fs::write(&file, &first).unwrap();
+    let file = file.to_string_lossy().into_owned();
+
+    let o = run(&["--storage", target, "sessions", "import", &file]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), "imported 3 sessions (6 messages), skipped 0 existing, 0 failed");
+    assert!(!stderr(&o).contains('\r'), "no progress bar when stderr is not a terminal");
+    assert_eq!(comparable(&export(target)), comparable(&first), "lossless apart from the store's timestamps");
+    let o = run(&["--storage", target, "sessions", "import", &file]);
+    assert_eq!(stdout(&o).trim(), "imported 0 sessions (0 messages), skipped 3 existing, 0 failed");
+
+    let o = run(&[
+        "--storage",
+        target,
+        "sessions",
+        "validate",
+        "--user",
+        "alice",
+        "--agent",
+        "friday",
+        "--agent",
+        "helper",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(stdout(&o).trim(), "checked 3 sessions: 0 bad");
+
+    // The parked session reads well.
+    let o = run(&[
+        "--storage",
+        target,
+        "sessions",
+        "show",
+        "--user",
+        "alice",
+        "--agent",
+        "friday",
+        "--session",
+        &ids[2],
+        "--summary",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = stdout(&o);
+    for want in [
+        "messages     2 in context",
+        "message log  2",
+        "user      user: Write it down.",
+        "parked tool calls:\n  c1 Write",
+        "(asking)",
+        "permissions: mode default",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in\n{text}");
+    }
+}
+
+#[test]
+fn sqlite_to_sqlite_is_lossless() {
+    let dir = tempfile::tempdir().unwrap();
+    round_trip(&format!("sqlite:{}", dir.path().join("b.db").display()));
+}
+
+#[test]
+fn sqlite_to_redis_is_lossless() {
+    let Some(redis) = Redis::start_for_cli() else { return };
+    round_trip(&redis.url);
+}
+
+#[test]
+fn bad_lines_are_reported_and_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = format!("sqlite:{}", dir.path().join("b.db").display());
+    let file = dir.path().join("bad.jsonl");
+    std::fs::write(&file, "{\"kind\":\"session\",\"record\":{\"user_id\":\"u\"}}\nnot json\n").unwrap();
+    let o = run(&["--storage", &target, "sessions", "import", &file.to_string_lossy()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stdout(&o).trim(), "imported 0 sessions (0 messages), skipped 0 existing, 2 failed");
+    let err = stderr(&o);
+    assert!(err.contains("line 1: record:") && err.contains("line 2: not JSON"), "{err}");
+}
+
+#[test]
+fn validate_reports_a_corrupt_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("a.db");
+    let storage = format!("sqlite:{}", db.display());
+    let ids = seed(&storage, dir.path());
+    // Corrupt one stored record behind the store's back: an unknown block type in the context.
+    assert!(corrupt(&db, &ids[0]), "record updated");
+    let o = run(&["--storage", &storage, "sessions", "validate", "--user", "alice", "--agent", "friday"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let out = stdout(&o);
+    assert!(out.contains(&format!("bad  alice/friday/{}", ids[0])), "{out}");
+    assert!(out.trim_end().ends_with("checked 2 sessions: 1 bad"), "{out}");
+}
+
+/// Rewrites the stored JSON of `session` behind the store's back; returns whether a row changed.
+fn corrupt(db: &std::path::Path, session: &str) -> bool {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let n = conn
+        .execute(
+            "UPDATE sessions SET record = replace(record, '\"type\":\"text\"', '\"type\":\"bogus\"') WHERE id = ?1",
+            [session],
+        )
+        .unwrap();
+    n == 1
+}

@@ -1,0 +1,269 @@
+//! `agentscope chat` end to end, non-interactive (`--message`, `--json`, `--confirm`): the built
+//! binary against the local OpenAI-compatible mock server, with SQLite (and Redis when installed).
+// Helpers outside `#[test]` fns are test code too (clippy.toml only covers `#[test]`/`cfg(test)` items).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod e2e_support;
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+
+use as_model_openai::test_server::{MockReply, MockServer, SseStep, chunk};
+use e2e_support::*;
+
+fn server(rt: &tokio::runtime::Runtime) -> MockServer {
+    rt.block_on(MockServer::start()).expect("mock server")
+}
+
+fn text_reply(parts: &[&str]) -> MockReply {
+    let mut chunks: Vec<serde_json::Value> = parts.iter().map(|p| chunk::text(p)).collect();
+    chunks.push(chunk::finish("stop"));
+    chunks.push(chunk::usage(10, 2));
+    MockReply::sse(chunks)
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap()
+}
+
+/// Two processes, one session: the second turn's model input holds the first turn.
+fn remembers_across_processes(storage: &str) {
+    let rt = runtime();
+    let srv = server(&rt);
+    let url = srv.base_url();
+    srv.push(text_reply(&["Nice to meet ", "you, Ada!"]));
+    let mut args = chat_args(storage, &url);
+    args.extend(["--message", "My name is Ada."]);
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    assert!(stdout(&o).contains("Nice to meet you, Ada!"), "{}", stdout(&o));
+    let id = new_session_id(&stderr(&o));
+
+    srv.push(text_reply(&["Your name is Ada."]));
+    let mut args = chat_args(storage, &url);
+    args.extend(["--session", &id, "--message", "What is my name?"]);
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    assert!(stdout(&o).contains("Your name is Ada."));
+    let reqs = srv.requests();
+    assert_eq!(reqs.len(), 2);
+    let second = request_messages(&reqs[1].body);
+    assert!(second.contains(&"user: My name is Ada.".to_owned()), "{second:?}");
+    assert!(second.contains(&"assistant: Nice to meet you, Ada!".to_owned()), "{second:?}");
+    assert_eq!(second.last().map(String::as_str), Some("user: What is my name?"));
+}
+
+#[test]
+fn sqlite_session_is_remembered_by_the_next_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = format!("sqlite:{}", dir.path().join("s.db").display());
+    remembers_across_processes(&storage);
+}
+
+#[test]
+fn redis_session_is_remembered_by_the_next_process() {
+    let Some(redis) = Redis::start_for_cli() else { return };
+    remembers_across_processes(&redis.url);
+}
+
+#[test]
+fn json_mode_prints_the_event_stream() {
+    let rt = runtime();
+    let srv = server(&rt);
+    let url = srv.base_url();
+    let dir = tempfile::tempdir().unwrap();
+    let storage = format!("sqlite:{}", dir.path().join("s.db").display());
+    srv.push(MockReply::sse([chunk::reasoning("Hm."), chunk::text("Hi"), chunk::finish("stop"), chunk::usage(3, 1)]));
+    let mut args = chat_args(&storage, &url);
+    args.extend(["--message", "hello", "--json"]);
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    let types: Vec<String> = stdout(&o)
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?}: {e}"));
+            v["type"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(types.first().map(String::as_str), Some("REPLY_START"));
+    assert_eq!(types.last().map(String::as_str), Some("REPLY_END"));
+    for t in ["THINKING_BLOCK_DELTA", "TEXT_BLOCK_DELTA", "MODEL_CALL_END"] {
+        assert!(types.iter().any(|x| x == t), "{t} in {types:?}");
+    }
+}
+
+#[test]
+fn missing_key_is_one_line_naming_the_variable() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = format!("sqlite:{}", dir.path().join("s.db").display());
+    let o = run(&[
+        "--storage",
+        &storage,
+        "chat",
+        "--user",
+        "u",
+        "--agent",
+        "a",
+        "--model",
+        "openai:gpt-4o-mini",
+        "--message",
+        "hi",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("OPENAI_API_KEY is not set: export OPENAI_API_KEY="), "{err}");
+    let o = run(&[
+        "--storage",
+        &storage,
+        "chat",
+        "--user",
+        "u",
+        "--agent",
+        "a",
+        "--model",
+        "deepseek:deepseek-chat",
+        "--message",
+        "hi",
+    ]);
+    assert!(stderr(&o).contains("DEEPSEEK_API_KEY"), "{}", stderr(&o));
+}
+
+#[test]
+fn unknown_session_is_exit_3_with_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = format!("sqlite:{}", dir.path().join("s.db").display());
+    let mut args = chat_args(&storage, "http://127.0.0.1:9/v1");
+    args.extend(["--session", "nope", "--message", "hi"]);
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(3));
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("unknown session nope") && err.contains("sessions list"), "{err}");
+}
+
+#[test]
+fn unreachable_model_is_exit_6() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = format!("sqlite:{}", dir.path().join("s.db").display());
+    // A port nobody listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let mut args = chat_args(&storage, &url);
+    args.extend(["--message", "hi"]);
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(6), "stdout {} stderr {}", stdout(&o), stderr(&o));
+    assert!(stderr(&o).contains("the model failed"), "{}", stderr(&o));
+}
+
+/// `--message` interrupted by SIGINT mid-stream: exit 130, the partial answer is stored and the next
+/// turn (another process) sends it to the model.
+fn interrupt_then_resume(storage: &str) {
+    let rt = runtime();
+    let srv = server(&rt);
+    let url = srv.base_url();
+    srv.push(MockReply::sse_steps([SseStep::Data(chunk::text("Once upon a time").to_string()), SseStep::Hang]));
+    let mut args = chat_args(storage, &url);
+    args.extend(["--message", "Tell me a story."]);
+    let mut child = agentscope(&args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut seen = String::new();
+    while !seen.contains("Once upon a time") {
+        let mut line = String::new();
+        // The text arrives without a newline; read byte-wise until it shows.
+        let buf = out.fill_buf().unwrap();
+        assert!(!buf.is_empty(), "stdout closed early: {seen:?}");
+        line.push_str(&String::from_utf8_lossy(buf));
+        let n = buf.len();
+        out.consume(n);
+        seen.push_str(&line);
+    }
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    let status = child.wait().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(130), "stderr {err}");
+    assert!(rest.contains("[interrupted"), "{rest}");
+    let id = new_session_id(&err);
+
+    srv.push(text_reply(&["…and they lived happily."]));
+    let mut args = chat_args(storage, &url);
+    args.extend(["--session", &id, "--message", "Go on."]);
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    let second = request_messages(&srv.requests()[1].body);
+    assert!(second.contains(&"assistant: Once upon a time".to_owned()), "{second:?}");
+}
+
+#[test]
+fn sqlite_interrupt_saves_partial_reply() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = format!("sqlite:{}", dir.path().join("s.db").display());
+    interrupt_then_resume(&storage);
+}
+
+#[test]
+fn redis_interrupt_saves_partial_reply() {
+    let Some(redis) = Redis::start_for_cli() else { return };
+    interrupt_then_resume(&redis.url);
+}
+
+/// A tool call parks the session; a plain message is refused (exit 5, the fix named); `--confirm yes`
+/// from another process runs the tool and the model gets its result.
+fn park_then_confirm(storage: &str) {
+    let rt = runtime();
+    let srv = server(&rt);
+    let url = srv.base_url();
+    let work = tempfile::tempdir().unwrap();
+    let note = work.path().join("note.txt");
+    let input = serde_json::json!({"file_path": note.to_string_lossy(), "content": "Ada"}).to_string();
+    srv.push(MockReply::sse([
+        chunk::tool_call(0, Some("call_1"), Some("Write"), &input),
+        chunk::finish("tool_calls"),
+        chunk::usage(10, 5),
+    ]));
+    let workdir = work.path().to_string_lossy().into_owned();
+    let mut args = chat_args(storage, &url);
+    args.extend(["--workdir", &workdir, "--message", "Note my name."]);
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    assert!(stdout(&o).contains("waiting for confirmation: Write"), "{}", stdout(&o));
+    assert!(!note.exists());
+    let id = new_session_id(&stderr(&o));
+
+    let mut args = chat_args(storage, &url);
+    args.extend(["--workdir", &workdir, "--session", &id, "--message", "hello?"]);
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(5));
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("waiting for a tool confirmation") && err.contains("--confirm"), "{err}");
+
+    srv.push(text_reply(&["Noted."]));
+    let mut args = chat_args(storage, &url);
+    args.extend(["--workdir", &workdir, "--session", &id, "--confirm", "yes"]);
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    assert!(stdout(&o).contains("Noted."));
+    assert_eq!(std::fs::read_to_string(&note).unwrap(), "Ada");
+    let reqs = srv.requests();
+    assert_eq!(reqs.len(), 2, "the refused message never reached the model");
+    let tool_msgs: Vec<&serde_json::Value> =
+        reqs[1].body["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "tool").collect();
+    assert_eq!(tool_msgs.len(), 1, "{:?}", reqs[1].body);
+}
+
+#[test]
+fn sqlite_park_then_confirm_from_another_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = format!("sqlite:{}", dir.path().join("s.db").display());
+    park_then_confirm(&storage);
+}
+
+#[test]
+fn redis_park_then_confirm_from_another_process() {
+    let Some(redis) = Redis::start_for_cli() else { return };
+    park_then_confirm(&redis.url);
+}

@@ -1,0 +1,48 @@
+//! `agentscope demo` itself: every step passes (each step is a separate process, and the
+//! interrupt step sends a real SIGINT), and the output says what each step proved.
+// Helpers outside `#[test]` fns are test code too (clippy.toml only covers `#[test]`/`cfg(test)` items).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod e2e_support;
+
+use e2e_support::*;
+
+#[test]
+fn demo_passes_every_step() {
+    let o = run(&["demo"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{}", stderr(&o));
+    assert!(out.contains("\n7 passed, 0 failed\n"), "{out}");
+    assert_eq!(out.matches("      PASS").count(), 7, "{out}");
+    assert!(!out.contains("FAIL"), "{out}");
+    for proof in [
+        "the model's input holds turn 1",
+        "exited 130 after SIGINT",
+        "stored partial answer \"Once upon a time, a small robot \"",
+        "note.txt holds \"Ada\\n\"",
+        "stored cur_iter = 2",
+    ] {
+        assert!(out.contains(proof), "missing {proof:?} in\n{out}");
+    }
+}
+
+#[test]
+fn demo_runs_on_a_given_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = format!("sqlite:{}", dir.path().join("given.db").display());
+    let o = run(&["--storage", &storage, "demo"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(stdout(&o).contains(&format!("storage: {storage}")));
+    // The demo session is in that store afterwards.
+    let o = run(&["--storage", &storage, "sessions", "list", "--user", "demo-user", "--agent", "friday"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o).lines().filter(|l| !l.trim().is_empty()).count(), 1, "{}", stdout(&o));
+}
+
+#[test]
+fn demo_on_redis() {
+    let Some(redis) = Redis::start_for_cli() else { return };
+    let o = run(&["--storage", &redis.url, "demo"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(stdout(&o).contains("\n7 passed, 0 failed\n"));
+}
