@@ -1,5 +1,6 @@
 //! The as-storage conformance suite against RedisStorage, in both key layouts, on a private
 //! redis-server per scenario, and once more (the cluster layout) on a real 3-master cluster.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // helpers outside #[test] fns
 
 mod common;
 

@@ -1,4 +1,5 @@
 //! RedisStorage against a private redis-server: contract, atomicity, TTLs, listing, errors, lock.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // helpers outside #[test] fns
 
 mod common;
 

@@ -1,0 +1,154 @@
+//! Faults: a hung or dead Redis gives `Unavailable` within the timeout, the client reconnects
+//! by itself, and a SIGKILL in the middle of a write loop loses nothing that was acknowledged
+//! and leaves nothing half-written.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // helpers outside #[test] fns
+
+mod common;
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use as_storage::{PageRequest, SessionKey, StorageBase, StorageErrorKind};
+use as_storage_redis::testing::RedisServer;
+use as_storage_redis::{RedisStorage, RedisStorageConfig};
+use common::{owner, req};
+use fred::prelude::{KeysInterface, SetsInterface};
+
+const TIMEOUT: Duration = Duration::from_millis(300);
+/// Generous slack for a loaded 2-core CI machine.
+const SLACK: Duration = Duration::from_millis(700);
+
+async fn open(server: &RedisServer) -> RedisStorage {
+    let s = RedisStorage::new(RedisStorageConfig::from_url(&server.url()).unwrap().with_timeout(TIMEOUT)).unwrap();
+    s.open().await.unwrap();
+    s
+}
+
+/// Polls `get_session` until it succeeds (the client reconnects on its own), bounded.
+async fn until_available(s: &RedisStorage, key: &SessionKey) -> Duration {
+    let start = Instant::now();
+    loop {
+        if s.get_session(key).await.is_ok() {
+            return start.elapsed();
+        }
+        assert!(start.elapsed() < Duration::from_secs(15), "no reconnection within 15 s");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hung_redis_is_unavailable_within_the_timeout_and_recovers() {
+    let Some(server) = RedisServer::start() else { return };
+    let s = open(&server).await;
+    let o = owner();
+    let rec = s.upsert_session(req(&o)).await.unwrap();
+    let key = o.session(rec.id.clone());
+    server.pause().unwrap();
+    for _ in 0..3 {
+        let t = Instant::now();
+        let e = s.get_session(&key).await.unwrap_err();
+        assert_eq!(e.kind(), StorageErrorKind::Unavailable, "{e}");
+        assert!(e.is_retryable());
+        assert!(t.elapsed() < TIMEOUT + SLACK, "took {:?}", t.elapsed());
+        let t = Instant::now();
+        let e = s.update_session_state(&key, &rec.state, None).await.unwrap_err();
+        assert_eq!(e.kind(), StorageErrorKind::Unavailable, "{e}");
+        assert!(t.elapsed() < TIMEOUT + SLACK, "took {:?}", t.elapsed());
+    }
+    server.resume().unwrap();
+    until_available(&s, &key).await;
+    assert_eq!(s.get_session(&key).await.unwrap().unwrap().id, rec.id);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dead_redis_is_unavailable_and_the_client_reconnects_by_itself() {
+    let Some(mut server) = RedisServer::start_with(&["--save", "", "--appendonly", "yes", "--appendfsync", "always"])
+    else {
+        return;
+    };
+    let s = open(&server).await;
+    let o = owner();
+    let rec = s.upsert_session(req(&o)).await.unwrap();
+    let key = o.session(rec.id.clone());
+    server.kill();
+    let t = Instant::now();
+    let e = s.get_session(&key).await.unwrap_err();
+    assert_eq!(e.kind(), StorageErrorKind::Unavailable, "{e}");
+    assert!(t.elapsed() < TIMEOUT + SLACK, "took {:?}", t.elapsed());
+    server.restart().unwrap();
+    until_available(&s, &key).await;
+    assert_eq!(s.get_session(&key).await.unwrap().unwrap(), rec, "the acknowledged create survived (AOF always)");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_mid_write_loop_loses_only_failed_writes_and_leaves_nothing_partial() {
+    let Some(mut server) = RedisServer::start_with(&["--save", "", "--appendonly", "yes", "--appendfsync", "always"])
+    else {
+        return;
+    };
+    let s = open(&server).await;
+    let o = owner();
+    let main = s.upsert_session(req(&o).with_session_id("main")).await.unwrap();
+    let main_key = o.session(main.id.clone());
+    let mut created_ok = Vec::new();
+    let mut created_failed = Vec::new();
+    let mut last_acked_iter = 0;
+    let mut failed_iters = Vec::new();
+    for i in 0..120i64 {
+        if i == 40 {
+            server.kill();
+        }
+        if i == 48 {
+            server.restart().unwrap();
+        }
+        let id = format!("s{i}");
+        let state = as_state::AgentState { cur_iter: i, ..common::state_with(3) };
+        match s.upsert_session(req(&o).with_session_id(&id).with_state(state.clone())).await {
+            Ok(_) => created_ok.push(id),
+            Err(e) => {
+                assert_eq!(e.kind(), StorageErrorKind::Unavailable, "{e}");
+                created_failed.push(id);
+            }
+        }
+        match s.update_session_state(&main_key, &state, None).await {
+            Ok(_) => last_acked_iter = i,
+            Err(e) => {
+                assert_eq!(e.kind(), StorageErrorKind::Unavailable, "{e}");
+                failed_iters.push(i);
+            }
+        }
+    }
+    assert!(created_failed.len() >= 8, "the outage was exercised: {created_failed:?}");
+    assert!(created_ok.iter().any(|id| id == "s119"), "writes succeed again after the restart");
+
+    // Kill once more (no clean shutdown), restart, and inspect what is on disk.
+    server.kill();
+    server.restart().unwrap();
+    let fresh = open(&server).await;
+    let r = common::raw(&server.url()).await;
+    let index: HashSet<String> = r.smembers("agentscope:user:user-1:agent:agent-1:sessions").await.unwrap();
+    for id in &created_ok {
+        let rec = fresh.get_session(&o.session(id.clone())).await.unwrap();
+        let rec = rec.unwrap_or_else(|| panic!("acknowledged create {id} was lost"));
+        assert_eq!(format!("s{}", rec.state.cur_iter), *id);
+        assert!(index.contains(id), "acknowledged {id} is indexed");
+    }
+    for id in &created_failed {
+        let present = r.exists::<bool, _>(format!("agentscope:user:user-1:session:{id}")).await.unwrap();
+        assert_eq!(present, index.contains(id), "{id}: record and index entry exist together or not at all");
+        if present {
+            assert!(fresh.get_session(&o.session(id.clone())).await.unwrap().is_some(), "{id} is whole");
+        }
+    }
+    // Every indexed id has its record, and every record is readable in full.
+    let page = fresh.list_sessions(&o, &PageRequest { limit: 1000, cursor: None }).await.unwrap();
+    assert!(page.errors.is_empty(), "{:?}", page.errors);
+    assert_eq!(page.sessions.len(), index.len());
+    let main_now = fresh.get_session(&main_key).await.unwrap().unwrap();
+    let i = main_now.state.cur_iter;
+    assert!(
+        i == last_acked_iter || (i > last_acked_iter && failed_iters.contains(&i)),
+        "main holds iteration {i}: the last acknowledged one ({last_acked_iter}) or a later unacknowledged one"
+    );
+    assert_eq!(main_now.state.context.len(), 3);
+}
