@@ -1,6 +1,8 @@
 //! Every recorded 2.0.4 event (and every client event of the scenarios) parses and re-serializes
 //! to the same JSON, byte for byte in compact form.
 
+#![cfg(test)]
+
 use std::path::PathBuf;
 
 use as_agent::{AgentEvent, EventType};
@@ -90,4 +92,60 @@ fn unknown_or_mismatched_type_is_rejected() {
     assert_eq!(ok.event_type(), EventType::UserInterrupt);
     assert_eq!(ok.reply_id(), Some("r"));
     assert_eq!(ok.id().len(), 32);
+}
+
+#[test]
+fn the_json_schema_accepts_every_recorded_event_and_names_every_type() {
+    let schema = serde_json::to_value(schemars::schema_for!(AgentEvent)).unwrap();
+    let text = schema.to_string();
+    for tag in [
+        "REPLY_START",
+        "REPLY_END",
+        "MODEL_CALL_START",
+        "MODEL_CALL_END",
+        "TEXT_BLOCK_START",
+        "TEXT_BLOCK_DELTA",
+        "TEXT_BLOCK_END",
+        "THINKING_BLOCK_START",
+        "THINKING_BLOCK_DELTA",
+        "THINKING_BLOCK_END",
+        "DATA_BLOCK_START",
+        "DATA_BLOCK_DELTA",
+        "DATA_BLOCK_END",
+        "HINT_BLOCK",
+        "TOOL_CALL_START",
+        "TOOL_CALL_DELTA",
+        "TOOL_CALL_END",
+        "TOOL_RESULT_START",
+        "TOOL_RESULT_TEXT_DELTA",
+        "TOOL_RESULT_DATA_DELTA",
+        "TOOL_RESULT_END",
+        "EXCEED_MAX_ITERS",
+        "REQUIRE_USER_CONFIRM",
+        "USER_CONFIRM_RESULT",
+        "REQUIRE_EXTERNAL_EXECUTION",
+        "EXTERNAL_EXECUTION_RESULT",
+        "USER_INTERRUPT",
+        "CUSTOM",
+    ] {
+        assert!(text.contains(&format!("\"const\":\"{tag}\"")), "{tag} missing from the schema");
+    }
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let mut n = 0;
+    for entry in std::fs::read_dir(fixtures()).unwrap() {
+        let p = entry.unwrap().path();
+        if !p.file_name().unwrap().to_string_lossy().starts_with("events-") {
+            continue;
+        }
+        for line in std::fs::read_to_string(&p).unwrap().lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            if let Err(e) = validator.validate(&v) {
+                panic!("{}: {e}\n{line}", p.display());
+            }
+            n += 1;
+        }
+    }
+    assert!(n > 200);
+    let bad = serde_json::json!({"id": "x", "created_at": "t", "metadata": {}, "type": "REPLY_END", "reply_id": "r"});
+    assert!(validator.validate(&bad).is_err(), "missing session_id and finished_reason must fail");
 }

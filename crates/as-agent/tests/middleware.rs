@@ -1,5 +1,7 @@
 //! Middleware hooks and `middle_context` persistence across a park, a "process restart" and the resume.
 
+#![cfg(test)]
+
 mod common;
 
 use std::sync::Arc;

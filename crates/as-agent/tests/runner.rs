@@ -1,6 +1,8 @@
 //! The session runner over the in-memory store: load-or-create, session id sync, persistence on every
 //! outcome, conditional writes, the message log and the lock hook.
 
+#![cfg(test)]
+
 mod common;
 
 use std::sync::{Arc, Mutex};

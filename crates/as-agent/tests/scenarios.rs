@@ -2,6 +2,8 @@
 //! scripted model: same event type sequences and final states (ids and timestamps aside), except
 //! where spec §15 lists an upstream bug; those tests pin our fixed behaviour and say so.
 
+#![cfg(test)]
+
 mod common;
 
 use std::sync::Arc;

@@ -41,7 +41,12 @@ pub const SCHEMAS: &[SchemaEntry] = &[
         about: "SessionRecord: a stored session (identity, config and state)",
         generate: || schemars::schema_for!(as_storage::SessionRecord),
     },
-    // New entries go here (e.g. `agent-event` from as-agent).
+    SchemaEntry {
+        name: "agent-event",
+        about: "AgentEvent: one event of a reply stream (or a client's confirm/external/interrupt event)",
+        generate: || schemars::schema_for!(as_agent::AgentEvent),
+    },
+    // New entries go here.
 ];
 
 /// The entry called `name`.
