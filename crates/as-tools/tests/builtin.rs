@@ -1,0 +1,334 @@
+//! Built-in tools against a real temporary directory: texts, the read cache, read-before-edit,
+//! Bash timeouts, output limits, and cancellation killing the whole process group.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use as_message::ToolResultState;
+use as_tools::builtin::builtin_tools;
+use as_tools::{
+    CancellationToken, INTERRUPTED_TEXT, SharedToolState, ToolCallContext, ToolOutput, ToolResponse, Toolkit,
+};
+use futures::StreamExt;
+use serde_json::json;
+
+struct Env {
+    dir: tempfile::TempDir,
+    toolkit: Toolkit,
+    state: SharedToolState,
+}
+
+impl Env {
+    fn new() -> Self {
+        let toolkit = builtin_tools().into_iter().fold(Toolkit::new(), |k, t| k.with(t));
+        Self { dir: tempfile::tempdir().unwrap(), toolkit, state: SharedToolState::default() }
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().canonicalize().unwrap().join(rel)
+    }
+
+    fn p(&self, rel: &str) -> String {
+        self.path(rel).display().to_string()
+    }
+
+    fn ctx(&self) -> ToolCallContext {
+        ToolCallContext::new("call", self.state.clone(), self.dir.path().canonicalize().unwrap())
+    }
+
+    async fn call(&self, name: &str, input: serde_json::Value) -> ToolResponse {
+        self.call_ctx(name, input, self.ctx()).await
+    }
+
+    async fn call_ctx(&self, name: &str, input: serde_json::Value, ctx: ToolCallContext) -> ToolResponse {
+        let out: Vec<ToolOutput> = self.toolkit.call(name, &input.to_string(), ctx).collect().await;
+        match out.last() {
+            Some(ToolOutput::Response(r)) => r.clone(),
+            other => panic!("no final response: {other:?}"),
+        }
+    }
+}
+
+fn ok(r: &ToolResponse) -> String {
+    assert_eq!(r.state, ToolResultState::Success, "{}", r.text());
+    r.text()
+}
+
+fn err(r: &ToolResponse) -> String {
+    assert_eq!(r.state, ToolResultState::Error, "{}", r.text());
+    r.text()
+}
+
+fn set_mtime(path: &Path, secs: u64) {
+    let f = std::fs::File::options().write(true).open(path).unwrap();
+    f.set_modified(std::time::UNIX_EPOCH + Duration::from_secs(secs)).unwrap();
+}
+
+#[tokio::test]
+async fn read_formats_lines_and_maintains_the_cache() {
+    let env = Env::new();
+    let file = env.path("a.txt");
+    std::fs::write(&file, "one\r\ntwo\nthree").unwrap();
+    set_mtime(&file, 1_700_000_000);
+    let text = ok(&env.call("Read", json!({"file_path": env.p("a.txt")})).await);
+    assert_eq!(text, "     1\tone\n     2\ttwo\n     3\tthree");
+    let entry = env.state.snapshot().tool_context.read_file_cache[0].clone();
+    assert_eq!(entry.file_path, env.p("a.txt"));
+    assert_eq!(entry.lines, ["one\n", "two\n", "three"]);
+    assert_eq!(entry.updated_at, 1_700_000_000.0);
+    assert_eq!(entry.bytes, 13.0 / 1024.0, "kilobytes of the normalised lines");
+
+    // same mtime: served from the cache even though the bytes changed
+    std::fs::write(&file, "changed\n").unwrap();
+    set_mtime(&file, 1_700_000_000);
+    assert_eq!(
+        ok(&env.call("Read", json!({"file_path": env.p("a.txt"), "offset": 2, "limit": 1})).await),
+        "     2\ttwo"
+    );
+    // new mtime: re-read and re-cached
+    set_mtime(&file, 1_700_000_100);
+    assert_eq!(ok(&env.call("Read", json!({"file_path": env.p("a.txt")})).await), "     1\tchanged");
+    let cache = env.state.snapshot().tool_context.read_file_cache;
+    assert_eq!(cache.len(), 1);
+    assert_eq!(cache[0].updated_at, 1_700_000_100.0);
+}
+
+#[tokio::test]
+async fn read_errors_are_observations() {
+    let env = Env::new();
+    std::fs::create_dir(env.path("d")).unwrap();
+    std::fs::write(env.path("long.txt"), "x".repeat(2100)).unwrap();
+    assert_eq!(
+        err(&env.call("Read", json!({"file_path": "rel.txt"})).await),
+        "Error: file_path must be an absolute path, got: rel.txt"
+    );
+    assert_eq!(
+        err(&env.call("Read", json!({"file_path": env.p("nope")})).await),
+        format!("Error: File does not exist: {}", env.p("nope"))
+    );
+    assert_eq!(
+        err(&env.call("Read", json!({"file_path": env.p("d")})).await),
+        format!("Error: Path is a directory, not a file: {}", env.p("d"))
+    );
+    let long = ok(&env.call("Read", json!({"file_path": env.p("long.txt")})).await);
+    assert!(long.ends_with(&format!("{}[truncated]", "x".repeat(10))) && long.len() == 7 + 2000 + 11, "{}", long.len());
+    let e = err(&env.call("Read", json!({"file_path": env.p("long.txt"), "limit": 0})).await);
+    assert!(e.starts_with("Input validation failed for tool 'Read': 0 is less than the minimum of 1"), "{e}");
+}
+
+#[tokio::test]
+async fn edit_requires_a_read_of_the_current_version() {
+    let env = Env::new();
+    let file = env.path("e.txt");
+    std::fs::write(&file, "alpha beta\nbeta\n").unwrap();
+    let edit = |old: &str, new: &str, all: bool| json!({"file_path": env.p("e.txt"), "old_string": old, "new_string": new, "replace_all": all});
+    const NOT_READ: &str = "Error: To edit a file, you must first read it using the Read tool.";
+    assert_eq!(err(&env.call("Edit", edit("alpha", "ALPHA", false)).await), NOT_READ);
+    ok(&env.call("Read", json!({"file_path": env.p("e.txt")})).await);
+    assert_eq!(
+        err(&env.call("Edit", edit("beta", "B", false)).await),
+        format!(
+            "Error: old_string appears 2 times in {}. Set replace_all=true to replace all occurrences, or make old_string more specific.",
+            env.p("e.txt")
+        )
+    );
+    assert_eq!(
+        err(&env.call("Edit", edit("zeta", "Z", false)).await),
+        format!("Error: old_string not found in {}", env.p("e.txt"))
+    );
+    assert_eq!(
+        err(&env.call("Edit", edit("a", "a", false)).await),
+        "Error: old_string and new_string are identical. No changes to make."
+    );
+    let r = env.call("Edit", edit("alpha", "ALPHA", false)).await;
+    assert_eq!(ok(&r), format!("Successfully replaced 1 occurrence in {}", env.p("e.txt")));
+    assert_eq!(r.metadata["occurrences"], 1);
+    // the cache follows the tool's own write: a second edit needs no new Read
+    assert_eq!(
+        ok(&env.call("Edit", edit("beta", "B", true)).await),
+        format!("Successfully replaced all 2 occurrences in {}", env.p("e.txt"))
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "ALPHA B\nB\n");
+    // someone else changes the file: the model must read it again
+    std::fs::write(&file, "other\n").unwrap();
+    set_mtime(&file, 1_600_000_000);
+    assert_eq!(err(&env.call("Edit", edit("other", "x", false)).await), NOT_READ);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "other\n", "nothing written");
+    assert_eq!(
+        err(&env.call("Edit", json!({"file_path": env.p("missing"), "old_string": "a", "new_string": "b"})).await),
+        format!("Error: File not found: {}", env.p("missing"))
+    );
+}
+
+#[tokio::test]
+async fn write_creates_files_and_guards_unread_ones() {
+    let env = Env::new();
+    let r = env.call("Write", json!({"file_path": env.p("new/dir/f.txt"), "content": "a\nb\n"})).await;
+    assert_eq!(ok(&r), format!("The file {} has been written successfully (2 lines).", env.p("new/dir/f.txt")));
+    assert_eq!(std::fs::read_to_string(env.path("new/dir/f.txt")).unwrap(), "a\nb\n");
+    // written files are cached: Edit works right away
+    ok(&env.call("Edit", json!({"file_path": env.p("new/dir/f.txt"), "old_string": "a\n", "new_string": "A\n"})).await);
+    std::fs::write(env.path("old.txt"), "x").unwrap();
+    assert_eq!(
+        err(&env.call("Write", json!({"file_path": env.p("old.txt"), "content": "y"})).await),
+        format!(
+            "Error: File {} exists but has not been read yet. You must read the file first before writing to it.",
+            env.p("old.txt")
+        )
+    );
+    ok(&env.call("Read", json!({"file_path": env.p("old.txt")})).await);
+    ok(&env.call("Write", json!({"file_path": env.p("old.txt"), "content": "y"})).await);
+    assert_eq!(std::fs::read_to_string(env.path("old.txt")).unwrap(), "y");
+}
+
+#[tokio::test]
+async fn glob_and_grep() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.path("src/sub")).unwrap();
+    for (f, t) in [("src/a.rs", 100), ("src/sub/b.rs", 300), ("src/c.txt", 200), ("top.rs", 50)] {
+        std::fs::write(env.path(f), format!("fn {f}() {{}}\nlet x = 1;\n")).unwrap();
+        set_mtime(&env.path(f), 1_700_000_000 + t);
+    }
+    assert_eq!(
+        ok(&env.call("Glob", json!({"pattern": "src/**/*.rs"})).await),
+        format!("{}\n{}", env.p("src/sub/b.rs"), env.p("src/a.rs"))
+    );
+    assert_eq!(ok(&env.call("Glob", json!({"pattern": "*.rs"})).await), env.p("top.rs"), "* does not cross /");
+    assert_eq!(
+        ok(&env.call("Glob", json!({"pattern": "**/*.rs", "head_limit": 1})).await),
+        format!("{}\n\n[Showing results with pagination = limit: 1]", env.p("src/sub/b.rs"))
+    );
+    assert_eq!(ok(&env.call("Glob", json!({"pattern": "*.md"})).await), "No files found matching pattern: *.md");
+    assert_eq!(
+        err(&env.call("Glob", json!({"pattern": "*", "path": "nope"})).await),
+        format!("Directory not found: {}", env.p("nope"))
+    );
+
+    assert_eq!(ok(&env.call("Grep", json!({"pattern": "let x", "glob": "*.txt"})).await), env.p("src/c.txt"));
+    assert_eq!(
+        ok(&env.call("Grep", json!({"pattern": "FN TOP", "case_insensitive": true, "output_mode": "content"})).await),
+        format!("{}:1:fn top.rs() {{}}", env.p("top.rs"))
+    );
+    assert_eq!(
+        ok(&env.call("Grep", json!({"pattern": "x", "path": "top.rs", "output_mode": "count"})).await),
+        format!("{}:1", env.p("top.rs"))
+    );
+    assert_eq!(ok(&env.call("Grep", json!({"pattern": "nothing"})).await), "No matches found for pattern: nothing");
+    assert!(err(&env.call("Grep", json!({"pattern": "("})).await).starts_with("Error: invalid regex pattern \"(\""));
+}
+
+#[tokio::test]
+async fn bash_runs_in_the_working_directory() {
+    let env = Env::new();
+    assert_eq!(ok(&env.call("Bash", json!({"command": "pwd"})).await), format!("{}\n", env.p("")).replace("/\n", "\n"));
+    assert_eq!(ok(&env.call("Bash", json!({"command": "echo out; echo err >&2"})).await), "out\n\nerr\n");
+    assert_eq!(
+        err(&env.call("Bash", json!({"command": "echo partial; exit 3"})).await),
+        "Command failed: echo partial; exit 3\n\nStdout:\npartial\n"
+    );
+}
+
+#[tokio::test]
+async fn bash_limits_output_and_time() {
+    let env = Env::new();
+    let big = ok(&env.call("Bash", json!({"command": "head -c 100000 /dev/zero | tr '\\0' x"})).await);
+    assert_eq!(big, format!("{}\n... (output truncated)", "x".repeat(30000)));
+    let started = Instant::now();
+    let r = env.call("Bash", json!({"command": "sleep 30", "timeout": 300})).await;
+    assert_eq!(err(&r), "Command timed out after 300ms: sleep 30");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let e = err(&env.call("Bash", json!({"command": "ls", "timeout": 700000})).await);
+    assert!(e.contains("is greater than the maximum of 600000"), "{e}");
+}
+
+/// Live (non-zombie) processes whose command line contains `marker`.
+fn live_with(marker: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
+        if !String::from_utf8_lossy(&cmdline).contains(marker) {
+            continue;
+        }
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let state = stat.rsplit(')').next().and_then(|s| s.split_whitespace().next()).unwrap_or("Z");
+        if state != "Z" && state != "X" {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// Live `sleep {marker}` processes (the shell's own command line also contains the marker).
+fn sleeps(marker: &str) -> usize {
+    live_with(&format!("sleep\0{marker}")).len()
+}
+
+/// Polls an observable condition (process table) with a deadline.
+async fn until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+        tokio::task::yield_now().await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn cancelling_bash_kills_the_process_group() {
+    let env = Env::new();
+    let marker = format!("{}.{}", 4000 + std::process::id() % 1000, 17);
+    // a background and a foreground grandchild, both in the command's process group
+    let command = format!("sleep {marker} & sleep {marker}; wait");
+    let cancel = CancellationToken::new();
+    let ctx = env.ctx().with_cancel(cancel.clone());
+    let call = tokio::spawn({
+        let toolkit = env.toolkit.clone();
+        async move { toolkit.call("Bash", &json!({ "command": command }).to_string(), ctx).collect::<Vec<_>>().await }
+    });
+    until("both sleeps running", || sleeps(&marker) == 2).await;
+    cancel.cancel();
+    let out = call.await.unwrap();
+    let Some(ToolOutput::Response(r)) = out.last() else { panic!("{out:?}") };
+    assert_eq!(r.state, ToolResultState::Interrupted);
+    assert_eq!(r.text(), INTERRUPTED_TEXT);
+    until("no orphan left", || live_with(&marker).is_empty()).await;
+}
+
+#[tokio::test]
+async fn dropping_the_call_kills_the_process_group() {
+    let env = Env::new();
+    let marker = format!("{}.{}", 5000 + std::process::id() % 1000, 23);
+    let command = format!("sleep {marker} & sleep {marker}; wait");
+    let mut stream = env.toolkit.call("Bash", &json!({ "command": command }).to_string(), env.ctx());
+    // drive the call until the processes exist, then drop it mid-run
+    let poll = async {
+        loop {
+            tokio::select! {
+                item = stream.next() => panic!("call finished early: {item:?}"),
+                () = tokio::time::sleep(Duration::from_millis(20)) => {
+                    if sleeps(&marker) == 2 { break; }
+                }
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), poll).await.expect("sleeps never started");
+    drop(stream);
+    until("no orphan left", || live_with(&marker).is_empty()).await;
+}
+
+#[tokio::test]
+async fn concurrent_reads_share_the_cache() {
+    let env = Env::new();
+    for i in 0..8 {
+        std::fs::write(env.path(&format!("f{i}.txt")), format!("{i}\n")).unwrap();
+    }
+    let calls = (0..8).map(|i| env.call("Read", json!({"file_path": env.p(&format!("f{i}.txt"))})));
+    let results = futures::future::join_all(calls).await;
+    assert!(results.iter().all(|r| r.state == ToolResultState::Success));
+    let mut cached: Vec<String> =
+        env.state.snapshot().tool_context.read_file_cache.into_iter().map(|e| e.file_path).collect();
+    cached.sort();
+    assert_eq!(cached.len(), 8);
+}
