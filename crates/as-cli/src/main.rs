@@ -26,7 +26,7 @@ pub(crate) struct GlobalArgs {
 
 /// AgentScope agents in Rust: wire-compatible state, sessions and chat.
 #[derive(Debug, Parser)]
-#[command(name = "agentscope", version, about, after_help = EXIT_CODES_HELP)]
+#[command(name = "agentscope", version, about, after_help = top_help())]
 struct Cli {
     #[command(flatten)]
     global: GlobalArgs,
@@ -39,10 +39,17 @@ enum Command {
     /// Print a JSON Schema of a wire type; without NAME, list them.
     Schema(cmd::schema::SchemaArgs),
     /// Read, check and canonicalise AgentState / SessionRecord / Msg JSON files.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Example:\n  agentscope state check state.json record.json\n  agentscope state fmt --kind state < state.json"
+    )]
     State(cmd::state::StateCommand),
     /// Create, show, list, update and delete stored sessions.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Example:\n  agentscope sessions list --user alice --agent friday\n  \
+                      agentscope sessions show --user alice --agent friday --session 3f2a… --summary"
+    )]
     Sessions(cmd::sessions::SessionsCommand),
     /// Chat with an agent in a persistent session (interactive, or one turn with --message).
     Chat(cmd::chat::ChatArgs),
@@ -51,6 +58,14 @@ enum Command {
     /// One step of `demo`, run in its own process (internal).
     #[command(hide = true)]
     DemoStep(cmd::demo::DemoStepArgs),
+}
+
+/// Examples and exit codes after the top-level `--help`.
+fn top_help() -> String {
+    format!(
+        "Examples:\n  agentscope demo\n  agentscope chat --user alice --agent friday --model openai:gpt-4o-mini\n  \
+         agentscope sessions list --user alice --agent friday\n  agentscope schema agent-state\n\n{EXIT_CODES_HELP}"
+    )
 }
 
 async fn dispatch(cli: Cli) -> CliResult {

@@ -267,3 +267,23 @@ fn redis_park_then_confirm_from_another_process() {
     let Some(redis) = Redis::start_for_cli() else { return };
     park_then_confirm(&redis.url);
 }
+
+#[test]
+fn locked_sqlite_is_exit_6_naming_the_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    let storage = format!("sqlite:{}", db.display());
+    let o = run(&["--storage", &storage, "sessions", "create", "--user", "alice", "--agent", "friday"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // Another process (this test) holds the write lock for the whole run.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let mut args = chat_args(&storage, "http://127.0.0.1:9/v1");
+    args.extend(["--message", "hi"]);
+    let o = run(&args);
+    conn.execute_batch("ROLLBACK").unwrap();
+    assert_eq!(o.status.code(), Some(6), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("locked") && err.contains("another process holds the SQLite file"), "{err}");
+}

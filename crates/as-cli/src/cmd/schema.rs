@@ -7,6 +7,9 @@ use crate::exit::{CliError, CliResult, ExitKind};
 
 /// Arguments of `schema`.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Example:\n  agentscope schema\n  agentscope schema session-record > session-record.schema.json"
+)]
 pub(crate) struct SchemaArgs {
     /// The schema to print (`agent-state`, `msg`, `session-record`, …); omit to list them.
     name: Option<String>,

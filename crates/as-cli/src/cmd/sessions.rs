@@ -56,6 +56,7 @@ impl OwnerArgs {
 
 /// Arguments of `sessions create`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Example:\n  agentscope sessions create --user alice --agent friday --name \"support chat\"")]
 pub(crate) struct CreateArgs {
     #[command(flatten)]
     owner: OwnerArgs,
@@ -91,6 +92,7 @@ impl KeyArgs {
 
 /// Arguments of `sessions show`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Example:\n  agentscope sessions show --user alice --agent friday --session 3f2a… --summary")]
 pub(crate) struct ShowArgs {
     #[command(flatten)]
     key: KeyArgs,
@@ -101,6 +103,7 @@ pub(crate) struct ShowArgs {
 
 /// Arguments of `sessions list`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Example:\n  agentscope sessions list --user alice --agent friday --limit 20 --json")]
 pub(crate) struct ListArgs {
     #[command(flatten)]
     owner: OwnerArgs,
@@ -117,6 +120,9 @@ pub(crate) struct ListArgs {
 
 /// Arguments of `sessions set-state`.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Example:\n  agentscope sessions set-state --user alice --agent friday --session 3f2a… state.json"
+)]
 pub(crate) struct SetStateArgs {
     #[command(flatten)]
     key: KeyArgs,
@@ -130,6 +136,7 @@ pub(crate) struct SetStateArgs {
 
 /// Arguments of `sessions delete`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Example:\n  agentscope sessions delete --user alice --agent friday --session 3f2a…")]
 pub(crate) struct DeleteArgs {
     #[command(flatten)]
     key: KeyArgs,

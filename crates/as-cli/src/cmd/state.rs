@@ -42,6 +42,9 @@ impl Kind {
 
 /// Arguments of `state fmt`.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Example:\n  agentscope state fmt state.pretty.json > state.json\n  cat record.json | agentscope state fmt --kind record"
+)]
 pub(crate) struct FmtArgs {
     /// The file to read; `-` or nothing reads stdin.
     file: Option<PathBuf>,
@@ -52,6 +55,7 @@ pub(crate) struct FmtArgs {
 
 /// Arguments of `state check`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Example:\n  agentscope state check sessions/*.json")]
 pub(crate) struct CheckArgs {
     /// Files to check.
     #[arg(required = true)]

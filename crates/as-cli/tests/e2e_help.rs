@@ -1,0 +1,69 @@
+//! Every command's `--help` is complete: it has an example, and the top level lists the exit codes.
+
+// Helpers outside `#[test]` fns are test code too (clippy.toml only covers `#[test]`/`cfg(test)` items).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod e2e_support;
+
+use e2e_support::*;
+
+/// The subcommands listed in a `--help` text (without `help`).
+fn subcommands(help: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut in_list = false;
+    for line in help.lines() {
+        if line == "Commands:" {
+            in_list = true;
+            continue;
+        }
+        if in_list {
+            if line.trim().is_empty() {
+                break;
+            }
+            // Command names start at column 2; wrapped descriptions are indented further.
+            if line.starts_with("  ")
+                && !line.starts_with("   ")
+                && let Some(name) = line.split_whitespace().next()
+                && name != "help"
+            {
+                out.push(name.to_owned());
+            }
+        }
+    }
+    out
+}
+
+fn walk(path: &mut Vec<String>, seen: &mut Vec<String>) {
+    let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
+    args.push("--help");
+    let o = run(&args);
+    let help = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{args:?}");
+    assert!(help.contains("Example"), "`agentscope {}` --help has no example:\n{help}", path.join(" "));
+    seen.push(path.join(" "));
+    for sub in subcommands(&help) {
+        path.push(sub);
+        walk(path, seen);
+        path.pop();
+    }
+}
+
+#[test]
+fn every_command_has_an_example() {
+    let mut seen = Vec::new();
+    walk(&mut Vec::new(), &mut seen);
+    for expected in
+        ["chat", "demo", "sessions export", "sessions import", "sessions validate", "sessions show", "state fmt"]
+    {
+        assert!(seen.iter().any(|s| s == expected), "{expected} walked: {seen:?}");
+    }
+    assert!(!seen.iter().any(|s| s.contains("demo-step")), "the internal step command stays hidden");
+}
+
+#[test]
+fn top_level_help_lists_exit_codes() {
+    let help = stdout(&run(&["--help"]));
+    for code in ["  0 ", "  1 ", "  2 ", "  3 ", "  4 ", "  5 ", "  6 ", "  130 "] {
+        assert!(help.contains(code), "{code:?} in\n{help}");
+    }
+}
