@@ -1,0 +1,119 @@
+//! `agentscope schema` and `agentscope state fmt|check`, driven as a process.
+
+#![cfg(test)]
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/agentscope-2.0.4/");
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+
+fn agentscope(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentscope"));
+    cmd.args(args).env_remove("AGENTSCOPE_STORAGE").stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() });
+    let mut child = cmd.spawn().unwrap();
+    if let Some(input) = stdin {
+        child.stdin.take().unwrap().write_all(input).unwrap();
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+#[test]
+fn schema_lists_and_prints_the_committed_files() {
+    let list = agentscope(&["schema"], None);
+    assert!(list.status.success());
+    let text = stdout(&list);
+    for name in ["agent-state", "msg", "session-record"] {
+        assert!(text.lines().any(|l| l.starts_with(name)), "{text}");
+        let one = agentscope(&["schema", name], None);
+        assert!(one.status.success());
+        let committed = std::fs::read_to_string(format!("{ROOT}/docs/schemas/{name}.schema.json")).unwrap();
+        assert_eq!(stdout(&one), committed, "{name}");
+    }
+    let missing = agentscope(&["schema", "nope"], None);
+    assert_eq!(missing.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("agent-state"), "lists the known names");
+}
+
+#[test]
+fn fmt_writes_pydantic_bytes_for_every_golden() {
+    for (file, kind) in [
+        ("empty_agent_state.compact.json", None),
+        ("rich_agent_state.compact.json", Some("state")),
+        ("session_record.compact.json", None),
+        ("redis-session-after-cycle.compact.json", Some("record")),
+    ] {
+        let path = format!("{FIX}{file}");
+        let mut args = vec!["state", "fmt", path.as_str()];
+        if let Some(k) = kind {
+            args.extend(["--kind", k]);
+        }
+        let out = agentscope(&args, None);
+        assert!(out.status.success(), "{file}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(stdout(&out) == std::fs::read_to_string(&path).unwrap(), "{file} is byte-identical");
+    }
+}
+
+#[test]
+fn fmt_canonicalises_pretty_input_from_stdin() {
+    let pretty = std::fs::read(format!("{FIX}rich_agent_state.pretty.json")).unwrap();
+    let compact = std::fs::read_to_string(format!("{FIX}rich_agent_state.compact.json")).unwrap();
+    for args in [&["state", "fmt"][..], &["state", "fmt", "-"][..]] {
+        let out = agentscope(args, Some(&pretty));
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(stdout(&out) == compact);
+    }
+}
+
+#[test]
+fn fmt_reads_a_single_message() {
+    let msg = r#"{"name":"n","role":"assistant","id":"m1","created_at":"2025-06-01T10:00:00","content":[{"text":"hi","id":"b"}],"x":1}"#;
+    let out = agentscope(&["state", "fmt"], Some(msg.as_bytes()));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        stdout(&out),
+        r#"{"name":"n","content":[{"type":"text","text":"hi","id":"b"}],"role":"assistant","id":"m1","metadata":{},"created_at":"2025-06-01T10:00:00","finished_at":null,"usage":null}"#
+    );
+}
+
+#[test]
+fn fmt_rejects_bad_input_with_the_json_path() {
+    let bad = r#"{"context":[{"name":"a","role":"assistant","content":[{"type":"data","source":{"type":"url","url":"/rel","media_type":"x"}}]}]}"#;
+    let out = agentscope(&["state", "fmt", "--kind", "state"], Some(bad.as_bytes()));
+    assert_eq!(out.status.code(), Some(5));
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("context[0].content[0].source.url"), "{err}");
+}
+
+#[test]
+fn check_reports_each_file_and_fails_on_any_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, r#"{"session_id":"s","tasks_context":{"tasks":[{"subject":"s","description":"d"}]}}"#)
+        .unwrap();
+    let rich = format!("{FIX}rich_agent_state.compact.json");
+    let record = format!("{FIX}session_record.compact.json");
+
+    let ok = agentscope(&["state", "check", &rich, &record], None);
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    let text = stdout(&ok);
+    assert!(text.contains(&format!("ok  {rich}  state 3 messages")), "{text}");
+    assert!(text.contains(&format!("ok  {record}  record 3 messages")), "{text}");
+
+    let mixed = agentscope(&["state", "check", &rich, bad.to_str().unwrap()], None);
+    assert_eq!(mixed.status.code(), Some(1));
+    let text = stdout(&mixed);
+    assert_eq!(text.lines().count(), 2, "{text}");
+    assert!(text.contains("tasks_context.tasks[0].metadata"), "{text}");
+
+    let missing = agentscope(&["state", "check", "/nonexistent/x.json"], None);
+    assert_eq!(missing.status.code(), Some(1));
+    let usage = agentscope(&["state", "check"], None);
+    assert_eq!(usage.status.code(), Some(2), "no FILE is a usage error");
+}
