@@ -76,7 +76,7 @@ pub use permission::{
     PermissionCheckContext, PermissionDecision, PermissionEngine, bash_rule_matches, fnmatch, split_command_segments,
 };
 pub use response::{IntoToolStream, ToolChunk, ToolOutput, ToolResponse, ToolStream};
-pub use schema::{parameters_schema, pydantic_shape};
+pub use schema::{parameters_schema, pydantic_shape, without_description};
 pub use tool::{DynTool, FunctionTool, IntoDynTool, Tool, TypedTool, default_suggestion};
 pub use toolkit::{BASIC_GROUP, INTERRUPTED_TEXT, RESET_TOOLS_DESCRIPTION, ToolGroup, ToolLookup, Toolkit};
 

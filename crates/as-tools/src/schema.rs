@@ -4,7 +4,7 @@
 //! * `Option<T>` as `anyOf: [T, {"type": "null"}]` (pydantic), not `type: [T, "null"]`;
 //! * integer `format`s dropped (pydantic has none);
 //! * unit enums (`oneOf` of documented `const`s) as `{"enum": [...], "type": "string"}`, like a
-//!   `Literal[...]` (the enum's own doc comment is not emitted);
+//!   `Literal[...]` (inside `Option`, only the field's description is kept);
 //! * keys sorted as pydantic's `GenerateJsonSchema.sort` does: every object's keys
 //!   alphabetically, except the children of `properties` (declaration order) and `default`
 //!   values (kept as is).
@@ -43,6 +43,15 @@ pub fn parameters_schema<T: JsonSchema>() -> JsonValue {
     pydantic_shape(value)
 }
 
+/// `schema` without its top-level `description` (2.0.4's built-in tools have hand-written
+/// schemas with none; the Rust argument types still carry doc comments).
+pub fn without_description(mut schema: JsonValue) -> JsonValue {
+    if let JsonValue::Object(map) = &mut schema {
+        map.shift_remove("description");
+    }
+    schema
+}
+
 /// Applies the reshaping of this module to an existing schema (e.g. one built at run time).
 pub fn pydantic_shape(value: JsonValue) -> JsonValue {
     let value = reshape(value);
@@ -74,7 +83,7 @@ fn reshape(value: JsonValue) -> JsonValue {
                     }
                 }
             }
-            nullable_to_any_of(literal_enum(out))
+            drop_inner_descriptions(nullable_to_any_of(literal_enum(out)))
         }
         JsonValue::Array(items) => JsonValue::Array(items.into_iter().map(reshape).collect()),
         other => other,
@@ -82,8 +91,9 @@ fn reshape(value: JsonValue) -> JsonValue {
 }
 
 /// A documented Rust unit enum comes out as `oneOf` of `{const, type, description}`; pydantic's
-/// `Literal[...]` is `{"enum": [...], "type": "string"}`. Converts, dropping the per-variant and
-/// type-level descriptions (a `Literal` has none).
+/// `Literal[...]` is `{"enum": [...], "type": "string"}`. Converts, dropping the per-variant
+/// descriptions (the enum's own description is dropped later when it sits inside an `anyOf`
+/// whose owner has one, see [`drop_inner_descriptions`]).
 fn literal_enum(mut map: JsonMap) -> JsonMap {
     let Some(JsonValue::Array(items)) = map.get("oneOf") else { return map };
     let mut values = Vec::new();
@@ -103,12 +113,27 @@ fn literal_enum(mut map: JsonMap) -> JsonMap {
         values.push(c.clone());
     }
     map.remove("oneOf");
-    map.remove("description");
     map.insert("enum".into(), JsonValue::Array(values));
     if let Some(t) = ty {
         map.insert("type".into(), t);
     }
     map
+}
+
+/// In `{"anyOf": [...], "description": d}` the items carry no description of their own (the
+/// field's description is on the outside, as pydantic writes `Optional[Literal[...]]`).
+fn drop_inner_descriptions(value: JsonValue) -> JsonValue {
+    let JsonValue::Object(mut map) = value else { return value };
+    if map.contains_key("description")
+        && let Some(JsonValue::Array(items)) = map.get_mut("anyOf")
+    {
+        for item in items.iter_mut() {
+            if let JsonValue::Object(o) = item {
+                o.remove("description");
+            }
+        }
+    }
+    JsonValue::Object(map)
 }
 
 fn is_numeric_format(v: &JsonValue) -> bool {

@@ -95,6 +95,11 @@ pub trait Tool: Send + Sync + 'static {
     fn name(&self) -> &str;
     /// The description shown to the model.
     fn description(&self) -> String;
+    /// The parameter schema: by default [`parameters_schema`] of [`Tool::Args`] (derived, never
+    /// hand-written). Override only to post-process it, e.g. with [`crate::without_description`].
+    fn parameters(&self) -> JsonValue {
+        parameters_schema::<Self::Args>()
+    }
     /// See [`DynTool::is_concurrency_safe`].
     fn is_concurrency_safe(&self) -> bool {
         false
@@ -155,7 +160,7 @@ impl<T: Tool> TypedTool<T> {
     /// Wraps `tool`.
     pub fn new(tool: T) -> Self {
         let description = tool.description();
-        Self { parameters: parameters_schema::<T::Args>(), description, tool }
+        Self { parameters: tool.parameters(), description, tool }
     }
 
     /// The typed tool.

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use as_message::{PermissionBehavior, PermissionMode, PermissionRule};
+use as_message::{JsonValue, PermissionBehavior, PermissionMode, PermissionRule};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use schemars::JsonSchema;
@@ -108,6 +108,9 @@ impl Tool for BashTool {
     }
     fn description(&self) -> String {
         DESCRIPTION.to_owned()
+    }
+    fn parameters(&self) -> JsonValue {
+        crate::without_description(crate::parameters_schema::<BashArgs>())
     }
     fn check_read_only(&self, a: &BashArgs) -> bool {
         !a.command.trim().is_empty() && injection_risk(&a.command).is_none() && is_read_only_command(&a.command)

@@ -60,6 +60,9 @@ impl Tool for EditTool {
     fn description(&self) -> String {
         DESCRIPTION.to_owned()
     }
+    fn parameters(&self) -> JsonValue {
+        crate::without_description(crate::parameters_schema::<EditArgs>())
+    }
     fn check_permissions(&self, a: &EditArgs, ctx: &PermissionCheckContext<'_>) -> PermissionDecision {
         file_change_permission("Edit", "editing", &a.file_path, ctx)
     }

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use as_message::{PermissionBehavior, PermissionRule};
+use as_message::{JsonValue, PermissionBehavior, PermissionRule};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -54,6 +54,9 @@ impl Tool for GlobTool {
     }
     fn description(&self) -> String {
         DESCRIPTION.to_owned()
+    }
+    fn parameters(&self) -> JsonValue {
+        crate::without_description(crate::parameters_schema::<GlobArgs>())
     }
     fn is_concurrency_safe(&self) -> bool {
         true

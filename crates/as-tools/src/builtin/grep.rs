@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use as_message::{PermissionBehavior, PermissionRule};
+use as_message::{JsonValue, PermissionBehavior, PermissionRule};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -72,6 +72,9 @@ impl Tool for GrepTool {
     }
     fn description(&self) -> String {
         DESCRIPTION.to_owned()
+    }
+    fn parameters(&self) -> JsonValue {
+        crate::without_description(crate::parameters_schema::<GrepArgs>())
     }
     fn is_concurrency_safe(&self) -> bool {
         true

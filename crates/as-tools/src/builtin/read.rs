@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use as_message::{PermissionBehavior, PermissionRule};
+use as_message::{JsonValue, PermissionBehavior, PermissionRule};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -68,6 +68,9 @@ impl Tool for ReadTool {
     }
     fn description(&self) -> String {
         DESCRIPTION.to_owned()
+    }
+    fn parameters(&self) -> JsonValue {
+        crate::without_description(crate::parameters_schema::<ReadArgs>())
     }
     fn is_concurrency_safe(&self) -> bool {
         true

@@ -71,6 +71,9 @@ impl Tool for WriteTool {
     fn description(&self) -> String {
         DESCRIPTION.to_owned()
     }
+    fn parameters(&self) -> JsonValue {
+        crate::without_description(crate::parameters_schema::<WriteArgs>())
+    }
     fn check_permissions(&self, a: &WriteArgs, ctx: &PermissionCheckContext<'_>) -> PermissionDecision {
         file_change_permission("Write", "writing", &a.file_path, ctx)
     }
