@@ -24,6 +24,7 @@ pub(crate) fn map_fred(op: &'static str, key: Option<&str>, e: FredError) -> Sto
         FredKind::Cluster | FredKind::Sentinel => StorageErrorKind::Unavailable,
         FredKind::Tls | FredKind::Auth | FredKind::Config | FredKind::Url => StorageErrorKind::Backend,
         FredKind::Parse => StorageErrorKind::Serialization,
+        FredKind::Unknown if is_connection_failure(&details) => StorageErrorKind::Unavailable,
         _ => classify_reply(&details),
     };
     let msg = match kind {
@@ -33,6 +34,22 @@ pub(crate) fn map_fred(op: &'static str, key: Option<&str>, e: FredError) -> Sto
         _ => format!("{}{at}: {details}", e.kind().to_str()),
     };
     err(kind, op, msg).with_source(e)
+}
+
+/// fred reports some connection-level failures with `ErrorKind::Unknown`.
+fn is_connection_failure(details: &str) -> bool {
+    [
+        "Failed to route command",
+        "Failed to send command to router",
+        "Too many failed write attempts",
+        "Max attempts exceeded",
+        "Missing expected connection",
+        "Client is not initialized",
+        "Connection closed",
+        "connection",
+    ]
+    .iter()
+    .any(|p| details.contains(p))
 }
 
 /// Classifies a server error reply by its prefix.
@@ -91,6 +108,8 @@ mod tests {
         let e = map_fred("get_session", Some("k"), FredError::new(FredKind::Timeout, "Request timed out."));
         assert_eq!(e.kind(), StorageErrorKind::Unavailable);
         assert!(e.is_retryable());
+        let e = map_fred("upsert_session", None, FredError::new(FredKind::Unknown, "Failed to route command."));
+        assert_eq!(e.kind(), StorageErrorKind::Unavailable);
         let e = map_fred(
             "get_session",
             Some("agentscope:user:u:session:s"),
