@@ -73,14 +73,20 @@ impl Inner {
         Ok(())
     }
 
-    /// Drops every idle connection; in-flight ones are dropped when they come back. Idempotent.
-    pub(crate) fn close(&self) {
-        let idle = {
-            let mut st = self.state();
-            st.open = false;
-            std::mem::take(&mut st.idle)
-        };
-        drop(idle);
+    /// Closes every idle connection; in-flight ones are closed when they come back. Idempotent.
+    /// Closing the last connection checkpoints the WAL (file I/O), so it happens on a blocking thread.
+    pub(crate) async fn close(&self) {
+        let idle = self.take_idle_and_mark_closed();
+        if !idle.is_empty() {
+            // A failed join means the drop panicked; nothing is left to release either way.
+            let _ = tokio::task::spawn_blocking(move || drop(idle)).await;
+        }
+    }
+
+    fn take_idle_and_mark_closed(&self) -> Vec<Connection> {
+        let mut st = self.state();
+        st.open = false;
+        std::mem::take(&mut st.idle)
     }
 
     /// Runs `f` with a pooled connection on a blocking thread.
@@ -134,6 +140,22 @@ impl Inner {
     }
 }
 
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Dropped without `close()`: release the connections off the async runtime when there is one.
+        let idle = self.take_idle_and_mark_closed();
+        if idle.is_empty() {
+            return;
+        }
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                handle.spawn_blocking(move || drop(idle));
+            }
+            Err(_) => drop(idle),
+        }
+    }
+}
+
 fn worker_died(op: &'static str, e: &tokio::task::JoinError) -> StorageError {
     StorageError::new(StorageErrorKind::Backend, BACKEND, op, format!("sqlite worker thread failed: {e}"))
 }
@@ -182,7 +204,13 @@ fn configure(conn: &Connection, path: &Path, opts: &SqliteOptions) -> Result<(),
             format!("{}: could not switch to WAL mode (journal_mode is {mode})", path.display()),
         ));
     }
-    conn.execute_batch(&format!("PRAGMA synchronous = {};", opts.synchronous.pragma())).map_err(map)?;
+    // journal_size_limit: after a checkpoint, truncate a WAL that grew past 64 MiB (big turns).
+    conn.execute_batch(&format!(
+        "PRAGMA synchronous = {}; PRAGMA journal_size_limit = {};",
+        opts.synchronous.pragma(),
+        64 * 1024 * 1024
+    ))
+    .map_err(map)?;
     if let Some(pages) = opts.max_page_count {
         conn.query_row(&format!("PRAGMA max_page_count = {pages}"), [], |r| r.get::<_, i64>(0)).map_err(map)?;
     }

@@ -578,7 +578,7 @@ impl StorageBase for SqliteStorage {
     }
 
     async fn close(&self) -> Result<()> {
-        self.inner.close();
+        self.inner.close().await;
         Ok(())
     }
 

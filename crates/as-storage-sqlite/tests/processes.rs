@@ -247,3 +247,67 @@ fn sigkill_mid_loop_loses_no_committed_turn() {
     }
     println!("4 SIGKILLs; last reported turn {last}, stored turns {stored_turns}, log {} messages", log.len());
 }
+
+// ---------------------------------------------------------------------------------------------
+// Several processes creating the same new file at the same moment.
+
+/// Child: waits for the start line on stdin, then opens the (maybe absent) file and writes.
+fn fresh_open_child() {
+    let path = PathBuf::from(child_env("AS_SQLITE_PATH"));
+    let writer = child_env("AS_SQLITE_WRITER");
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line).unwrap();
+    runtime().block_on(async {
+        let s = SqliteStorage::open_path(&path).await.unwrap();
+        let req = UpsertSession::new(owner(), SessionConfig::new("ws")).with_session_id(format!("from-{writer}"));
+        let rec = s.upsert_session(req).await.unwrap();
+        let mut state = rec.state.clone();
+        state.context.push(Msg::user("user", format!("hello from {writer}")));
+        let rev = rec.revision();
+        s.update_session_state(&owner().session(rec.id), &state, Some(&rev)).await.unwrap();
+        s.close().await.unwrap();
+        report(&format!("DONE {writer}"));
+    });
+}
+
+#[test]
+fn processes_racing_to_create_the_file_share_one_schema() {
+    if std::env::var_os(CHILD).is_some() {
+        return fresh_open_child();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("new/sessions.db");
+    let exe = std::env::current_exe().unwrap();
+    let mut children: Vec<Child> = (0..4)
+        .map(|w| {
+            Command::new(&exe)
+                .args(["--exact", "processes_racing_to_create_the_file_share_one_schema", "--nocapture"])
+                .env(CHILD, "1")
+                .env("AS_SQLITE_PATH", &path)
+                .env("AS_SQLITE_WRITER", w.to_string())
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    // Release them together.
+    for c in &mut children {
+        c.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    }
+    for (w, c) in children.into_iter().enumerate() {
+        assert_eq!(reported_lines(c), [format!("DONE {w}")]);
+    }
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let migrations: i64 = conn.query_row("SELECT count(*) FROM agentscope_schema", [], |r| r.get(0)).unwrap();
+    assert_eq!(migrations, 1, "the schema was created exactly once");
+    drop(conn);
+    let rt = runtime();
+    let s = rt.block_on(SqliteStorage::open_path(&path)).unwrap();
+    for w in 0..4 {
+        let rec = rt.block_on(s.get_session(&owner().session(format!("from-{w}")))).unwrap().unwrap();
+        assert_eq!(rec.state.context[0].get_text_content(""), Some(format!("hello from {w}")));
+    }
+    assert!(rt.block_on(s.integrity_check()).unwrap().is_empty());
+}
