@@ -46,3 +46,10 @@ fn demo_on_redis() {
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
     assert!(stdout(&o).contains("\n7 passed, 0 failed\n"));
 }
+
+#[test]
+fn demo_refuses_a_per_process_store() {
+    let o = run(&["--storage", "memory", "demo"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("needs a store they share"), "{}", stderr(&o));
+}

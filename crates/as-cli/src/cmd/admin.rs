@@ -73,7 +73,8 @@ Example:
   agentscope sessions validate --user alice --agent friday --agent helper
 
 Reads every session of the named owners and its message log, parses them against the wire model
-(reporting the JSON path of the first error) and checks the invariants (ids, state.session_id, tool call
+(reporting the JSON path of the first error), validates them against the published JSON Schemas
+(`agentscope schema session-record`, `msg`) and checks the invariants (ids, state.session_id, tool call
 bookkeeping). Prints `bad  <user>/<agent>/<session>  <why>` per bad record and a final count; exit 1
 when any record is bad.")]
 pub(crate) struct ValidateArgs {
@@ -382,12 +383,52 @@ pub(crate) fn check_record(key: &SessionKey, record: &SessionRecord) -> Vec<Stri
     out
 }
 
+/// The published JSON Schemas (`agentscope schema session-record` / `msg`) as validators.
+pub(crate) struct Schemas {
+    record: jsonschema::Validator,
+    msg: jsonschema::Validator,
+}
+
+impl Schemas {
+    /// Compiles the `session-record` and `msg` schemas.
+    pub(crate) fn new() -> CliResult<Self> {
+        let compile = |name: &str| {
+            let entry = as_cli::schemas::find(name)
+                .ok_or_else(|| CliError::new(ExitKind::Failed, format!("schema {name} is not published")))?;
+            jsonschema::validator_for(&(entry.generate)().to_value())
+                .map_err(|e| CliError::new(ExitKind::Failed, format!("schema {name} does not compile: {e}")))
+        };
+        Ok(Self { record: compile("session-record")?, msg: compile("msg")? })
+    }
+
+    fn errors(v: &jsonschema::Validator, doc: &JsonValue, prefix: &str) -> Vec<String> {
+        v.iter_errors(doc).take(3).map(|e| format!("schema: {prefix}{}: {e}", e.instance_path())).collect()
+    }
+
+    /// Schema violations of a record's stored JSON.
+    pub(crate) fn check_record(&self, record: &SessionRecord) -> Vec<String> {
+        match serde_json::from_str::<JsonValue>(&record.to_canonical_json()) {
+            Ok(doc) => Self::errors(&self.record, &doc, ""),
+            Err(e) => vec![format!("schema: the record does not serialize: {e}")],
+        }
+    }
+
+    /// Schema violations of a logged message.
+    pub(crate) fn check_msg(&self, i: usize, msg: &Msg) -> Vec<String> {
+        match serde_json::from_str::<JsonValue>(&as_message::to_json(msg)) {
+            Ok(doc) => Self::errors(&self.msg, &doc, &format!("messages[{i}]")),
+            Err(e) => vec![format!("schema: messages[{i}] does not serialize: {e}")],
+        }
+    }
+}
+
 /// Checks every session of `user`'s `agents`. Returns the number checked and the problems.
 pub(crate) async fn validate(
     storage: &SharedStorage,
     user: &str,
     agents: &[String],
 ) -> CliResult<(usize, Vec<Problem>)> {
+    let schemas = Schemas::new()?;
     let mut checked = 0;
     let mut problems = Vec::new();
     for agent in agents {
@@ -405,11 +446,18 @@ pub(crate) async fn validate(
             match storage.get_session(&key).await {
                 Ok(None) => checked -= 1, // deleted meanwhile
                 Ok(Some(record)) => {
-                    for why in check_record(&key, &record) {
+                    for why in check_record(&key, &record).into_iter().chain(schemas.check_record(&record)) {
                         problems.push(Problem { key: name.clone(), why });
                     }
-                    if let Err(e) = storage.list_messages(&key, 0, 0).await {
-                        problems.push(Problem { key: name, why: format!("message log: {e}") });
+                    match storage.list_messages(&key, 0, 0).await {
+                        Ok(log) => {
+                            for (i, m) in log.iter().enumerate() {
+                                for why in schemas.check_msg(i, m) {
+                                    problems.push(Problem { key: name.clone(), why });
+                                }
+                            }
+                        }
+                        Err(e) => problems.push(Problem { key: name, why: format!("message log: {e}") }),
                     }
                 }
                 Err(e) if matches!(e.kind(), StorageErrorKind::Serialization | StorageErrorKind::InvalidKey) => {
@@ -759,6 +807,18 @@ mod tests {
         assert!(problems.is_empty(), "{problems:?}");
         let err = validate(&a, "alice", &["bad:agent".to_owned()]).await.unwrap_err();
         assert_eq!(err.kind(), ExitKind::Invalid);
+    }
+
+    #[test]
+    fn records_and_messages_match_the_published_schemas() {
+        let schemas = Schemas::new().unwrap();
+        let r = record();
+        assert_eq!(schemas.check_record(&r), Vec::<String>::new());
+        assert_eq!(schemas.check_msg(0, &r.state.context[1]), Vec::<String>::new());
+        // A document the wire model would never write is caught, with its path.
+        let doc = serde_json::json!({"name": 5, "content": [], "role": "user"});
+        let errors = Schemas::errors(&schemas.msg, &doc, "messages[3]");
+        assert!(errors.iter().any(|e| e.starts_with("schema: messages[3]/name:")), "{errors:?}");
     }
 
     #[test]

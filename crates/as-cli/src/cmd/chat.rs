@@ -668,6 +668,12 @@ pub(crate) fn default_toolkit() -> as_tools::Toolkit {
 
 /// `chat`.
 pub(crate) async fn run(global: &crate::GlobalArgs, args: ChatArgs) -> CliResult {
+    if args.json && args.message.is_none() && args.confirm.is_none() {
+        return Err(CliError::new(
+            ExitKind::Usage,
+            "--json prints the event stream of one turn: add --message TEXT (or --confirm ANSWER)",
+        ));
+    }
     let spec = crate::provider::resolve(&args.model, args.base_url.as_deref(), &|v| std::env::var(v).ok())?;
     let model = crate::provider::build(&spec)?;
     let storage = open_storage(global.storage.as_deref()).await?;

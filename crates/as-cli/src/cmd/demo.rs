@@ -466,6 +466,13 @@ pub(crate) async fn run(global: &GlobalArgs, args: DemoArgs) -> CliResult {
     std::fs::create_dir_all(&workdir)
         .map_err(|e| CliError::new(ExitKind::Failed, format!("cannot create {}: {e}", workdir.display())))?;
     let url = match &global.storage {
+        Some(u) if u.trim().starts_with("memory") => {
+            return Err(CliError::new(
+                ExitKind::Usage,
+                "the demo runs every turn in a new process, so it needs a store they share: use sqlite:PATH or \
+                 redis://…, or leave out --storage for a temporary SQLite file",
+            ));
+        }
         Some(u) => u.clone(),
         None => format!("sqlite:{}", temp.path().join("demo.db").display()),
     };
