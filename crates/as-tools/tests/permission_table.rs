@@ -817,8 +817,12 @@ async fn check(engine: &PermissionEngine, rows: Vec<Row>, extra_dir: Option<&str
         if d.behavior == B::Allow && d.message.starts_with("Permission granted for ") && d.decision_reason.is_none() {
             assert_eq!(d.updated_input.as_ref(), Some(&input), "{}: allow rule returns the input", r.name);
         }
-        if d.behavior == B::Ask {
-            assert!(d.suggested_rules.is_some(), "{}: an ASK carries suggestions", r.name);
+        if d.behavior == B::Ask || d.message.contains("ASK converted to DENY") {
+            assert!(
+                d.suggested_rules.is_some(),
+                "{}: an ASK (also one converted by dont_ask) carries suggestions",
+                r.name
+            );
         }
         assert_ne!(d.behavior, B::Passthrough, "{}: the engine never returns passthrough", r.name);
     }
@@ -874,6 +878,15 @@ async fn suggestions_follow_2_0_4() {
     assert_eq!(
         ask(GrepTool.into_dyn_tool(), json!({"pattern": "x", "path": "sub"})).await,
         [s("Grep", Some("/work/sub/**"))]
+    );
+}
+
+#[test]
+fn already_allowed_is_the_agents_decision() {
+    let d = PermissionDecision::already_allowed();
+    assert_eq!(
+        (d.behavior, d.message.as_str(), d.decision_reason),
+        (B::Allow, "Already allowed by user confirmation.", None)
     );
 }
 

@@ -71,6 +71,12 @@ impl PermissionDecision {
         self
     }
 
+    /// The agent's decision for a call the user already confirmed (state `allowed`); the engine
+    /// is not consulted (2.0.4: `Already allowed by user confirmation.`).
+    pub fn already_allowed() -> Self {
+        Self::allow("Already allowed by user confirmation.")
+    }
+
     /// True for ALLOW.
     pub fn is_allow(&self) -> bool {
         self.behavior == PermissionBehavior::Allow

@@ -138,7 +138,10 @@ impl PermissionEngine {
                 let own = tool.check_permissions(input, &ctx).await;
                 match own.behavior {
                     PermissionBehavior::Allow | PermissionBehavior::Deny => return own,
-                    PermissionBehavior::Ask if own.bypass_immune => return dont_ask_convert(name, own),
+                    PermissionBehavior::Ask if own.bypass_immune => {
+                        let suggestions = tool.generate_suggestions(input, &ctx);
+                        return dont_ask_convert(name, own.suggestions(suggestions));
+                    }
                     _ => {}
                 }
                 if let Some(decision) = allow_rule(context, tool, input, &ctx) {
