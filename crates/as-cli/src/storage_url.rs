@@ -4,7 +4,7 @@
 //! |---|---|
 //! | `memory` | [`as_storage::InMemoryStorage`]: lives for one process |
 //! | `sqlite:PATH` | `as_storage_sqlite::SqliteStorage` on one file |
-//! | `redis://…`, `rediss://…` | `as-storage-redis` (not built into the binary yet: exit 2) |
+//! | `redis://[:password@]host:port[/db][?layout=compat\|cluster&ttl=SECONDS]`, `rediss://…` (TLS), `redis-cluster://host:port?node=host:port…` | [`as_storage_redis::RedisStorage`] (AgentScope 2.0.4's keys by default; `layout=cluster` for Redis Cluster; `ttl` a sliding key TTL) |
 //! | (none) | the default store (see [`DEFAULT_SQLITE_FILE`]) |
 
 use std::path::PathBuf;
@@ -51,7 +51,7 @@ fn resolve_default_sqlite_path(
 /// The `--storage` help text, naming the default this process would use.
 pub(crate) fn storage_help() -> String {
     format!(
-        "Session storage: `memory`, `sqlite:PATH`, `redis://[:password@]host:port[/db]`, `rediss://…` \
+        "Session storage: `memory`, `sqlite:PATH`, `redis://[:password@]host:port[/db][?layout=compat|cluster&ttl=SECONDS]`, `rediss://…` \
          [default: sqlite:{}; set AGENTSCOPE_HOME to move it]",
         default_sqlite_path().display()
     )
@@ -87,8 +87,9 @@ impl StorageUrl {
             }
             return Ok(Self::Sqlite(PathBuf::from(path)));
         }
-        // ---- redis engineer: validate `redis://[:password@]host:port[/db][?ttl=…&layout=…]` here ----
-        if url.starts_with("redis://") || url.starts_with("rediss://") {
+        if ["redis://", "rediss://", "redis-cluster://", "rediss-cluster://"].iter().any(|p| url.starts_with(p)) {
+            as_storage_redis::RedisStorageConfig::from_url(url)
+                .map_err(|e| CliError::new(ExitKind::Usage, format!("--storage: {}", e.message())))?;
             return Ok(Self::Redis(url.to_owned()));
         }
         Err(CliError::new(
@@ -108,13 +109,10 @@ impl StorageUrl {
             Self::Memory => Arc::new(as_storage::InMemoryStorage::new()),
             // ---- sqlite engineer: SqliteStorage options ----
             Self::Sqlite(path) => Arc::new(as_storage_sqlite::SqliteStorage::new(path)),
-            // ---- redis engineer: `Self::Redis(url) => Arc::new(RedisStorage::from_url(url)?)` ----
-            Self::Redis(url) => {
-                return Err(CliError::new(
-                    ExitKind::Usage,
-                    format!("--storage {url}: the Redis backend is not built into this binary yet"),
-                ));
-            }
+            Self::Redis(url) => Arc::new(
+                as_storage_redis::RedisStorage::from_url(url)
+                    .map_err(|e| CliError::new(ExitKind::Usage, format!("--storage: {}", e.message())))?,
+            ),
         };
         storage.open().await.map_err(crate::cmd::chat::storage_error)?;
         Ok(storage)
@@ -144,6 +142,14 @@ mod tests {
         check("sqlite://abs/x.db", Ok(StorageUrl::Sqlite("abs/x.db".into())));
         check("redis://127.0.0.1:6379/0?ttl=60", Ok(StorageUrl::Redis("redis://127.0.0.1:6379/0?ttl=60".into())));
         check("rediss://h:1", Ok(StorageUrl::Redis("rediss://h:1".into())));
+        check(
+            "redis://:pw@127.0.0.1:7000/2?layout=cluster&ttl=3600",
+            Ok(StorageUrl::Redis("redis://:pw@127.0.0.1:7000/2?layout=cluster&ttl=3600".into())),
+        );
+        check("redis-cluster://h:1?node=h:2", Ok(StorageUrl::Redis("redis-cluster://h:1?node=h:2".into())));
+        check("redis://h:1?layout=weird", Err(ExitKind::Usage));
+        check("redis://h:1?ttl=soon", Err(ExitKind::Usage));
+        check("redis://h:1?ttl=0", Err(ExitKind::Usage));
         check("sqlite:", Err(ExitKind::Usage));
         check("ftp://x", Err(ExitKind::Usage));
         check("", Err(ExitKind::Usage));

@@ -1,0 +1,103 @@
+//! `agentscope sessions …` end to end with `--storage redis://…`: every command, each invocation
+//! a new process sharing a private redis-server (compat layout with a TTL, and the cluster
+//! layout on a real 3-master cluster); an unreachable server and bad URLs exit with clear codes.
+
+use std::process::{Command, Output, Stdio};
+
+use as_storage_redis::testing::{RedisCluster, RedisServer, raw_command};
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_agentscope"))
+        .args(args)
+        .env_remove("AGENTSCOPE_STORAGE")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run agentscope")
+}
+
+fn ok(o: &Output) -> String {
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout.clone()).expect("utf-8 stdout")
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().expect("exited normally")
+}
+
+fn run_s(storage: &str, cmd: &str, rest: &[&str]) -> Output {
+    let mut v = vec!["--storage", storage, "sessions", cmd, "--user", "user-1", "--agent", "agent-1"];
+    v.extend_from_slice(rest);
+    run(&v)
+}
+
+fn fixture(name: &str) -> String {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/agentscope-2.0.4")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// create, show, set-state (with and without a stale revision), list, delete.
+fn every_command(storage: &str) -> String {
+    let id = ok(&run_s(storage, "create", &["--name", "first"])).split_whitespace().last().expect("id").to_owned();
+    let shown = ok(&run_s(storage, "show", &["--session", &id]));
+    let record: serde_json::Value = serde_json::from_str(shown.trim()).expect("compact JSON record");
+    assert_eq!(record["config"]["name"], "first");
+    let rev = record["updated_at"].as_str().expect("updated_at").to_owned();
+    let state = fixture("rich_agent_state.compact.json");
+    ok(&run_s(storage, "set-state", &["--session", &id, "--expect", &rev, &state]));
+    let stale = run_s(storage, "set-state", &["--session", &id, "--expect", &rev, &state]);
+    assert_eq!(code(&stale), 4, "a stale revision is a conflict: {}", String::from_utf8_lossy(&stale.stderr));
+    let shown = ok(&run_s(storage, "show", &["--session", &id]));
+    let record: serde_json::Value = serde_json::from_str(shown.trim()).expect("record");
+    assert_eq!(record["state"]["context"].as_array().map(Vec::len), Some(3));
+    assert_eq!(record["state"]["session_id"], id.as_str());
+    ok(&run_s(storage, "create", &["--name", "second"]));
+    let listed = ok(&run_s(storage, "list", &["--json"]));
+    assert!(listed.contains(&id) && listed.contains("second"), "{listed}");
+    assert_eq!(code(&run_s(storage, "set-state", &["--session", "nope", &state])), 3);
+    ok(&run_s(storage, "delete", &["--session", &id]));
+    assert_eq!(code(&run_s(storage, "show", &["--session", &id])), 3);
+    assert_eq!(code(&run_s(storage, "delete", &["--session", &id])), 3);
+    id
+}
+
+#[test]
+fn every_sessions_command_on_a_private_redis_with_2_0_4_keys_and_a_ttl() {
+    let Some(server) = RedisServer::start() else { return };
+    let storage = format!("{}/0?ttl=3600", server.url());
+    every_command(&storage);
+    let keys = raw_command(server.port(), "KEYS agentscope:user:user-1:*").expect("KEYS");
+    assert!(keys.contains("agentscope:user:user-1:agent:agent-1:sessions"), "{keys}");
+    let ttl = raw_command(server.port(), "TTL agentscope:user:user-1:agent:agent-1:sessions").expect("TTL");
+    let ttl: i64 = ttl.trim().trim_start_matches(':').parse().expect("integer reply");
+    assert!((3500..=3600).contains(&ttl), "ttl={ttl}");
+}
+
+#[test]
+fn every_sessions_command_on_a_cluster_with_the_cluster_layout() {
+    let Some(cluster) = RedisCluster::start() else { return };
+    let storage = format!("redis://127.0.0.1:{}?layout=cluster", cluster.ports()[0]);
+    every_command(&storage);
+    // The compat layout is refused on a cluster, with the reason.
+    let o = run_s(&format!("redis://127.0.0.1:{}", cluster.ports()[0]), "list", &[]);
+    assert_ne!(code(&o), 0);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("layout=cluster"), "{err}");
+}
+
+#[test]
+fn unreachable_redis_and_bad_urls_exit_with_clear_codes() {
+    let port = as_storage_redis::testing::free_port().expect("port");
+    let o = run_s(&format!("redis://127.0.0.1:{port}?timeout_ms=300"), "list", &[]);
+    assert_eq!(code(&o), 6, "unreachable backend: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("redis-server"));
+    for bad in ["redis://h:1?layout=weird", "redis://:secret@h:1?ttl=x"] {
+        let o = run_s(bad, "list", &[]);
+        assert_eq!(code(&o), 2, "{bad}");
+        assert!(!String::from_utf8_lossy(&o.stderr).contains("secret"), "the password is never printed");
+    }
+}
