@@ -156,7 +156,7 @@ fn sqlite_to_sqlite_is_lossless() {
 
 #[test]
 fn sqlite_to_redis_is_lossless() {
-    let Some(redis) = Redis::start_for_cli() else { return };
+    let Some(redis) = Redis::start() else { return };
     round_trip(&redis.url);
 }
 

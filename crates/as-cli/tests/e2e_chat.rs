@@ -62,7 +62,7 @@ fn sqlite_session_is_remembered_by_the_next_process() {
 
 #[test]
 fn redis_session_is_remembered_by_the_next_process() {
-    let Some(redis) = Redis::start_for_cli() else { return };
+    let Some(redis) = Redis::start() else { return };
     remembers_across_processes(&redis.url);
 }
 
@@ -153,7 +153,26 @@ fn unreachable_model_is_exit_6() {
     args.extend(["--message", "hi"]);
     let o = run(&args);
     assert_eq!(o.status.code(), Some(6), "stdout {} stderr {}", stdout(&o), stderr(&o));
-    assert!(stderr(&o).contains("the model failed"), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(err.lines().filter(|l| l.starts_with("error:")).count(), 1, "{err}");
+    assert!(err.contains("the model failed") && err.contains("is the model server reachable at --base-url?"), "{err}");
+}
+
+#[test]
+fn rejected_key_is_exit_6_naming_the_fix() {
+    let rt = runtime();
+    let srv = server(&rt);
+    let url = srv.base_url();
+    srv.push(MockReply::error(401, "Incorrect API key provided", Some("invalid_api_key")));
+    let dir = tempfile::tempdir().unwrap();
+    let storage = format!("sqlite:{}", dir.path().join("s.db").display());
+    let mut args = chat_args(&storage, &url);
+    args.extend(["--message", "hi"]);
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(6));
+    let err = stderr(&o);
+    assert_eq!(err.lines().filter(|l| l.starts_with("error:")).count(), 1, "{err}");
+    assert!(err.contains("authentication failed") && err.contains("API key"), "{err}");
 }
 
 /// `--message` interrupted by SIGINT mid-stream: exit 130, the partial answer is stored and the next
@@ -206,7 +225,7 @@ fn sqlite_interrupt_saves_partial_reply() {
 
 #[test]
 fn redis_interrupt_saves_partial_reply() {
-    let Some(redis) = Redis::start_for_cli() else { return };
+    let Some(redis) = Redis::start() else { return };
     interrupt_then_resume(&redis.url);
 }
 
@@ -264,7 +283,7 @@ fn sqlite_park_then_confirm_from_another_process() {
 
 #[test]
 fn redis_park_then_confirm_from_another_process() {
-    let Some(redis) = Redis::start_for_cli() else { return };
+    let Some(redis) = Redis::start() else { return };
     park_then_confirm(&redis.url);
 }
 
@@ -286,4 +305,18 @@ fn locked_sqlite_is_exit_6_naming_the_lock() {
     let err = stderr(&o);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("locked") && err.contains("another process holds the SQLite file"), "{err}");
+}
+
+#[test]
+fn unreachable_redis_is_exit_6_naming_the_fix() {
+    // A port nobody listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let storage = format!("redis://127.0.0.1:{port}");
+    let mut args = chat_args(&storage, "http://127.0.0.1:9/v1");
+    args.extend(["--message", "hi"]);
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(6), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("is redis-server running and reachable"), "{err}");
 }

@@ -41,7 +41,7 @@ fn demo_runs_on_a_given_store() {
 
 #[test]
 fn demo_on_redis() {
-    let Some(redis) = Redis::start_for_cli() else { return };
+    let Some(redis) = Redis::start() else { return };
     let o = run(&["--storage", &redis.url, "demo"]);
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
     assert!(stdout(&o).contains("\n7 passed, 0 failed\n"));

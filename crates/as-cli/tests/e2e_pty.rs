@@ -18,19 +18,29 @@ fn text_reply(text: &str) -> MockReply {
 }
 
 #[test]
-fn ctrl_c_interrupts_the_stream_and_ctrl_d_quits() {
+fn sqlite_ctrl_c_interrupts_the_stream_and_ctrl_d_quits() {
+    let dir = tempfile::tempdir().unwrap();
+    ctrl_c_interrupts_the_stream_and_ctrl_d_quits(&format!("sqlite:{}", dir.path().join("s.db").display()));
+}
+
+#[test]
+fn redis_ctrl_c_interrupts_the_stream_and_ctrl_d_quits() {
+    let Some(redis) = Redis::start() else { return };
+    ctrl_c_interrupts_the_stream_and_ctrl_d_quits(&redis.url);
+}
+
+fn ctrl_c_interrupts_the_stream_and_ctrl_d_quits(storage: &str) {
     let rt = runtime();
     let srv = rt.block_on(MockServer::start()).unwrap();
     let url = srv.base_url();
     let dir = tempfile::tempdir().unwrap();
-    let storage = format!("sqlite:{}", dir.path().join("s.db").display());
     // The model streams a few words, then stalls (until the client goes away).
     srv.push(MockReply::sse_steps([
         SseStep::Data(chunk::reasoning("A story, then.").to_string()),
         SseStep::Data(chunk::text("Once upon a time").to_string()),
         SseStep::Hang,
     ]));
-    let mut pty = Pty::spawn(&chat_args(&storage, &url), dir.path());
+    let mut pty = Pty::spawn(&chat_args(storage, &url), dir.path());
     let banner = pty.expect("you> ");
     assert!(banner.contains("Ctrl-C interrupts a reply"), "{banner}");
     pty.send(b"Tell me a story.\r");
@@ -65,12 +75,25 @@ fn ctrl_c_at_the_prompt_quits_with_130() {
 }
 
 #[test]
-fn quitting_at_a_confirmation_parks_and_the_next_chat_asks_first() {
+fn sqlite_quitting_at_a_confirmation_parks_and_the_next_chat_asks_first() {
+    let dir = tempfile::tempdir().unwrap();
+    quitting_at_a_confirmation_parks_and_the_next_chat_asks_first(&format!(
+        "sqlite:{}",
+        dir.path().join("s.db").display()
+    ));
+}
+
+#[test]
+fn redis_quitting_at_a_confirmation_parks_and_the_next_chat_asks_first() {
+    let Some(redis) = Redis::start() else { return };
+    quitting_at_a_confirmation_parks_and_the_next_chat_asks_first(&redis.url);
+}
+
+fn quitting_at_a_confirmation_parks_and_the_next_chat_asks_first(storage: &str) {
     let rt = runtime();
     let srv = rt.block_on(MockServer::start()).unwrap();
     let url = srv.base_url();
     let dir = tempfile::tempdir().unwrap();
-    let storage = format!("sqlite:{}", dir.path().join("s.db").display());
     let work = dir.path().join("work");
     std::fs::create_dir_all(&work).unwrap();
     let note = work.join("note.txt");
@@ -79,7 +102,7 @@ fn quitting_at_a_confirmation_parks_and_the_next_chat_asks_first() {
         MockReply::sse([chunk::tool_call(0, Some("call_w"), Some("Write"), &input), chunk::finish("tool_calls")])
     };
     let workdir = work.to_string_lossy().into_owned();
-    let mut args = chat_args(&storage, &url);
+    let mut args = chat_args(storage, &url);
     args.extend(["--workdir", &workdir]);
 
     srv.push(write("Ada\n"));

@@ -270,7 +270,20 @@ pub(crate) fn agent_error(e: AgentError, key: &SessionKey) -> CliError {
                 key.session_id, key.user_id, key.agent_id, key.session_id
             ),
         ),
-        AgentErrorKind::Model => CliError::new(ExitKind::Unavailable, format!("the model failed: {e}")),
+        AgentErrorKind::Model => {
+            let fix = match &e {
+                AgentError::Model(m) => match m.kind() {
+                    as_model::ModelErrorKind::Auth => " (check the provider's API key variable, e.g. OPENAI_API_KEY)",
+                    as_model::ModelErrorKind::Transport | as_model::ModelErrorKind::Timeout => {
+                        " (is the model server reachable at --base-url?)"
+                    }
+                    as_model::ModelErrorKind::RateLimited { .. } => " (wait a moment and run the turn again)",
+                    _ => "",
+                },
+                _ => "",
+            };
+            CliError::new(ExitKind::Unavailable, format!("the model failed: {e}{fix}"))
+        }
         AgentErrorKind::Conflict => CliError::new(ExitKind::Conflict, e.to_string()),
         AgentErrorKind::Storage => {
             if let AgentError::Storage(s) = e {
@@ -352,14 +365,14 @@ pub(crate) async fn run_turn(
             Ok(TurnEnd { status: Some(turn.status), interrupted_by_user, error: None })
         }
         Err(e) => {
-            let err = agent_error(e, &handle.key);
-            if matches!(err.kind(), ExitKind::Conflict | ExitKind::NotFound | ExitKind::Unavailable) {
-                // Not saved (a concurrent writer, a deleted session, a store that went away).
-                return Err(err);
+            // Storage trouble (unreachable, a concurrent writer, a deleted session, the lock): the turn
+            // could not be saved, so it ends the command.
+            if matches!(e.kind(), AgentErrorKind::Storage | AgentErrorKind::Conflict | AgentErrorKind::Lock) {
+                return Err(agent_error(e, &handle.key));
             }
-            // A failed reply is persisted before its error is returned.
+            // Anything else (the model failed, a bad input): the runner saved what the reply did.
+            let err = agent_error(e, &handle.key);
             *state = handle.reload().await?;
-            sink.note(Note::Error, &format!("error: {err}"));
             Ok(TurnEnd { status: None, interrupted_by_user, error: Some(err) })
         }
     }
@@ -644,10 +657,8 @@ async fn interactive(
         };
         let end = run_turn(agent, handle, state, input, sink).await?;
         if let Some(e) = end.error {
-            // The turn failed but the state is saved; a person can go on, unless the session is gone.
-            if matches!(e.kind(), ExitKind::Conflict | ExitKind::NotFound) {
-                return Err(e);
-            }
+            // The turn failed but what it did is saved; a person can try again or quit.
+            sink.note(Note::Error, &format!("error: {e}"));
         }
     }
 }

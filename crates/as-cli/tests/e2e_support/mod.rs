@@ -220,19 +220,6 @@ impl Redis {
     }
 }
 
-impl Redis {
-    /// [`Redis::start`], or `None` when the binary has no Redis backend yet (printed, not silent).
-    pub fn start_for_cli() -> Option<Self> {
-        let redis = Self::start()?;
-        let o = run(&["--storage", &redis.url, "sessions", "list", "--user", "probe", "--agent", "probe"]);
-        if String::from_utf8_lossy(&o.stderr).contains("not built into this binary") {
-            eprintln!("skipping: the Redis backend is not built into agentscope yet");
-            return None;
-        }
-        Some(redis)
-    }
-}
-
 impl Drop for Redis {
     fn drop(&mut self) {
         let _ = self.child.kill();
