@@ -379,8 +379,10 @@ impl DynTool for ResetTools {
     fn is_concurrency_safe(&self) -> bool {
         true
     }
+    /// It only changes the agent's own tool selection, never the world, so explore (plan) mode
+    /// allows it, like the task tools.
     fn is_read_only(&self) -> bool {
-        false
+        true
     }
     async fn check_permissions(&self, _input: &JsonMap, _ctx: &PermissionCheckContext<'_>) -> PermissionDecision {
         PermissionDecision::allow("Permission granted for reset_tools")

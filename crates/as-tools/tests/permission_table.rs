@@ -881,6 +881,36 @@ async fn suggestions_follow_2_0_4() {
     );
 }
 
+#[tokio::test]
+async fn plan_mode_tools_work_in_explore_mode() {
+    let engine = PermissionEngine::new("/work");
+    let ctx = PermissionContext { mode: M::Explore, ..Default::default() };
+    let mut toolkit = as_tools::Toolkit::new();
+    toolkit.add_group(as_tools::ToolGroup::new("g", "G.")).unwrap();
+    for t in as_tools::task_tools::task_tools() {
+        toolkit.register(t);
+    }
+    for (name, input) in [
+        ("reset_tools", json!({"g": true})),
+        ("TaskCreate", json!({"subject": "s", "description": "d"})),
+        ("TaskUpdate", json!({"task_id": "1", "status": "completed"})),
+        ("TaskList", json!({})),
+        ("TaskGet", json!({"task_id": "1"})),
+    ] {
+        let tool = toolkit.get_tool(name).unwrap();
+        let d = engine.check_permission(&ctx, tool.as_ref(), input.as_object().unwrap()).await;
+        assert_eq!(d.behavior, B::Allow, "{name}: {}", d.message);
+        assert_eq!(d.message, format!("Permission granted for {name} (explore mode - read-only invocation)"));
+    }
+    // and they never ask in default mode
+    let ctx = PermissionContext::default();
+    let tool = toolkit.get_tool("TaskCreate").unwrap();
+    let d = engine
+        .check_permission(&ctx, tool.as_ref(), json!({"subject": "s", "description": "d"}).as_object().unwrap())
+        .await;
+    assert_eq!((d.behavior, d.message.as_str()), (B::Allow, "Permission granted for TaskCreate"));
+}
+
 #[test]
 fn already_allowed_is_the_agents_decision() {
     let d = PermissionDecision::already_allowed();
