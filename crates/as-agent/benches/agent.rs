@@ -1,0 +1,130 @@
+//! Loop overhead per reasoning-acting iteration with the scripted model (no I/O), and a full chat turn
+//! through the session runner on the in-memory store.
+
+use std::hint::black_box;
+use std::sync::Arc;
+
+use as_agent::{Agent, ReActConfig, ReplyInput, ReplyStatus, SessionRunner};
+use as_message::Msg;
+use as_message::{PermissionContext, PermissionMode};
+use as_model::{ChatModel, ChatRequest, ChatResponse, ChatStream, ModelError, ScriptedModel, ScriptedTurn};
+use as_state::AgentState;
+use as_storage::{InMemoryStorage, SessionConfig, SessionKey, SharedStorage, StorageBase, UpsertSession};
+use as_tools::{FunctionTool, ToolError, Toolkit};
+use async_trait::async_trait;
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+
+const ITERS: u64 = 10;
+
+/// Arguments of echo.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct EchoArgs {
+    /// Text.
+    text: String,
+}
+
+fn echo() -> FunctionTool {
+    FunctionTool::new("echo", "Echo the input.", |a: EchoArgs, _ctx| async move {
+        Ok::<_, ToolError>(format!("echo: {}", a.text))
+    })
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+}
+
+/// `ITERS` rounds of (streamed text + one tool call, tool result), then a streamed answer.
+fn turns() -> Vec<ScriptedTurn> {
+    let mut t: Vec<ScriptedTurn> = (0..ITERS)
+        .map(|i| {
+            ScriptedTurn::new()
+                .text_chunks(["Calling ", "the tool."])
+                .tool_call_chunks(format!("c{i}"), "echo", [r#"{"text": "#, r#""hi"}"#])
+                .usage(100, 10)
+        })
+        .collect();
+    t.push(ScriptedTurn::new().text_chunks(["Done", "."]).usage(100, 2));
+    t
+}
+
+fn loop_overhead(c: &mut Criterion) {
+    let rt = rt();
+    let mut g = c.benchmark_group("agent_loop");
+    g.throughput(Throughput::Elements(ITERS + 1));
+    g.bench_function("scripted_iteration", |b| {
+        b.iter_batched(
+            || {
+                let model = Arc::new(ScriptedModel::new("scripted", turns()));
+                let agent = Agent::builder("Friday", "sys", model)
+                    .toolkit(Toolkit::new().with(echo()))
+                    .react_config(ReActConfig::default().with_max_iters(ITERS as u32 + 2))
+                    .build()
+                    .unwrap();
+                let permission = PermissionContext { mode: PermissionMode::Bypass, ..PermissionContext::default() };
+                (agent, AgentState { permission_context: permission, ..AgentState::default() })
+            },
+            |(agent, mut state)| {
+                let out = rt.block_on(agent.reply_outcome(&mut state, Msg::user("user", "go"))).unwrap();
+                assert_eq!(out.status, ReplyStatus::Completed);
+                black_box(state)
+            },
+            BatchSize::SmallInput,
+        );
+    });
+    g.finish();
+}
+
+/// A model that always answers the same text at once.
+#[derive(Debug)]
+struct Constant;
+
+#[async_trait]
+impl ChatModel for Constant {
+    fn model_name(&self) -> &str {
+        "constant"
+    }
+    fn provider(&self) -> &'static str {
+        "bench"
+    }
+    async fn stream(&self, _request: ChatRequest) -> Result<ChatStream, ModelError> {
+        Ok(ChatStream::from_response(ChatResponse::new(vec![as_message::ContentBlock::text("Sure.")])))
+    }
+}
+
+fn runner_turn(c: &mut Criterion) {
+    let rt = rt();
+    let storage: SharedStorage = Arc::new(InMemoryStorage::new());
+    rt.block_on(storage.open()).unwrap();
+    let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
+    let agent = Agent::builder("Friday", "sys", Arc::new(Constant)).build().unwrap();
+    // A session with 20 messages of history.
+    let mut base = AgentState::for_session("bench");
+    for i in 0..10 {
+        base.context.push(Msg::user("user", format!("question {i}")));
+        base.context.push(Msg::assistant("Friday", format!("answer {i}")));
+    }
+    let key = SessionKey::new("u", "a", "bench");
+    let mut g = c.benchmark_group("session_runner");
+    g.bench_function("turn_in_memory_20_msgs", |b| {
+        b.iter_batched(
+            || {
+                // Reset the session to the 20-message state.
+                let req = UpsertSession::new(key.owner(), SessionConfig::new("ws"))
+                    .with_session_id("bench")
+                    .with_state(base.clone());
+                rt.block_on(storage.upsert_session(req)).unwrap();
+            },
+            |()| {
+                let t = rt.block_on(runner.run_turn(&agent, &key, ReplyInput::user_text("next?"), &mut |e| {
+                    black_box(e);
+                }));
+                black_box(t.unwrap())
+            },
+            BatchSize::SmallInput,
+        );
+    });
+    g.finish();
+}
+
+criterion_group!(benches, loop_overhead, runner_turn);
+criterion_main!(benches);
