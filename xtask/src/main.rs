@@ -2,6 +2,7 @@
 //!
 //! Each task is a module with a `run(args)` function; add a line to [`TASKS`] and a `mod` to add one.
 
+mod interop;
 mod schema;
 mod test;
 #[cfg(test)]
@@ -18,6 +19,7 @@ type Task = (&'static str, &'static str, fn(&[String]) -> anyhow::Result<()>);
 const TASKS: &[Task] = &[
     ("test", "run every workspace test (unit, integration, doc); Redis tiers start their own server", test::run),
     ("schema", "write docs/schemas/*.schema.json; `--check` only verifies they are fresh", schema::run),
+    ("interop", "live two-way Redis check with AgentScope Python 2.0.4 (AGENTSCOPE_PYTHON)", interop::run),
     // ---- new tasks go here ----
 ];
 
