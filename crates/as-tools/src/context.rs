@@ -156,3 +156,39 @@ impl ToolCallContext {
         if p.is_absolute() { p.to_path_buf() } else { self.working_dir.join(p) }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lease_restores_on_drop_even_when_unwinding() {
+        let mut state = AgentState::default();
+        state.tool_context.activated_groups.push("a".into());
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let lease = SharedToolState::lease(&mut state.tool_context, &mut state.tasks_context);
+            lease.shared().with(|p| {
+                assert_eq!(p.tool_context.activated_groups, ["a"]);
+                p.tool_context.activated_groups.push("b".into());
+                p.tasks_context.tasks.push(as_state::Task::new("s", "d"));
+            });
+            panic!("reply dropped mid-batch");
+        }));
+        assert!(result.is_err());
+        assert_eq!(state.tool_context.activated_groups, ["a", "b"]);
+        assert_eq!(state.tasks_context.tasks.len(), 1);
+    }
+
+    #[test]
+    fn copy_and_write_back() {
+        let mut state = AgentState::default();
+        let shared = SharedToolState::from_state(&state);
+        shared.with(|p| p.tool_context.activated_groups.push("g".into()));
+        assert!(state.tool_context.activated_groups.is_empty(), "a copy");
+        shared.write_back(&mut state);
+        assert_eq!(state.tool_context.activated_groups, ["g"]);
+        let ctx = ToolCallContext::new("c", shared, "/w");
+        assert_eq!(ctx.resolve("a/b"), PathBuf::from("/w/a/b"));
+        assert_eq!(ctx.resolve("/x"), PathBuf::from("/x"));
+    }
+}

@@ -200,6 +200,11 @@ async fn glob_and_grep() {
         format!("{}\n\n[Showing results with pagination = limit: 1]", env.p("src/sub/b.rs"))
     );
     assert_eq!(ok(&env.call("Glob", json!({"pattern": "*.md"})).await), "No files found matching pattern: *.md");
+    let abs = format!("{}/**/b.rs", env.p("src"));
+    assert_eq!(ok(&env.call("Glob", json!({ "pattern": abs })).await), env.p("src/sub/b.rs"), "absolute pattern");
+    std::fs::create_dir_all(env.path(".git/objects")).unwrap();
+    std::fs::write(env.path(".git/objects/x.rs"), "").unwrap();
+    assert!(!ok(&env.call("Glob", json!({"pattern": "**/*.rs"})).await).contains(".git"), ".git is not searched");
     assert_eq!(
         err(&env.call("Glob", json!({"pattern": "*", "path": "nope"})).await),
         format!("Directory not found: {}", env.p("nope"))

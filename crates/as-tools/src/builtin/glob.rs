@@ -88,7 +88,9 @@ impl Tool for GlobTool {
         if !base.is_dir() {
             return Err(ToolError::execution(format!("Directory not found: {}", base.display())));
         }
-        let matcher = globset::GlobBuilder::new(&a.pattern)
+        // An absolute pattern searches from its literal directory prefix.
+        let (base, rel_pattern) = split_absolute_pattern(&a.pattern).unwrap_or((base, a.pattern.clone()));
+        let matcher = globset::GlobBuilder::new(&rel_pattern)
             .literal_separator(true)
             .build()
             .map_err(|e| ToolError::execution(format!("Error: invalid glob pattern {:?}: {e}", a.pattern)))?
@@ -151,7 +153,20 @@ pub(crate) fn search_suggestion(
     )]
 }
 
-/// Visits every regular file under `dir` (symlinked directories are not followed).
+/// `/a/b/**/*.rs` becomes (`/a/b`, `**/*.rs`): the components before the first one with a glob
+/// metacharacter form the base directory.
+fn split_absolute_pattern(pattern: &str) -> Option<(PathBuf, String)> {
+    if !pattern.starts_with('/') {
+        return None;
+    }
+    let parts: Vec<&str> = pattern.split('/').collect();
+    let first_glob = parts.iter().position(|p| p.contains(['*', '?', '[', '{']))?;
+    let base = parts[..first_glob].join("/");
+    let base = if base.is_empty() { "/".to_owned() } else { base };
+    Some((PathBuf::from(base), parts[first_glob..].join("/")))
+}
+
+/// Visits every regular file under `dir` (symlinked directories and `.git` are not entered).
 pub(crate) fn walk(dir: &Path, visit: &mut dyn FnMut(&Path)) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     let mut entries: Vec<_> = entries.filter_map(Result::ok).collect();
@@ -160,7 +175,9 @@ pub(crate) fn walk(dir: &Path, visit: &mut dyn FnMut(&Path)) {
         let Ok(ft) = entry.file_type() else { continue };
         let path = entry.path();
         if ft.is_dir() {
-            walk(&path, visit);
+            if entry.file_name() != ".git" {
+                walk(&path, visit);
+            }
         } else if ft.is_file() || (ft.is_symlink() && path.is_file()) {
             visit(&path);
         }
