@@ -145,3 +145,47 @@ fn quitting_at_a_confirmation_parks_and_the_next_chat_asks_first(storage: &str) 
     assert_eq!(pty.wait(), 0);
     assert_eq!(std::fs::read_to_string(&note).unwrap(), "Ada Lovelace\n");
 }
+
+#[test]
+fn colours_on_a_terminal_and_plain_when_piped() {
+    let rt = runtime();
+    let srv = rt.block_on(MockServer::start()).unwrap();
+    let url = srv.base_url();
+    let dir = tempfile::tempdir().unwrap();
+    let storage = format!("sqlite:{}", dir.path().join("s.db").display());
+    let reply = || MockReply::sse([chunk::reasoning("Hm."), chunk::text("Hello."), chunk::finish("stop")]);
+
+    srv.push(reply());
+    let mut args = chat_args(&storage, &url);
+    args.extend(["--message", "hi"]);
+    let mut pty = Pty::spawn_with(&args, dir.path(), true);
+    pty.expect("Hello.");
+    assert_eq!(pty.wait(), 0);
+    let shown = pty.all();
+    assert!(shown.contains("\x1b[2mthinking: Hm."), "thinking dimmed on a terminal: {shown:?}");
+
+    srv.push(reply());
+    let o = agentscope(&args).env_remove("NO_COLOR").output().unwrap();
+    let out = stdout(&o);
+    assert!(!out.contains('\x1b'), "no escape codes when piped: {out:?}");
+    assert!(out.contains("[thinking] Hm.\nHello."), "{out:?}");
+}
+
+#[test]
+fn import_draws_a_progress_bar_on_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = format!("sqlite:{}", dir.path().join("a.db").display());
+    let target = format!("sqlite:{}", dir.path().join("b.db").display());
+    for _ in 0..3 {
+        let o = run(&["--storage", &source, "sessions", "create", "--user", "alice", "--agent", "friday"]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    }
+    let o = run(&["--storage", &source, "sessions", "export", "--user", "alice", "--agent", "friday"]);
+    let file = dir.path().join("x.jsonl");
+    std::fs::write(&file, stdout(&o)).unwrap();
+    let file = file.to_string_lossy().into_owned();
+    let mut pty = Pty::spawn(&["--storage", &target, "sessions", "import", &file], dir.path());
+    pty.expect("imported 3 sessions (0 messages), skipped 0 existing, 0 failed");
+    assert_eq!(pty.wait(), 0);
+    assert!(pty.all().contains("/3 sessions"), "a bar on the terminal: {:?}", pty.all());
+}

@@ -104,6 +104,11 @@ pub struct Pty {
 impl Pty {
     /// Starts `agentscope args` in a new pseudo-terminal (80x24) with a clean environment.
     pub fn spawn(args: &[&str], cwd: &Path) -> Self {
+        Self::spawn_with(args, cwd, false)
+    }
+
+    /// [`Pty::spawn`]; `colour` leaves `NO_COLOR` unset so the program may use ANSI styles.
+    pub fn spawn_with(args: &[&str], cwd: &Path, colour: bool) -> Self {
         let pair = native_pty_system()
             .openpty(PtySize { rows: 24, cols: 200, pixel_width: 0, pixel_height: 0 })
             .expect("openpty");
@@ -114,7 +119,11 @@ impl Pty {
             cmd.env_remove(var);
         }
         cmd.env("TERM", "xterm");
-        cmd.env("NO_COLOR", "1");
+        if colour {
+            cmd.env_remove("NO_COLOR");
+        } else {
+            cmd.env("NO_COLOR", "1");
+        }
         let child = pair.slave.spawn_command(cmd).expect("spawn in pty");
         drop(pair.slave);
         let mut reader = pair.master.try_clone_reader().expect("pty reader");
