@@ -1,6 +1,8 @@
 //! Loop overhead per reasoning-acting iteration with the scripted model (no I/O), and a full chat turn
 //! through the session runner on the in-memory store.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // bench harness code
+
 use std::hint::black_box;
 use std::sync::Arc;
 
@@ -9,7 +11,7 @@ use as_message::Msg;
 use as_message::{PermissionContext, PermissionMode};
 use as_model::{ChatModel, ChatRequest, ChatResponse, ChatStream, ModelError, ScriptedModel, ScriptedTurn};
 use as_state::AgentState;
-use as_storage::{InMemoryStorage, SessionConfig, SessionKey, SharedStorage, StorageBase, UpsertSession};
+use as_storage::{InMemoryStorage, SessionConfig, SessionKey, SharedStorage, UpsertSession};
 use as_tools::{FunctionTool, ToolError, Toolkit};
 use async_trait::async_trait;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
