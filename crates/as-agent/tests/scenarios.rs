@@ -605,3 +605,124 @@ async fn tool_results_are_results_not_errors() {
     assert_eq!(result.state, ToolResultState::Error);
     assert!(result.output.text().contains("boom"));
 }
+
+/// The reply message the session layer rebuilds from the events (`MsgEventExt::append_event`) has the
+/// same blocks as the context message: same order and kinds, same calls and result states.
+fn shape(m: &Msg) -> Vec<String> {
+    m.content
+        .iter()
+        .map(|b| match b {
+            ContentBlock::Text(t) => format!("text:{}", t.text),
+            ContentBlock::Thinking(t) => format!("thinking:{}", t.thinking),
+            ContentBlock::ToolCall(c) => format!("call:{}:{}:{}:{:?}", c.id, c.name, c.input, c.state),
+            ContentBlock::ToolResult(r) => format!("result:{}:{:?}:{}", r.id, r.state, r.output.text()),
+            ContentBlock::Data(d) => format!("data:{}", d.id),
+            ContentBlock::Hint(_) => "hint".into(),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn events_rebuild_the_reply_message() {
+    use as_agent::MsgEventExt;
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedTurn::new()
+                .thinking_chunks(["a", "b"])
+                .text_chunks(["Hel", "lo"])
+                .tool_call_chunks("c1", "echo", [r#"{"text": "#, r#""x"}"#])
+                .tool_call("c2", "nope", "{}")
+                .usage(3, 4),
+            ScriptedTurn::new().text("bye").usage(1, 1),
+        ],
+    );
+    let agent = agent(model, Toolkit::new().with(AllowTool::new("echo").arc()));
+    let mut state = AgentState::default();
+    let (events, out) = run(&agent, &mut state, Msg::user("user", "go")).await;
+    assert_eq!(out.unwrap().status, ReplyStatus::Completed);
+    let AgentEvent::ReplyStart(start) = &events[0] else { panic!("no REPLY_START") };
+    let mut rebuilt = Msg::from_reply_start(start);
+    for e in &events[1..] {
+        rebuilt.append_event(e);
+    }
+    let ctx = &state.context[1];
+    assert_eq!(shape(&rebuilt), shape(ctx));
+    assert_eq!(rebuilt.id, ctx.id);
+    assert_eq!(rebuilt.usage, ctx.usage);
+    assert!(rebuilt.finished_at.is_some());
+    // An event of another reply changes nothing.
+    let before = rebuilt.clone();
+    assert!(!rebuilt.append_event(&as_agent::TextBlockStartEvent::new("other-reply", "b").into()));
+    assert_eq!(rebuilt, before);
+}
+
+#[tokio::test]
+async fn data_blocks_stream_as_data_events_and_audio_is_not_stored() {
+    use as_message::{Base64Source, DataBlock, Source};
+    let b64 = |id: &str, data: &str, mt: &str| {
+        ContentBlock::Data(DataBlock {
+            id: id.into(),
+            source: Source::Base64(Base64Source { data: data.into(), media_type: mt.into() }),
+            name: None,
+        })
+    };
+    let model = ScriptedModel::new(
+        "m",
+        [ScriptedTurn::new()
+            .chunk(vec![text("t", "Here:")])
+            .chunk(vec![b64("img", "aGVs", "image/png")])
+            .chunk(vec![b64("img", "bG8=", "image/png")])
+            .chunk(vec![b64("aud", "AAAA", "audio/wav")])],
+    );
+    let agent = agent(model, Toolkit::new());
+    let mut state = AgentState::default();
+    let (events, out) = run(&agent, &mut state, Msg::user("user", "show")).await;
+    let out = out.unwrap();
+    let t = types(&events);
+    let start = t.iter().position(|x| x == "DATA_BLOCK_START").unwrap();
+    assert_eq!(t[start..start + 3], ["DATA_BLOCK_START", "DATA_BLOCK_DELTA", "DATA_BLOCK_DELTA"]);
+    assert_eq!(t.iter().filter(|x| *x == "DATA_BLOCK_END").count(), 2);
+    // Context: text and the image (its base64 accumulated); the audio is dropped. The final message keeps it.
+    let kinds: Vec<String> = shape(&state.context[1]);
+    assert_eq!(kinds, ["text:Here:", "data:img"]);
+    assert_eq!(out.message.unwrap().content.len(), 3);
+}
+
+#[tokio::test]
+async fn long_tool_results_are_truncated_in_the_context_only() {
+    let big = "y".repeat(4000); // 1000 tokens
+    let tool = as_tools::FunctionTool::new("big", "Big output.", move |_a: Count, _ctx| {
+        let big = big.clone();
+        async move { Ok::<_, as_tools::ToolError>(big) }
+    });
+    let model = ScriptedModel::new(
+        "m",
+        [ScriptedTurn::new().tool_call("c1", "big", r#"{"count": 1}"#), ScriptedTurn::new().text("ok")],
+    );
+    let mut cfg = ContextConfig::default();
+    cfg.tool_result_limit = 100;
+    let agent = Agent::builder("Friday", "sys", Arc::new(model))
+        .toolkit(Toolkit::new().with(tool))
+        .context_config(cfg)
+        .build()
+        .unwrap();
+    let mut state = state_with(PermissionContext { mode: PermissionMode::Bypass, ..PermissionContext::default() });
+    let (events, out) = run(&agent, &mut state, Msg::user("user", "go")).await;
+    assert_eq!(out.unwrap().status, ReplyStatus::Completed);
+    let streamed: String = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolResultTextDelta(d) => Some(d.delta.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(streamed.len(), 4000, "the events carry the whole output");
+    let stored = state.context[1].content.iter().find_map(|b| match b {
+        ContentBlock::ToolResult(r) => Some(r.output.text()),
+        _ => None,
+    });
+    let stored = stored.unwrap();
+    assert!(stored.ends_with(as_agent::TRUNCATED_MARKER), "{stored}");
+    assert!(stored.len() < 600, "{}", stored.len());
+}
