@@ -77,7 +77,7 @@ pub use permission::{
 };
 pub use response::{IntoToolStream, ToolChunk, ToolOutput, ToolResponse, ToolStream};
 pub use schema::{parameters_schema, pydantic_shape, without_description};
-pub use tool::{DynTool, FunctionTool, IntoDynTool, Tool, TypedTool, default_suggestion};
+pub use tool::{DynTool, ExternalTool, FunctionTool, IntoDynTool, Tool, TypedTool, default_suggestion};
 pub use toolkit::{BASIC_GROUP, INTERRUPTED_TEXT, RESET_TOOLS_DESCRIPTION, ToolGroup, ToolLookup, Toolkit};
 
 /// Re-exported for cancelling calls ([`ToolCallContext::cancel`]).

@@ -348,3 +348,101 @@ impl DynTool for FunctionTool {
         (self.func)(input, ctx).await
     }
 }
+
+/// A tool executed **outside** the process (2.0.4 `is_external_tool`): the agent hands the call
+/// to the client (`RequireExternalExecutionEvent`) and later receives its result. The schema is
+/// derived from `A`; calling it in-process is an error result.
+///
+/// ```
+/// /// Params of run_in_browser.
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Script {
+///     /// The script.
+///     text: String,
+/// }
+/// let tool = as_tools::ExternalTool::new::<Script>("run_in_browser", "Run a script in the user's browser.").allow();
+/// use as_tools::DynTool;
+/// assert!(tool.is_external());
+/// ```
+#[derive(Clone, Debug)]
+pub struct ExternalTool {
+    name: String,
+    description: String,
+    parameters: JsonValue,
+    concurrency_safe: bool,
+    read_only: bool,
+    allow: bool,
+}
+
+impl ExternalTool {
+    /// An external tool with arguments `A`: not concurrency-safe, not read-only, asking.
+    pub fn new<A: JsonSchema>(name: impl Into<String>, description: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            description: description.into(),
+            parameters: parameters_schema::<A>(),
+            concurrency_safe: false,
+            read_only: false,
+            allow: false,
+        }
+    }
+
+    /// Its own permission opinion becomes ALLOW (otherwise a non-safety ASK).
+    pub fn allow(mut self) -> Self {
+        self.allow = true;
+        self
+    }
+
+    /// Sets the concurrency-safe flag.
+    pub fn concurrency_safe(mut self, yes: bool) -> Self {
+        self.concurrency_safe = yes;
+        self
+    }
+
+    /// Sets the read-only flag.
+    pub fn read_only(mut self, yes: bool) -> Self {
+        self.read_only = yes;
+        self
+    }
+}
+
+impl IntoDynTool for ExternalTool {
+    fn into_dyn_tool(self) -> Arc<dyn DynTool> {
+        Arc::new(self)
+    }
+}
+
+#[async_trait]
+impl DynTool for ExternalTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn description(&self) -> &str {
+        &self.description
+    }
+    fn parameters(&self) -> &JsonValue {
+        &self.parameters
+    }
+    fn is_concurrency_safe(&self) -> bool {
+        self.concurrency_safe
+    }
+    fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+    fn is_external(&self) -> bool {
+        true
+    }
+    async fn check_permissions(&self, _: &JsonMap, _: &PermissionCheckContext<'_>) -> PermissionDecision {
+        if self.allow {
+            PermissionDecision::allow(format!("Permission granted for {}", self.name))
+        } else {
+            PermissionDecision::ask(format!("Permission required for {}", self.name))
+        }
+    }
+    async fn call(&self, _: JsonMap, _: ToolCallContext) -> Result<ToolStream, ToolError> {
+        Err(ToolError::execution(format!(
+            "The tool '{}' is executed outside the agent and cannot be called in-process.",
+            self.name
+        )))
+    }
+}
