@@ -108,6 +108,20 @@ impl Preset {
         }
     }
 
+    /// The preset for a 2.0.4 model or credential `type` (`"openai_chat"`, `"dashscope_chat"`,
+    /// `"deepseek_chat"`, `"ollama_chat"`, or the `*_credential` names), as stored in a session's
+    /// `chat_model_config`.
+    pub fn from_model_type(kind: &str) -> Option<Self> {
+        let base = kind.strip_suffix("_chat").or_else(|| kind.strip_suffix("_credential")).unwrap_or(kind);
+        match base {
+            "openai" => Some(Self::OpenAi),
+            "dashscope" => Some(Self::DashScope),
+            "deepseek" => Some(Self::DeepSeek),
+            "ollama" => Some(Self::Ollama),
+            _ => None,
+        }
+    }
+
     /// The default context size.
     pub fn context_size(self) -> usize {
         match self {
@@ -139,6 +153,65 @@ pub struct Parameters {
     pub parallel_tool_calls: bool,
     /// Extra top-level body keys (2.0.4's `extra_body`), merged last.
     pub extra_body: JsonMap,
+}
+
+impl Parameters {
+    /// Reads 2.0.4's free-form `parameters` object (`max_tokens`, `thinking_enable`, `reasoning_effort`,
+    /// `thinking_budget`, `temperature`, `top_p`, `top_k`, `parallel_tool_calls`, `extra_body`). Unknown keys are
+    /// ignored; a known key with the wrong type is [`ModelErrorKind::InvalidRequest`].
+    pub fn from_json(map: &JsonMap) -> Result<Self, ModelError> {
+        use serde_json::Value;
+        let bad = |k: &str, want: &str| {
+            ModelError::new(
+                ModelErrorKind::InvalidRequest,
+                "as-model-openai",
+                format!("parameter {k:?} must be {want}"),
+            )
+        };
+        let uint = |k: &str| -> Result<Option<u32>, ModelError> {
+            match map.get(k) {
+                None | Some(Value::Null) => Ok(None),
+                Some(v) => v
+                    .as_u64()
+                    .and_then(|n| u32::try_from(n).ok())
+                    .map(Some)
+                    .ok_or_else(|| bad(k, "a non-negative integer")),
+            }
+        };
+        let float = |k: &str| -> Result<Option<f64>, ModelError> {
+            match map.get(k) {
+                None | Some(Value::Null) => Ok(None),
+                Some(v) => v.as_f64().map(Some).ok_or_else(|| bad(k, "a number")),
+            }
+        };
+        let boolean = |k: &str, default: bool| -> Result<bool, ModelError> {
+            match map.get(k) {
+                None | Some(Value::Null) => Ok(default),
+                Some(v) => v.as_bool().ok_or_else(|| bad(k, "a boolean")),
+            }
+        };
+        let reasoning_effort = match map.get("reasoning_effort") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(_) => return Err(bad("reasoning_effort", "a string")),
+        };
+        let extra_body = match map.get("extra_body") {
+            None | Some(Value::Null) => JsonMap::new(),
+            Some(Value::Object(m)) => m.clone(),
+            Some(_) => return Err(bad("extra_body", "an object")),
+        };
+        Ok(Self {
+            max_tokens: uint("max_tokens")?,
+            thinking_enable: boolean("thinking_enable", false)?,
+            reasoning_effort,
+            thinking_budget: uint("thinking_budget")?,
+            temperature: float("temperature")?,
+            top_p: float("top_p")?,
+            top_k: uint("top_k")?,
+            parallel_tool_calls: boolean("parallel_tool_calls", true)?,
+            extra_body,
+        })
+    }
 }
 
 impl Default for Parameters {
@@ -313,6 +386,26 @@ mod tests {
         assert!(!dbg.contains("sk-very-secret"), "{dbg}");
         assert!(dbg.contains("ApiKey([REDACTED])"));
         assert_eq!(c.endpoint(), "https://dashscope.aliyuncs.com/compatible-mode/v1/chat/completions");
+    }
+
+    #[test]
+    fn parameters_from_json() {
+        let m: JsonMap = serde_json::from_str(
+            r#"{"max_tokens": 100, "thinking_enable": true, "temperature": 0.5, "parallel_tool_calls": false,
+                "extra_body": {"seed": 1}, "unknown": "ignored"}"#,
+        )
+        .unwrap();
+        let p = Parameters::from_json(&m).unwrap();
+        assert_eq!(p.max_tokens, Some(100));
+        assert!(p.thinking_enable && !p.parallel_tool_calls);
+        assert_eq!(p.temperature, Some(0.5));
+        assert_eq!(p.extra_body.len(), 1);
+        let bad: JsonMap = serde_json::from_str(r#"{"max_tokens": "many"}"#).unwrap();
+        assert_eq!(Parameters::from_json(&bad).unwrap_err().kind(), ModelErrorKind::InvalidRequest);
+        assert_eq!(Parameters::from_json(&JsonMap::new()).unwrap(), Parameters::default());
+        assert_eq!(Preset::from_model_type("dashscope_chat"), Some(Preset::DashScope));
+        assert_eq!(Preset::from_model_type("openai_credential"), Some(Preset::OpenAi));
+        assert_eq!(Preset::from_model_type("anthropic_chat"), None);
     }
 
     #[test]

@@ -5,7 +5,8 @@ use std::time::{Duration, Instant};
 
 use as_message::JsonMap;
 use as_model::{
-    ChatChunk, ChatModel, ChatRequest, ChatStream, ModelError, ModelErrorKind, Result, ToolChoiceMode, ToolSchema,
+    ChatChunk, ChatModel, ChatRequest, ChatStream, ModelError, ModelErrorKind, Result, StructuredOutputRequest,
+    StructuredResponse, ToolChoice, ToolChoiceMode, ToolSchema, parse_structured_output, structured_output_request,
 };
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -267,6 +268,17 @@ impl ChatModel for OpenAiCompatibleModel {
             secret: self.secret().map(str::to_owned),
         };
         Ok(ChatStream::new(driver.into_stream(), cancel))
+    }
+
+    /// The base behaviour of [`ChatModel::generate_structured_output`], except that DashScope with thinking enabled
+    /// gets `tool_choice: "auto"` (it rejects forced tool calls while thinking), as in 2.0.4.
+    async fn generate_structured_output(&self, request: StructuredOutputRequest) -> Result<StructuredResponse> {
+        let mut chat = structured_output_request(&request);
+        if self.config.flavor == Flavor::DashScope && self.config.parameters.thinking_enable {
+            chat.tool_choice = Some(ToolChoice::auto());
+        }
+        let response = self.call(chat).await?;
+        parse_structured_output(self.config.provider, &request.schema, &response)
     }
 }
 

@@ -451,6 +451,24 @@ async fn structured_output_over_http() {
     assert_eq!(out.content["task_overview"], "demo");
     let body = &s.requests()[0].body;
     assert_eq!(body["tool_choice"]["function"]["name"], as_model::STRUCTURED_OUTPUT_TOOL);
+
+    // DashScope with thinking: tool_choice auto (2.0.4); a response without the call is an invalid response.
+    s.push(MockReply::sse([chunk::text("I'd rather chat."), chunk::finish("stop")]));
+    let params = Parameters { thinking_enable: true, ..Parameters::default() };
+    let cfg = OpenAiCompatibleConfig::preset(Preset::DashScope, "qwen-plus")
+        .with_base_url(s.base_url())
+        .with_api_key(ApiKey::new(KEY))
+        .with_parameters(params);
+    let schema = json!({"type": "object", "required": ["task_overview"]});
+    let e = model(cfg)
+        .generate_structured_output(as_model::StructuredOutputRequest::new(
+            vec![Msg::user("user", "Summarize")],
+            schema,
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ModelErrorKind::InvalidResponse);
+    assert_eq!(s.requests()[1].body["tool_choice"], "auto");
 }
 
 /// Runs only with `OPENAI_API_KEY` (optionally `OPENAI_BASE_URL`, `AS_TEST_OPENAI_MODEL`) or `DASHSCOPE_API_KEY`.
