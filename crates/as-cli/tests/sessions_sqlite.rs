@@ -1,135 +1,161 @@
-//! `agentscope sessions …` end to end with SQLite: every command with `--storage sqlite:PATH`,
-//! each invocation a new process sharing the file; the default store's location
-//! (`AGENTSCOPE_HOME`, `XDG_DATA_HOME`, `HOME`) and `--help` naming it; a bad file's exit code.
+//! `agentscope sessions …` across processes on one SQLite file: every command is a new process,
+//! so this is the session lifecycle a user drives from the shell (create, show, CAS set-state
+//! with a conflict, paging, ownership, delete).
 
-use std::path::Path;
+use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
-/// Runs the binary with a clean storage environment plus `env`.
-fn run(args: &[&str], env: &[(&str, &Path)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentscope"));
-    cmd.args(args)
-        .env_remove("AGENTSCOPE_STORAGE")
-        .env_remove("AGENTSCOPE_HOME")
-        .env_remove("XDG_DATA_HOME")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (k, v) in env {
-        cmd.env(k, v);
+use as_storage::SessionRecord;
+
+struct Cli {
+    url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Cli {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let url = format!("sqlite:{}", dir.path().join("sessions.db").display());
+        Self { url, _dir: dir }
     }
-    cmd.output().expect("run agentscope")
+
+    fn run(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_agentscope"))
+            .args(["--storage", &self.url, "sessions"])
+            .args(args)
+            .env_remove("AGENTSCOPE_STORAGE")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn agentscope");
+        let mut input = child.stdin.take().expect("stdin");
+        if let Some(text) = stdin {
+            input.write_all(text.as_bytes()).expect("write stdin");
+        }
+        drop(input);
+        child.wait_with_output().expect("wait")
+    }
+
+    /// Runs and expects exit 0; returns stdout.
+    fn ok(&self, args: &[&str], stdin: Option<&str>) -> String {
+        let o = self.run(args, stdin);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).expect("utf-8")
+    }
+
+    /// Runs and expects `code` with one line on stderr containing `needle`.
+    fn fails(&self, args: &[&str], stdin: Option<&str>, code: i32, needle: &str) {
+        let o = self.run(args, stdin);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err:?}");
+        assert!(err.contains(needle), "{err:?} should mention {needle:?}");
+        assert!(o.stdout.is_empty());
+    }
 }
 
-fn ok(o: &Output) -> String {
-    assert_eq!(o.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8(o.stdout.clone()).expect("utf-8 stdout")
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().expect("exited normally")
-}
-
-fn fixture(name: &str) -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/agentscope-2.0.4").join(name)
-}
-
-const OWNER: [&str; 4] = ["--user", "user-1", "--agent", "agent-1"];
-
-fn sessions(storage: &str, cmd: &[&str], rest: &[&str]) -> Vec<String> {
-    let mut v: Vec<String> = vec!["--storage".into(), storage.into(), "sessions".into()];
-    v.extend(cmd.iter().map(|s| (*s).to_owned()));
-    v.extend(OWNER.iter().map(|s| (*s).to_owned()));
-    v.extend(rest.iter().map(|s| (*s).to_owned()));
+fn owner<'a>(agent: &'a str, rest: &[&'a str]) -> Vec<&'a str> {
+    let mut v = vec!["--user", "alice", "--agent", agent];
+    v.extend_from_slice(rest);
     v
 }
 
-fn run_s(storage: &str, cmd: &[&str], rest: &[&str]) -> Output {
-    let args = sessions(storage, cmd, rest);
-    run(&args.iter().map(String::as_str).collect::<Vec<_>>(), &[])
+fn with<'a>(cmd: &'a str, args: Vec<&'a str>) -> Vec<&'a str> {
+    let mut v = vec![cmd];
+    v.extend(args);
+    v
+}
+
+const RICH: &str = include_str!("../../../tests/fixtures/agentscope-2.0.4/rich_agent_state.compact.json");
+
+#[test]
+fn lifecycle_across_processes() {
+    let cli = Cli::new();
+    let created = cli.ok(
+        &with("create", owner("friday", &["--session", "chat-1", "--name", "support", "--state", "-"])),
+        Some(RICH),
+    );
+    assert_eq!(created, "chat-1\n");
+
+    // show prints the stored record: canonical bytes, state.session_id forced to the session id.
+    let shown = cli.ok(&with("show", owner("friday", &["--session", "chat-1"])), None);
+    let rec: SessionRecord = as_message::from_json(shown.trim_end()).expect("a SessionRecord");
+    assert_eq!(shown.trim_end(), rec.to_canonical_json(), "show prints canonical bytes");
+    assert_eq!(rec.state.session_id, "chat-1");
+    assert_eq!(rec.config.name, "support");
+    let mut fixture: as_state::AgentState = as_message::from_json(RICH).expect("fixture");
+    fixture.session_id = "chat-1".into();
+    assert_eq!(rec.state, fixture, "the state survived the round trip through another process");
+    let summary = cli.ok(&with("show", owner("friday", &["--session", "chat-1", "--summary"])), None);
+    assert!(summary.contains("chat-1"), "{summary}");
+
+    // set-state with the revision just read wins and prints the new revision...
+    let rev0 = rec.updated_at.to_string();
+    let mut next = as_state::AgentState::for_session("ignored-id");
+    next.context.push(as_message::Msg::user("alice", "hello again"));
+    let next_json = as_message::to_json(&next);
+    let rev1 =
+        cli.ok(&with("set-state", owner("friday", &["--session", "chat-1", "--expect", &rev0, "-"])), Some(&next_json));
+    let rev1 = rev1.trim_end();
+    let parse = |t: &str| t.parse::<as_storage::Timestamp>().expect("a revision is a timestamp");
+    assert!(parse(rev1) > parse(&rev0), "revision {rev1} after {rev0}");
+    // ...and a second writer still holding the old revision gets exit 4, writing nothing.
+    cli.fails(
+        &with("set-state", owner("friday", &["--session", "chat-1", "--expect", &rev0, "-"])),
+        Some(RICH),
+        4,
+        "changed since revision",
+    );
+    let rec: SessionRecord =
+        as_message::from_json(cli.ok(&with("show", owner("friday", &["--session", "chat-1"])), None).trim_end())
+            .unwrap();
+    assert_eq!(rec.updated_at.to_string(), rev1);
+    assert_eq!(rec.state.context.len(), 1);
+    assert_eq!(rec.state.session_id, "chat-1");
+
+    // Another agent of the same user neither sees nor takes the id.
+    cli.fails(&with("show", owner("other", &["--session", "chat-1"])), None, 3, "not found");
+    cli.fails(&with("create", owner("other", &["--session", "chat-1"])), None, 4, "taken by another agent");
+
+    // Delete, then it is gone for every command.
+    cli.ok(&with("delete", owner("friday", &["--session", "chat-1"])), None);
+    cli.fails(&with("show", owner("friday", &["--session", "chat-1"])), None, 3, "not found");
+    cli.fails(&with("delete", owner("friday", &["--session", "chat-1"])), None, 3, "not found");
+    cli.fails(&with("set-state", owner("friday", &["--session", "chat-1", "-"])), Some(&next_json), 3, "not found");
 }
 
 #[test]
-fn every_sessions_command_works_on_one_sqlite_file_across_processes() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let db = dir.path().join("store.db");
-    let storage = format!("sqlite:{}", db.display());
-
-    let out = ok(&run_s(&storage, &["create"], &["--name", "first"]));
-    let id = out.split_whitespace().last().expect("an id").to_owned();
-    assert!(db.exists(), "the file was created");
-
-    let shown = ok(&run_s(&storage, &["show"], &["--session", &id]));
-    let record: serde_json::Value = serde_json::from_str(shown.trim()).expect("compact JSON record");
-    assert_eq!(record["id"], id.as_str());
-    assert_eq!(record["config"]["name"], "first");
-    let rev = record["updated_at"].as_str().expect("updated_at").to_owned();
-
-    let state = fixture("rich_agent_state.compact.json");
-    let state_arg = state.display().to_string();
-    ok(&run_s(&storage, &["set-state"], &["--session", &id, "--expect", &rev, &state_arg]));
-    // The same revision again lost the race: exit 4, nothing written.
-    let stale = run_s(&storage, &["set-state"], &["--session", &id, "--expect", &rev, &state_arg]);
-    assert_eq!(code(&stale), 4, "stderr: {}", String::from_utf8_lossy(&stale.stderr));
-
-    let shown = ok(&run_s(&storage, &["show"], &["--session", &id]));
-    let record: serde_json::Value = serde_json::from_str(shown.trim()).expect("compact JSON record");
-    assert_eq!(record["state"]["session_id"], id.as_str(), "state.session_id is the record id");
-    assert_eq!(record["state"]["context"].as_array().map(Vec::len), Some(3), "the fixture's three messages");
-    // The stored bytes keep the fixture's state bytes (apart from the forced session id).
-    let fixture_text = std::fs::read_to_string(&state).expect("fixture");
-    let fixture_json: serde_json::Value = serde_json::from_str(&fixture_text).expect("fixture JSON");
-    let old_sid = fixture_json["session_id"].as_str().expect("session_id");
-    let expected_state =
-        fixture_text.replacen(&format!("\"session_id\":\"{old_sid}\""), &format!("\"session_id\":\"{id}\""), 1);
-    assert!(shown.contains(expected_state.trim()), "the record embeds the state byte for byte");
-
-    ok(&run_s(&storage, &["create"], &["--name", "second"]));
-    let listed = ok(&run_s(&storage, &["list"], &["--json"]));
-    assert!(listed.contains(&id), "{listed}");
-    assert!(listed.contains("second"), "{listed}");
-
-    ok(&run_s(&storage, &["delete"], &["--session", &id]));
-    assert_eq!(code(&run_s(&storage, &["show"], &["--session", &id])), 3);
-    assert_eq!(code(&run_s(&storage, &["delete"], &["--session", &id])), 3);
-}
-
-#[test]
-fn default_store_follows_agentscope_home_then_xdg_data_home_then_home() {
-    let a = tempfile::tempdir().expect("temp dir");
-    let x = tempfile::tempdir().expect("temp dir");
-    let h = tempfile::tempdir().expect("temp dir");
-    let create = ["sessions", "create", "--user", "u", "--agent", "a"];
-
-    ok(&run(&create, &[("AGENTSCOPE_HOME", a.path()), ("XDG_DATA_HOME", x.path()), ("HOME", h.path())]));
-    assert!(a.path().join("sessions.db").is_file());
-    assert!(!x.path().join("agentscope").exists() && !h.path().join(".local").exists());
-
-    ok(&run(&create, &[("XDG_DATA_HOME", x.path()), ("HOME", h.path())]));
-    assert!(x.path().join("agentscope/sessions.db").is_file());
-
-    ok(&run(&create, &[("HOME", h.path())]));
-    assert!(h.path().join(".local/share/agentscope/sessions.db").is_file());
-
-    // And --help says so.
-    for args in [&["--help"][..], &["sessions", "list", "--help"][..]] {
-        let help = ok(&run(args, &[("AGENTSCOPE_HOME", a.path())]));
-        let expected = format!("sqlite:{}", a.path().join("sessions.db").display());
-        assert!(help.contains(&expected), "{args:?} help names {expected}:\n{help}");
-        let help = ok(&run(args, &[("XDG_DATA_HOME", x.path()), ("HOME", h.path())]));
-        let expected = format!("sqlite:{}", x.path().join("agentscope/sessions.db").display());
-        assert!(help.contains(&expected), "{args:?} help names {expected}:\n{help}");
+fn list_pages_newest_first() {
+    let cli = Cli::new();
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        let name = format!("chat {i}");
+        ids.push(cli.ok(&with("create", owner("friday", &["--name", &name])), None).trim_end().to_owned());
     }
-}
-
-#[test]
-fn a_file_that_is_not_a_database_is_refused_with_a_clear_message() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let notes = dir.path().join("notes.txt");
-    std::fs::write(&notes, "my notes\n".repeat(100)).expect("write");
-    let o = run_s(&format!("sqlite:{}", notes.display()), &["list"], &[]);
-    assert_ne!(code(&o), 0);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("not an SQLite database"), "{err}");
-    assert_eq!(std::fs::read_to_string(&notes).expect("read"), "my notes\n".repeat(100), "untouched");
+    cli.ok(&with("create", owner("other", &[])), None);
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..10 {
+        let mut args = owner("friday", &["--limit", "2", "--json"]);
+        if let Some(c) = &cursor {
+            args.extend(["--cursor", c.as_str()]);
+        }
+        let page: serde_json::Value = serde_json::from_str(&cli.ok(&with("list", args), None)).expect("JSON page");
+        let sessions = page["sessions"].as_array().expect("sessions");
+        assert!(sessions.len() <= 2);
+        seen.extend(sessions.iter().map(|s| s["id"].as_str().expect("id").to_owned()));
+        match page["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    ids.reverse();
+    assert_eq!(seen, ids, "every session once, newest first, none of the other agent's");
+    // The text form: one line per session and a hint for the next page.
+    let text = cli.ok(&with("list", owner("friday", &["--limit", "2"])), None);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(lines[0].starts_with(&ids[0]) && lines[0].ends_with("chat 4"), "{text}");
+    assert!(lines[2].starts_with("more: --cursor "), "{text}");
 }
