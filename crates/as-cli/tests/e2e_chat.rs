@@ -320,3 +320,109 @@ fn unreachable_redis_is_exit_6_naming_the_fix() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("is redis-server running and reachable"), "{err}");
 }
+
+#[test]
+fn options_reach_the_agent() {
+    let rt = runtime();
+    let srv = server(&rt);
+    let url = srv.base_url();
+    let dir = tempfile::tempdir().unwrap();
+    let storage = format!("sqlite:{}", dir.path().join("s.db").display());
+    let note = dir.path().join("note.txt");
+    std::fs::write(&note, "hello\n").unwrap();
+    let read = serde_json::json!({"file_path": note.to_string_lossy()}).to_string();
+    // The model keeps reading; explore mode allows reads; one iteration is the bound.
+    srv.push(MockReply::sse([chunk::tool_call(0, Some("r1"), Some("Read"), &read), chunk::finish("tool_calls")]));
+    let workdir = dir.path().to_string_lossy().into_owned();
+    let mut args = chat_args(&storage, &url);
+    args.extend([
+        "--system-prompt",
+        "You are Zed.",
+        "--permission-mode",
+        "explore",
+        "--max-iters",
+        "1",
+        "--workdir",
+        &workdir,
+        "--message",
+        "Read the note.",
+    ]);
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("[tool result] Read:") && out.contains("hello"), "{out}");
+    assert!(out.contains("[stopped: the maximum number of iterations was reached]"), "{out}");
+    let reqs = srv.requests();
+    assert_eq!(reqs.len(), 1, "one iteration only");
+    assert_eq!(request_messages(&reqs[0].body)[0], "system: You are Zed.");
+    // The mode is kept in the session.
+    let id = new_session_id(&stderr(&o));
+    let o = run(&[
+        "--storage",
+        &storage,
+        "sessions",
+        "show",
+        "--user",
+        "alice",
+        "--agent",
+        "friday",
+        "--session",
+        &id,
+        "--summary",
+    ]);
+    assert!(stdout(&o).contains("permissions: mode explore"), "{}", stdout(&o));
+}
+
+#[test]
+fn accept_edits_writes_inside_the_workdir_without_asking() {
+    let rt = runtime();
+    let srv = server(&rt);
+    let url = srv.base_url();
+    let dir = tempfile::tempdir().unwrap();
+    let storage = format!("sqlite:{}", dir.path().join("s.db").display());
+    let note = dir.path().join("note.txt");
+    let input = serde_json::json!({"file_path": note.to_string_lossy(), "content": "Ada"}).to_string();
+    srv.push(MockReply::sse([chunk::tool_call(0, Some("w1"), Some("Write"), &input), chunk::finish("tool_calls")]));
+    srv.push(text_reply(&["Done."]));
+    let workdir = dir.path().to_string_lossy().into_owned();
+    let mut args = chat_args(&storage, &url);
+    args.extend(["--permission-mode", "accept_edits", "--workdir", &workdir, "--message", "Write it."]);
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("Done."), "{}", stdout(&o));
+    assert_eq!(std::fs::read_to_string(&note).unwrap(), "Ada");
+}
+
+#[test]
+fn confirm_no_tells_the_model_it_was_denied() {
+    let rt = runtime();
+    let srv = server(&rt);
+    let url = srv.base_url();
+    let dir = tempfile::tempdir().unwrap();
+    let storage = format!("sqlite:{}", dir.path().join("s.db").display());
+    let note = dir.path().join("note.txt");
+    let input = serde_json::json!({"file_path": note.to_string_lossy(), "content": "Ada"}).to_string();
+    srv.push(MockReply::sse([chunk::tool_call(0, Some("w1"), Some("Write"), &input), chunk::finish("tool_calls")]));
+    let workdir = dir.path().to_string_lossy().into_owned();
+    let mut args = chat_args(&storage, &url);
+    args.extend(["--workdir", &workdir, "--message", "Write it."]);
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let id = new_session_id(&stderr(&o));
+    srv.push(text_reply(&["Understood, I won't."]));
+    let mut args = chat_args(&storage, &url);
+    args.extend(["--workdir", &workdir, "--session", &id, "--confirm", "no", "--json"]);
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!note.exists());
+    let ends: Vec<serde_json::Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|e| e["type"] == "TOOL_RESULT_END")
+        .collect();
+    assert_eq!(ends.len(), 1);
+    assert_eq!(ends[0]["state"], "denied");
+    let tool_msg =
+        srv.requests()[1].body["messages"].as_array().unwrap().iter().find(|m| m["role"] == "tool").cloned().unwrap();
+    assert!(tool_msg["content"].to_string().contains("denied by user"), "{tool_msg}");
+}

@@ -144,6 +144,22 @@ fn quitting_at_a_confirmation_parks_and_the_next_chat_asks_first(storage: &str) 
     pty.send(b"\x04");
     assert_eq!(pty.wait(), 0);
     assert_eq!(std::fs::read_to_string(&note).unwrap(), "Ada Lovelace\n");
+    // "always" put the suggested rule into the session's permission context.
+    let o = run(&[
+        "--storage",
+        storage,
+        "sessions",
+        "show",
+        "--user",
+        "alice",
+        "--agent",
+        "friday",
+        "--session",
+        &session,
+        "--summary",
+    ]);
+    let summary = stdout(&o);
+    assert!(summary.contains("  allow Write "), "{summary}");
 }
 
 #[test]

@@ -32,12 +32,14 @@ pub(crate) enum ModeArg {
     /// Ask before any tool runs unless a rule allows it.
     Default,
     /// Allow file edits inside the working directory without asking.
+    #[value(alias = "accept_edits")]
     AcceptEdits,
     /// Read-only: allow reading tools, deny the rest.
     Explore,
     /// Allow everything that no rule denies.
     Bypass,
     /// Never ask: deny whatever would ask.
+    #[value(alias = "dont_ask")]
     DontAsk,
 }
 
