@@ -5,7 +5,10 @@
 //! AgentScope's union order (text, thinking, hint, tool_call, tool_result, data), as pydantic does.
 
 use schemars::JsonSchema;
-use serde::de::Error as _;
+use std::fmt;
+
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{Error as _, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
@@ -226,7 +229,24 @@ pub enum TextOrData {
 
 impl<'de> Deserialize<'de> for TextOrData {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let map = JsonMap::deserialize(d)?;
+        d.deserialize_map(TaggedVisitor::<TextOrData>::new("a text or data block object"))
+    }
+}
+
+impl<'de> Tagged<'de> for TextOrData {
+    fn from_tag<A: MapAccess<'de>>(tag: &str, rest: A) -> Result<Self, A::Error> {
+        let rest = MapAccessDeserializer::new(rest);
+        match tag {
+            "text" => TextBlock::deserialize(rest).map(Self::Text),
+            "data" => DataBlock::deserialize(rest).map(Self::Data),
+            other => Err(error_at(
+                "type",
+                format!("block type {other:?} is not allowed here, expected \"text\" or \"data\""),
+            )),
+        }
+    }
+
+    fn from_buffered<E: serde::de::Error>(map: JsonMap) -> Result<Self, E> {
         text_or_data_from_map(map)
     }
 }
@@ -304,42 +324,28 @@ impl TextOrBlocks {
 
 impl<'de> Deserialize<'de> for TextOrBlocks {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        match Value::deserialize(d)? {
-            Value::String(s) => Ok(Self::Text(s)),
-            Value::Array(items) => {
-                let mut out = Vec::with_capacity(items.len());
-                for (i, item) in items.into_iter().enumerate() {
-                    let Value::Object(map) = item else {
-                        return Err(error_at(
-                            &format!("[{i}]"),
-                            format!("expected a block object, got {}", type_name(&item)),
-                        ));
-                    };
-                    out.push(
-                        text_or_data_from_map::<D::Error>(map)
-                            .map_err(|e| prefix_err::<D::Error>(&format!("[{i}]"), e))?,
-                    );
-                }
-                Ok(Self::Blocks(out))
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = TextOrBlocks;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string or a list of text/data blocks")
             }
-            other => Err(D::Error::custom(format!(
-                "expected a string or a list of text/data blocks, got {}",
-                type_name(&other)
-            ))),
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<TextOrBlocks, E> {
+                Ok(TextOrBlocks::Text(v.to_owned()))
+            }
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<TextOrBlocks, E> {
+                Ok(TextOrBlocks::Text(v))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<TextOrBlocks, A::Error> {
+                let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
+                while let Some(b) = seq.next_element::<TextOrData>()? {
+                    out.push(b);
+                }
+                Ok(TextOrBlocks::Blocks(out))
+            }
         }
+        d.deserialize_any(V)
     }
-}
-
-fn prefix_err<E: serde::de::Error>(prefix: &str, e: E) -> E {
-    let msg = e.to_string();
-    if let Some(rest) = msg.strip_prefix('@')
-        && let Some(end) = rest.find("@ ")
-    {
-        let inner = &rest[..end];
-        let sep = if inner.starts_with('[') { "" } else { "." };
-        return E::custom(format!("@{prefix}{sep}{inner}@ {}", &rest[end + 2..]));
-    }
-    E::custom(format!("@{prefix}@ {msg}"))
 }
 
 /// A system reminder or other hint injected into the conversation.
@@ -509,8 +515,110 @@ impl From<TextOrData> for ContentBlock {
 
 impl<'de> Deserialize<'de> for ContentBlock {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let map = JsonMap::deserialize(d)?;
+        d.deserialize_map(TaggedVisitor::<ContentBlock>::new("a content block object"))
+    }
+}
+
+impl<'de> Tagged<'de> for ContentBlock {
+    fn from_tag<A: MapAccess<'de>>(tag: &str, rest: A) -> Result<Self, A::Error> {
+        let Some(kind) = BlockType::parse(tag) else {
+            return Err(error_at(
+                "type",
+                format!(
+                    "unknown block type {tag:?}, expected one of text, thinking, hint, tool_call, tool_result, data"
+                ),
+            ));
+        };
+        let rest = MapAccessDeserializer::new(rest);
+        Ok(match kind {
+            BlockType::Text => Self::Text(TextBlock::deserialize(rest)?),
+            BlockType::Thinking => Self::Thinking(ThinkingBlock::deserialize(rest)?),
+            BlockType::Hint => Self::Hint(HintBlock::deserialize(rest)?),
+            BlockType::ToolCall => Self::ToolCall(ToolCallBlock::deserialize(rest)?),
+            BlockType::ToolResult => Self::ToolResult(ToolResultBlock::deserialize(rest)?),
+            BlockType::Data => Self::Data(DataBlock::deserialize(rest)?),
+        })
+    }
+
+    fn from_buffered<E: serde::de::Error>(map: JsonMap) -> Result<Self, E> {
         content_block_from_map(map)
+    }
+}
+
+/// A block type read by [`TaggedVisitor`].
+trait Tagged<'de>: Sized {
+    /// Reads the block from the keys after a leading `"type": tag`.
+    fn from_tag<A: MapAccess<'de>>(tag: &str, rest: A) -> Result<Self, A::Error>;
+    /// Reads the block from all its keys (when `type` is missing or not first).
+    fn from_buffered<E: serde::de::Error>(map: JsonMap) -> Result<Self, E>;
+}
+
+/// Reads a tagged block without buffering when `type` is the first key (what every writer does):
+/// the tag picks the block type and the rest of the object streams into it. Otherwise the object is
+/// buffered and dispatched like pydantic's union.
+struct TaggedVisitor<T>(std::marker::PhantomData<T>, &'static str);
+
+impl<T> TaggedVisitor<T> {
+    fn new(expecting: &'static str) -> Self {
+        Self(std::marker::PhantomData, expecting)
+    }
+}
+
+/// The first key of a block: `type` (no allocation) or anything else.
+enum FirstKey {
+    Type,
+    Other(String),
+}
+
+impl<'de> Deserialize<'de> for FirstKey {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = FirstKey;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<FirstKey, E> {
+                Ok(if v == "type" { FirstKey::Type } else { FirstKey::Other(v.to_owned()) })
+            }
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<FirstKey, E> {
+                Ok(if v == "type" { FirstKey::Type } else { FirstKey::Other(v) })
+            }
+        }
+        d.deserialize_identifier(V)
+    }
+}
+
+impl<'de, T: Tagged<'de>> Visitor<'de> for TaggedVisitor<T> {
+    type Value = T;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.1)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<T, A::Error> {
+        let first = match map.next_key::<FirstKey>()? {
+            None => return T::from_buffered(JsonMap::new()),
+            Some(FirstKey::Type) => match map.next_value::<Value>()? {
+                Value::String(tag) => return T::from_tag(&tag, map),
+                other => {
+                    let mut buf = JsonMap::new();
+                    buf.insert("type".to_owned(), other);
+                    buf
+                }
+            },
+            Some(FirstKey::Other(k)) => {
+                let mut buf = JsonMap::new();
+                let v = map.next_value::<Value>()?;
+                buf.insert(k, v);
+                buf
+            }
+        };
+        let mut buf = first;
+        while let Some((k, v)) = map.next_entry::<String, Value>()? {
+            buf.insert(k, v);
+        }
+        T::from_buffered(buf)
     }
 }
 

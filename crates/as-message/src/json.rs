@@ -19,13 +19,18 @@ pub type JsonMap = serde_json::Map<String, Value>;
 /// assert!(json.starts_with(r#"{"name":"user","content":[{"type":"text","text":"hi","#));
 /// ```
 pub fn to_json<T: Serialize + ?Sized>(value: &T) -> String {
-    // Serializing our wire types cannot fail: every map key is a string and no impl errors.
-    serde_json::to_string(value).unwrap_or_default()
+    match String::from_utf8(to_json_vec(value)) {
+        Ok(s) => s,
+        // Unreachable: both writers only emit UTF-8.
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    }
 }
 
 /// Writes `value` canonically into a byte buffer (see [`to_json`]).
 pub fn to_json_vec<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
-    serde_json::to_vec(value).unwrap_or_default()
+    // The fast writer produces serde_json's exact bytes; where it declines, serde_json writes.
+    // Serializing our wire types cannot fail: every map key is a string and no impl errors.
+    crate::writer::write(value, 1024).unwrap_or_else(|_| serde_json::to_vec(value).unwrap_or_default())
 }
 
 /// Reads a wire type from JSON text, reporting the JSON path of the first error.
@@ -40,6 +45,10 @@ pub fn from_json<T: DeserializeOwned>(text: &str) -> Result<T, MessageError> {
 
 /// Reads a wire type from JSON bytes (see [`from_json`]).
 pub fn from_json_slice<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, MessageError> {
+    // Fast path: no path tracking. Only a failed read is read again to find where it failed.
+    if let Ok(value) = serde_json::from_slice::<T>(bytes) {
+        return Ok(value);
+    }
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let value: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = display_path(e.path());

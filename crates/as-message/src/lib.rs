@@ -24,6 +24,7 @@ mod json;
 mod msg;
 mod permission;
 pub mod schema;
+mod writer;
 
 pub use block::{
     Base64Source, BlockType, ContentBlock, DataBlock, HintBlock, Source, TextBlock, TextOrBlocks, TextOrData,

@@ -20,6 +20,14 @@ proptest! {
         prop_assert_eq!(to_json(&back), json);
     }
 
+    /// The fast writer behind `to_json` is byte-identical to `serde_json::to_string`.
+    #[test]
+    fn fast_writer_matches_serde_json(state in arb::agent_state()) {
+        prop_assert_eq!(to_json(&state), serde_json::to_string(&state).unwrap());
+        let value: serde_json::Value = serde_json::from_str(&to_json(&state)).unwrap();
+        prop_assert_eq!(to_json(&value), serde_json::to_string(&value).unwrap());
+    }
+
     #[test]
     fn msg_value_json_value(msg in arb::msg()) {
         let json = to_json(&msg);

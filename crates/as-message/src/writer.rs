@@ -1,0 +1,601 @@
+//! A compact JSON writer for serde, byte-identical to `serde_json::to_string` (compact formatter,
+//! `arbitrary_precision` numbers) but faster on the text-heavy documents agents store: strings are
+//! scanned for characters to escape eight bytes at a time and copied in runs.
+//!
+//! Anything it does not support (non-string map keys other than integers, `f32`) makes it fail,
+//! and [`crate::to_json`] then falls back to `serde_json`, so output is always `serde_json`'s.
+
+use std::fmt;
+
+use serde::ser::{self, Serialize};
+
+/// serde_json's private marker for an `arbitrary_precision` number (a struct with one field holding the digits).
+const NUMBER_TOKEN: &str = "$serde_json::private::Number";
+/// serde_json's private marker for a `RawValue`.
+const RAW_TOKEN: &str = "$serde_json::private::RawValue";
+
+/// Why the fast writer declined; the caller falls back to `serde_json`.
+#[derive(Debug)]
+pub(crate) struct Unsupported(String);
+
+impl fmt::Display for Unsupported {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Unsupported {}
+
+impl ser::Error for Unsupported {
+    fn custom<T: fmt::Display>(msg: T) -> Self {
+        Self(msg.to_string())
+    }
+}
+
+type Result<T = (), E = Unsupported> = std::result::Result<T, E>;
+
+/// Writes `value` as compact JSON, or fails when a construct is not supported.
+pub(crate) fn write<T: Serialize + ?Sized>(value: &T, capacity: usize) -> Result<Vec<u8>> {
+    let mut w = Writer { out: Vec::with_capacity(capacity) };
+    value.serialize(&mut w)?;
+    Ok(w.out)
+}
+
+pub(crate) struct Writer {
+    out: Vec<u8>,
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// True when any of the eight bytes is a control character, `"` or `\` (may also be true for a
+/// clean chunk after such a byte; never false for a chunk that has one).
+#[inline]
+fn chunk_needs_escape(x: u64) -> bool {
+    let below_space = x.wrapping_sub(ONES * 0x20) & !x & HIGHS;
+    let q = x ^ (ONES * u64::from(b'"'));
+    let quote = q.wrapping_sub(ONES) & !q & HIGHS;
+    let b = x ^ (ONES * u64::from(b'\\'));
+    let backslash = b.wrapping_sub(ONES) & !b & HIGHS;
+    (below_space | quote | backslash) != 0
+}
+
+#[inline]
+fn escape(out: &mut Vec<u8>, byte: u8) -> bool {
+    let short = match byte {
+        b'"' => b'"',
+        b'\\' => b'\\',
+        b'\n' => b'n',
+        b'\r' => b'r',
+        b'\t' => b't',
+        0x08 => b'b',
+        0x0c => b'f',
+        0x00..=0x1f => {
+            out.extend_from_slice(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[usize::from(byte >> 4)],
+                HEX[usize::from(byte & 0xf)],
+            ]);
+            return true;
+        }
+        _ => return false,
+    };
+    out.extend_from_slice(&[b'\\', short]);
+    true
+}
+
+/// Writes a JSON string literal with serde_json's escaping (raw UTF-8, `\u00XX` lowercase for other controls).
+fn write_str(out: &mut Vec<u8>, s: &str) {
+    let bytes = s.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    let mut start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        if let Some(chunk) = bytes.get(i..i + 8) {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            if !chunk_needs_escape(u64::from_le_bytes(word)) {
+                i += 8;
+                continue;
+            }
+        }
+        let byte = bytes[i];
+        if byte < 0x20 || byte == b'"' || byte == b'\\' {
+            out.extend_from_slice(&bytes[start..i]);
+            escape(out, byte);
+            start = i + 1;
+        }
+        i += 1;
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
+}
+
+fn write_int<I: fmt::Display>(out: &mut Vec<u8>, n: I) {
+    use std::io::Write as _;
+    // Writing to a Vec cannot fail.
+    let _ = write!(out, "{n}");
+}
+
+impl<'a> ser::Serializer for &'a mut Writer {
+    type Ok = ();
+    type Error = Unsupported;
+    type SerializeSeq = Compound<'a>;
+    type SerializeTuple = Compound<'a>;
+    type SerializeTupleStruct = Compound<'a>;
+    type SerializeTupleVariant = Compound<'a>;
+    type SerializeMap = Compound<'a>;
+    type SerializeStruct = Compound<'a>;
+    type SerializeStructVariant = Compound<'a>;
+
+    fn serialize_bool(self, v: bool) -> Result {
+        self.out.extend_from_slice(if v { b"true" } else { b"false" });
+        Ok(())
+    }
+    fn serialize_i8(self, v: i8) -> Result {
+        write_int(&mut self.out, v);
+        Ok(())
+    }
+    fn serialize_i16(self, v: i16) -> Result {
+        write_int(&mut self.out, v);
+        Ok(())
+    }
+    fn serialize_i32(self, v: i32) -> Result {
+        write_int(&mut self.out, v);
+        Ok(())
+    }
+    fn serialize_i64(self, v: i64) -> Result {
+        write_int(&mut self.out, v);
+        Ok(())
+    }
+    fn serialize_i128(self, v: i128) -> Result {
+        write_int(&mut self.out, v);
+        Ok(())
+    }
+    fn serialize_u8(self, v: u8) -> Result {
+        write_int(&mut self.out, v);
+        Ok(())
+    }
+    fn serialize_u16(self, v: u16) -> Result {
+        write_int(&mut self.out, v);
+        Ok(())
+    }
+    fn serialize_u32(self, v: u32) -> Result {
+        write_int(&mut self.out, v);
+        Ok(())
+    }
+    fn serialize_u64(self, v: u64) -> Result {
+        write_int(&mut self.out, v);
+        Ok(())
+    }
+    fn serialize_u128(self, v: u128) -> Result {
+        write_int(&mut self.out, v);
+        Ok(())
+    }
+    fn serialize_f32(self, _v: f32) -> Result {
+        Err(Unsupported("f32".into()))
+    }
+    fn serialize_f64(self, v: f64) -> Result {
+        // serde_json's own shortest round-trip form (`1e-7`, `1e+16`, `25000.0`), `null` when not finite.
+        match serde_json::Number::from_f64(v) {
+            Some(n) => self.out.extend_from_slice(n.as_str().as_bytes()),
+            None => self.out.extend_from_slice(b"null"),
+        }
+        Ok(())
+    }
+    fn serialize_char(self, v: char) -> Result {
+        write_str(&mut self.out, v.encode_utf8(&mut [0u8; 4]));
+        Ok(())
+    }
+    fn serialize_str(self, v: &str) -> Result {
+        write_str(&mut self.out, v);
+        Ok(())
+    }
+    fn serialize_bytes(self, v: &[u8]) -> Result {
+        use ser::SerializeSeq as _;
+        let mut seq = self.serialize_seq(Some(v.len()))?;
+        for b in v {
+            seq.serialize_element(b)?;
+        }
+        seq.end()
+    }
+    fn serialize_none(self) -> Result {
+        self.serialize_unit()
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result {
+        value.serialize(self)
+    }
+    fn serialize_unit(self) -> Result {
+        self.out.extend_from_slice(b"null");
+        Ok(())
+    }
+    fn serialize_unit_struct(self, _name: &'static str) -> Result {
+        self.serialize_unit()
+    }
+    fn serialize_unit_variant(self, _name: &'static str, _index: u32, variant: &'static str) -> Result {
+        self.serialize_str(variant)
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _name: &'static str, value: &T) -> Result {
+        value.serialize(self)
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        value: &T,
+    ) -> Result {
+        self.out.push(b'{');
+        write_str(&mut self.out, variant);
+        self.out.push(b':');
+        value.serialize(&mut *self)?;
+        self.out.push(b'}');
+        Ok(())
+    }
+    fn serialize_seq(self, _len: Option<usize>) -> Result<Compound<'a>> {
+        self.out.push(b'[');
+        Ok(Compound { w: self, first: true, close: b"]", raw: false })
+    }
+    fn serialize_tuple(self, len: usize) -> Result<Compound<'a>> {
+        self.serialize_seq(Some(len))
+    }
+    fn serialize_tuple_struct(self, _name: &'static str, len: usize) -> Result<Compound<'a>> {
+        self.serialize_seq(Some(len))
+    }
+    fn serialize_tuple_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        _len: usize,
+    ) -> Result<Compound<'a>> {
+        self.out.push(b'{');
+        write_str(&mut self.out, variant);
+        self.out.extend_from_slice(b":[");
+        Ok(Compound { w: self, first: true, close: b"]}", raw: false })
+    }
+    fn serialize_map(self, _len: Option<usize>) -> Result<Compound<'a>> {
+        self.out.push(b'{');
+        Ok(Compound { w: self, first: true, close: b"}", raw: false })
+    }
+    fn serialize_struct(self, name: &'static str, _len: usize) -> Result<Compound<'a>> {
+        if name == NUMBER_TOKEN {
+            return Ok(Compound { w: self, first: true, close: b"", raw: true });
+        }
+        if name == RAW_TOKEN {
+            return Err(Unsupported("raw value".into()));
+        }
+        self.serialize_map(None)
+    }
+    fn serialize_struct_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        _len: usize,
+    ) -> Result<Compound<'a>> {
+        self.out.push(b'{');
+        write_str(&mut self.out, variant);
+        self.out.extend_from_slice(b":{");
+        Ok(Compound { w: self, first: true, close: b"}}", raw: false })
+    }
+}
+
+/// An array, object or (for `raw`) an arbitrary-precision number being written.
+pub(crate) struct Compound<'a> {
+    w: &'a mut Writer,
+    first: bool,
+    close: &'static [u8],
+    raw: bool,
+}
+
+impl Compound<'_> {
+    fn comma(&mut self) {
+        if self.first {
+            self.first = false;
+        } else {
+            self.w.out.push(b',');
+        }
+    }
+
+    fn field<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) -> Result {
+        if self.raw {
+            return value.serialize(RawNumber(&mut self.w.out));
+        }
+        self.comma();
+        write_str(&mut self.w.out, key);
+        self.w.out.push(b':');
+        value.serialize(&mut *self.w)
+    }
+
+    fn finish(self) -> Result {
+        self.w.out.extend_from_slice(self.close);
+        Ok(())
+    }
+}
+
+impl ser::SerializeSeq for Compound<'_> {
+    type Ok = ();
+    type Error = Unsupported;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
+        self.comma();
+        value.serialize(&mut *self.w)
+    }
+    fn end(self) -> Result {
+        self.finish()
+    }
+}
+
+impl ser::SerializeTuple for Compound<'_> {
+    type Ok = ();
+    type Error = Unsupported;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
+        ser::SerializeSeq::serialize_element(self, value)
+    }
+    fn end(self) -> Result {
+        self.finish()
+    }
+}
+
+impl ser::SerializeTupleStruct for Compound<'_> {
+    type Ok = ();
+    type Error = Unsupported;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
+        ser::SerializeSeq::serialize_element(self, value)
+    }
+    fn end(self) -> Result {
+        self.finish()
+    }
+}
+
+impl ser::SerializeTupleVariant for Compound<'_> {
+    type Ok = ();
+    type Error = Unsupported;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
+        ser::SerializeSeq::serialize_element(self, value)
+    }
+    fn end(self) -> Result {
+        self.finish()
+    }
+}
+
+impl ser::SerializeMap for Compound<'_> {
+    type Ok = ();
+    type Error = Unsupported;
+    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result {
+        self.comma();
+        key.serialize(MapKey(&mut self.w.out))
+    }
+    fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
+        self.w.out.push(b':');
+        value.serialize(&mut *self.w)
+    }
+    fn end(self) -> Result {
+        self.finish()
+    }
+}
+
+impl ser::SerializeStruct for Compound<'_> {
+    type Ok = ();
+    type Error = Unsupported;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result {
+        self.field(key, value)
+    }
+    fn end(self) -> Result {
+        self.finish()
+    }
+}
+
+impl ser::SerializeStructVariant for Compound<'_> {
+    type Ok = ();
+    type Error = Unsupported;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result {
+        self.field(key, value)
+    }
+    fn end(self) -> Result {
+        self.finish()
+    }
+}
+
+/// Writes the digits of an arbitrary-precision number verbatim.
+struct RawNumber<'a>(&'a mut Vec<u8>);
+
+/// Writes a map key: strings as they are, integers quoted (as serde_json does); anything else is unsupported.
+struct MapKey<'a>(&'a mut Vec<u8>);
+
+macro_rules! unsupported {
+    ($($name:ident($($arg:ty),*)),* $(,)?) => {
+        $(fn $name(self, $(_: $arg),*) -> Result { Err(Unsupported(concat!("unsupported ", stringify!($name)).into())) })*
+    };
+}
+
+macro_rules! unsupported_compound {
+    () => {
+        type SerializeSeq = ser::Impossible<(), Unsupported>;
+        type SerializeTuple = ser::Impossible<(), Unsupported>;
+        type SerializeTupleStruct = ser::Impossible<(), Unsupported>;
+        type SerializeTupleVariant = ser::Impossible<(), Unsupported>;
+        type SerializeMap = ser::Impossible<(), Unsupported>;
+        type SerializeStruct = ser::Impossible<(), Unsupported>;
+        type SerializeStructVariant = ser::Impossible<(), Unsupported>;
+        fn serialize_some<T: Serialize + ?Sized>(self, _: &T) -> Result {
+            Err(Unsupported("option".into()))
+        }
+        fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _: &'static str, _: &T) -> Result {
+            Err(Unsupported("newtype".into()))
+        }
+        fn serialize_newtype_variant<T: Serialize + ?Sized>(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+            _: &T,
+        ) -> Result {
+            Err(Unsupported("newtype variant".into()))
+        }
+        fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq> {
+            Err(Unsupported("seq".into()))
+        }
+        fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple> {
+            Err(Unsupported("tuple".into()))
+        }
+        fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeTupleStruct> {
+            Err(Unsupported("tuple struct".into()))
+        }
+        fn serialize_tuple_variant(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeTupleVariant> {
+            Err(Unsupported("tuple variant".into()))
+        }
+        fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap> {
+            Err(Unsupported("map".into()))
+        }
+        fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeStruct> {
+            Err(Unsupported("struct".into()))
+        }
+        fn serialize_struct_variant(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeStructVariant> {
+            Err(Unsupported("struct variant".into()))
+        }
+    };
+}
+
+impl ser::Serializer for RawNumber<'_> {
+    type Ok = ();
+    type Error = Unsupported;
+    unsupported_compound!();
+    unsupported!(
+        serialize_bool(bool),
+        serialize_i8(i8),
+        serialize_i16(i16),
+        serialize_i32(i32),
+        serialize_i64(i64),
+        serialize_u8(u8),
+        serialize_u16(u16),
+        serialize_u32(u32),
+        serialize_u64(u64),
+        serialize_f32(f32),
+        serialize_f64(f64),
+        serialize_char(char),
+        serialize_bytes(&[u8]),
+        serialize_none(),
+        serialize_unit(),
+        serialize_unit_struct(&'static str),
+        serialize_unit_variant(&'static str, u32, &'static str),
+    );
+    fn serialize_str(self, v: &str) -> Result {
+        self.0.extend_from_slice(v.as_bytes());
+        Ok(())
+    }
+}
+
+impl ser::Serializer for MapKey<'_> {
+    type Ok = ();
+    type Error = Unsupported;
+    unsupported_compound!();
+    unsupported!(
+        serialize_bool(bool),
+        serialize_f32(f32),
+        serialize_f64(f64),
+        serialize_bytes(&[u8]),
+        serialize_none(),
+        serialize_unit(),
+        serialize_unit_struct(&'static str),
+    );
+    fn serialize_str(self, v: &str) -> Result {
+        write_str(self.0, v);
+        Ok(())
+    }
+    fn serialize_char(self, v: char) -> Result {
+        write_str(self.0, v.encode_utf8(&mut [0u8; 4]));
+        Ok(())
+    }
+    fn serialize_unit_variant(self, _: &'static str, _: u32, variant: &'static str) -> Result {
+        write_str(self.0, variant);
+        Ok(())
+    }
+    fn serialize_i8(self, v: i8) -> Result {
+        quoted(self.0, v)
+    }
+    fn serialize_i16(self, v: i16) -> Result {
+        quoted(self.0, v)
+    }
+    fn serialize_i32(self, v: i32) -> Result {
+        quoted(self.0, v)
+    }
+    fn serialize_i64(self, v: i64) -> Result {
+        quoted(self.0, v)
+    }
+    fn serialize_u8(self, v: u8) -> Result {
+        quoted(self.0, v)
+    }
+    fn serialize_u16(self, v: u16) -> Result {
+        quoted(self.0, v)
+    }
+    fn serialize_u32(self, v: u32) -> Result {
+        quoted(self.0, v)
+    }
+    fn serialize_u64(self, v: u64) -> Result {
+        quoted(self.0, v)
+    }
+}
+
+fn quoted<I: fmt::Display>(out: &mut Vec<u8>, n: I) -> Result {
+    out.push(b'"');
+    write_int(out, n);
+    out.push(b'"');
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(s: &str) {
+        let mut ours = Vec::new();
+        write_str(&mut ours, s);
+        assert_eq!(String::from_utf8(ours).unwrap(), serde_json::to_string(s).unwrap(), "{s:?}");
+    }
+
+    #[test]
+    fn strings_escape_like_serde_json() {
+        let all_ascii: String = (0u8..128).map(char::from).collect();
+        check(&all_ascii);
+        check("");
+        check("plain text that is longer than eight bytes");
+        check("\"quoted\" and \\back\\slashes\\ at chunk edges\"");
+        check("ünïcødé ✓ 😀 \u{2028}\u{2029}\u{7f}");
+        for i in 0..20 {
+            check(&format!("{}\n{}", "x".repeat(i), "y".repeat(i)));
+            check(&format!("{}\u{1}", "é".repeat(i)));
+        }
+    }
+
+    #[test]
+    fn values_write_like_serde_json() {
+        let v: serde_json::Value = serde_json::from_str(
+            r#"{"a":[1,-2,1.5,1e-7,1e16,-0.0,9007199254740993,1180591620717411303424,true,false,null],"b":{"c":"d\n"},"":{}}"#,
+        )
+        .unwrap();
+        let ours = String::from_utf8(write(&v, 0).unwrap()).unwrap();
+        assert_eq!(ours, serde_json::to_string(&v).unwrap());
+        let mut m = std::collections::BTreeMap::new();
+        m.insert(3u32, f64::NAN);
+        assert_eq!(String::from_utf8(write(&m, 0).unwrap()).unwrap(), serde_json::to_string(&m).unwrap());
+        assert!(write(&1.5f32, 0).is_err(), "f32 falls back to serde_json");
+    }
+}
