@@ -344,10 +344,13 @@ pub(crate) fn injection_risk(command: &str) -> Option<String> {
     None
 }
 
+/// Commands that only read (with the argument checks in [`is_read_only_command`]): no entry
+/// may write a file or change the system through an argument (`uniq in out`, `date -s`,
+/// `hostname x` are therefore absent).
 const READ_ONLY_COMMANDS: &[&str] = &[
-    "ls", "pwd", "cat", "head", "tail", "wc", "echo", "printf", "grep", "rg", "which", "whoami", "date", "stat",
-    "file", "du", "df", "tree", "sort", "uniq", "diff", "printenv", "id", "uname", "hostname", "basename", "dirname",
-    "realpath", "readlink", "true", "false", "cut", "tr", "nl", "less", "more", "type",
+    "ls", "pwd", "cat", "head", "tail", "wc", "echo", "printf", "grep", "rg", "which", "whoami", "stat", "file", "du",
+    "df", "tree", "sort", "diff", "printenv", "id", "uname", "basename", "dirname", "realpath", "readlink", "true",
+    "false", "cut", "tr", "nl", "type",
 ];
 
 const READ_ONLY_GIT: &[&str] = &["status", "log", "diff", "show", "rev-parse", "ls-files", "blame", "describe"];
@@ -362,8 +365,13 @@ pub(crate) fn is_read_only_command(command: &str) -> bool {
             }
             let words = command_words(seg);
             let Some(first) = words.first() else { return false };
+            let writes_output = words.iter().any(|w| w == "-o" || w.starts_with("--output") || w.starts_with("-o"));
             match first.as_str() {
-                "git" => words.get(1).is_some_and(|s| READ_ONLY_GIT.contains(&s.as_str())),
+                "git" => {
+                    words.get(1).is_some_and(|s| READ_ONLY_GIT.contains(&s.as_str()))
+                        && !words.iter().any(|w| w.starts_with("--output"))
+                }
+                "sort" | "tree" => !writes_output,
                 "find" => !words.iter().any(|w| {
                     matches!(
                         w.as_str(),
@@ -587,6 +595,10 @@ mod tests {
             ("find . -name '*.rs'", true),
             ("rm x", false),
             ("FOO=1 ls", true),
+            ("sort -o out.txt in.txt", false),
+            ("sort in.txt", true),
+            ("git diff --output=x", false),
+            ("uniq a b", false),
             ("", false),
         ] {
             assert_eq!(is_read_only_command(cmd), expect, "{cmd}");
