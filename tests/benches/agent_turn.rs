@@ -1,0 +1,78 @@
+//! A full chat turn through `as_agent::SessionRunner` (load, reply with a constant model, conditional state
+//! write, two message-log writes) on each durable store: SQLite (a temp file, WAL) and Redis (a private
+//! `redis-server`, skipped when not installed). The in-memory figure is in `crates/as-agent/benches`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // bench harness code
+
+use std::hint::black_box;
+use std::sync::Arc;
+
+use as_agent::{Agent, ReplyInput, SessionRunner};
+use as_message::Msg;
+use as_model::{ChatModel, ChatRequest, ChatResponse, ChatStream, ModelError};
+use as_state::AgentState;
+use as_storage::{SessionConfig, SessionKey, SharedStorage, UpsertSession};
+use async_trait::async_trait;
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+
+/// A model that answers the same text at once (no I/O).
+#[derive(Debug)]
+struct Constant;
+
+#[async_trait]
+impl ChatModel for Constant {
+    fn model_name(&self) -> &str {
+        "constant"
+    }
+    fn provider(&self) -> &'static str {
+        "bench"
+    }
+    async fn stream(&self, _request: ChatRequest) -> Result<ChatStream, ModelError> {
+        Ok(ChatStream::from_response(ChatResponse::new(vec![as_message::ContentBlock::text("Sure.")])))
+    }
+}
+
+fn bench_store(c: &mut Criterion, name: &str, rt: &tokio::runtime::Runtime, storage: SharedStorage) {
+    let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
+    let agent = Agent::builder("Friday", "sys", Arc::new(Constant)).build().unwrap();
+    let mut base = AgentState::for_session("bench");
+    for i in 0..10 {
+        base.context.push(Msg::user("user", format!("question {i}")));
+        base.context.push(Msg::assistant("Friday", format!("answer {i}")));
+    }
+    let key = SessionKey::new("u", "a", "bench");
+    c.bench_function(&format!("session_runner/turn_{name}_20_msgs"), |b| {
+        b.iter_batched(
+            || {
+                let req = UpsertSession::new(key.owner(), SessionConfig::new("ws"))
+                    .with_session_id("bench")
+                    .with_state(base.clone());
+                rt.block_on(storage.upsert_session(req)).unwrap();
+            },
+            |()| {
+                let t = rt.block_on(runner.run_turn(&agent, &key, ReplyInput::user_text("next?"), &mut |e| {
+                    black_box(e);
+                }));
+                black_box(t.unwrap())
+            },
+            BatchSize::SmallInput,
+        );
+    });
+}
+
+fn turns(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite: SharedStorage = Arc::new(as_storage_sqlite::SqliteStorage::new(dir.path().join("bench.db")));
+    rt.block_on(sqlite.open()).unwrap();
+    bench_store(c, "sqlite", &rt, sqlite);
+    if let Some(server) = as_storage_redis::testing::RedisServer::start() {
+        let config = as_storage_redis::RedisStorageConfig::from_url(&server.url()).unwrap();
+        let redis: SharedStorage = Arc::new(as_storage_redis::RedisStorage::new(config).unwrap());
+        rt.block_on(redis.open()).unwrap();
+        bench_store(c, "redis", &rt, redis);
+    }
+}
+
+criterion_group!(benches, turns);
+criterion_main!(benches);
