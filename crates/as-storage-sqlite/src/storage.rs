@@ -374,13 +374,16 @@ fn get_blocking(conn: &mut Connection, inner: &Inner, key: &SessionKey) -> Resul
     let mut stmt = conn
         .prepare_cached("SELECT record FROM sessions WHERE user_id = ?1 AND id = ?2 AND agent_id = ?3")
         .map_err(|e| inner.map(e))?;
-    let text: Option<String> = stmt
-        .query_row(params![key.user_id, key.session_id, key.agent_id], |r| r.get(0))
+    // Parse straight from SQLite's buffer: no copy of a record that may be megabytes long.
+    let parsed = stmt
+        .query_row(params![key.user_id, key.session_id, key.agent_id], |r| {
+            Ok(as_message::from_json_slice::<SessionRecord>(r.get_ref(0)?.as_bytes()?))
+        })
         .optional()
         .map_err(|e| inner.map(e))?;
-    match text {
+    match parsed {
         None => Ok(None),
-        Some(t) => Ok(Some(as_message::from_json(&t).map_err(|e| corrupt("get_session", "record", e))?)),
+        Some(r) => Ok(Some(r.map_err(|e| corrupt("get_session", "record", e))?)),
     }
 }
 

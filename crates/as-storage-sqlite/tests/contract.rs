@@ -270,3 +270,21 @@ async fn concurrent_cas_writers_one_wins_each_round() {
     }
     assert_eq!(s.get_session(&key).await.unwrap().unwrap().state.context.len(), 5);
 }
+
+#[tokio::test]
+async fn a_damaged_record_is_a_serialization_error_not_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir).await;
+    let good = s.upsert_session(UpsertSession::new(owner(), SessionConfig::new("ws"))).await.unwrap();
+    let bad = s.upsert_session(UpsertSession::new(owner(), SessionConfig::new("ws"))).await.unwrap();
+    raw(&dir).execute("UPDATE sessions SET record = '{\"id\": 1', config = 'nope' WHERE id = ?1", [&bad.id]).unwrap();
+    let key = owner().session(bad.id.clone());
+    assert_eq!(s.get_session(&key).await.unwrap_err().kind(), StorageErrorKind::Serialization);
+    let e = s.update_session_state(&key, &bad.state, None).await.unwrap_err();
+    assert_eq!(e.kind(), StorageErrorKind::Serialization);
+    // The listing reads only the columns beside the record, so it still shows both sessions.
+    let page = s.list_sessions(&owner(), &PageRequest::default()).await.unwrap();
+    assert_eq!(page.sessions.len(), 2);
+    assert!(s.get_session(&owner().session(good.id)).await.unwrap().is_some());
+    assert!(s.delete_session(&key).await.unwrap(), "a damaged session can still be deleted");
+}
