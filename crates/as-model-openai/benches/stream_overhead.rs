@@ -70,6 +70,25 @@ fn parse_accumulate(c: &mut Criterion) {
             black_box(response)
         });
     });
+    // The same without accumulation: what the SSE + JSON parsing alone costs.
+    g.bench_function("1000_chunks_parse_only", |b| {
+        b.iter(|| {
+            let mut parser = SseParser::new();
+            let mut state = StreamState::new("bench", ReasoningField::ContentOrReasoning);
+            let mut events = Vec::new();
+            let mut n = 0usize;
+            for piece in bytes.chunks(1400) {
+                events.clear();
+                parser.feed(piece, &mut events).unwrap();
+                for e in &events {
+                    if e != "[DONE]" {
+                        n += state.parse_event(e).unwrap().content.len();
+                    }
+                }
+            }
+            black_box(n)
+        });
+    });
     g.finish();
 }
 

@@ -109,4 +109,22 @@ mod tests {
         assert_eq!(p.delay_for(1, &long), None);
         assert_eq!(RetryPolicy::none().delay_for(1, &transport), None);
     }
+
+    #[test]
+    fn attempts_cover_primary_then_fallback() {
+        use crate::{ScriptedModel, SharedChatModel};
+        use std::sync::Arc;
+        let primary: SharedChatModel = Arc::new(ScriptedModel::new("primary", []));
+        let fallback: SharedChatModel = Arc::new(ScriptedModel::new("fallback", []));
+        let names = |c: &ModelConfig| -> Vec<(String, u32)> {
+            c.attempts(&primary).iter().map(|(m, i)| (m.model_name().to_owned(), *i)).collect()
+        };
+        assert_eq!(names(&ModelConfig::default()), vec![("primary".to_owned(), 0)]);
+        let c = ModelConfig { max_retries: 1, fallback_model: Some(fallback) };
+        assert_eq!(
+            names(&c),
+            vec![("primary".into(), 0), ("primary".into(), 1), ("fallback".into(), 0), ("fallback".into(), 1)]
+        );
+        assert!(format!("{c:?}").contains("fallback"));
+    }
 }
