@@ -490,3 +490,52 @@ async fn live_provider_when_a_key_is_set() {
     assert!(!r.text().is_empty());
     assert!(r.usage.is_some_and(|u| u.input_tokens > 0));
 }
+
+#[tokio::test]
+async fn non_streamed_tool_calls_and_reasoning_match_the_streamed_form() {
+    let s = server().await;
+    let message = json!({
+        "role": "assistant",
+        "content": "Checking.",
+        "reasoning_content": "Two cities.",
+        "tool_calls": [
+            {"id": "call_a", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}},
+            {"id": "call_b", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\"}"}}
+        ]
+    });
+    s.push(MockReply::json(chunk::completion(message, "tool_calls", 30, 12)));
+    s.push(MockReply::sse([
+        chunk::reasoning("Two "),
+        chunk::reasoning("cities."),
+        chunk::text("Checking."),
+        chunk::tool_calls(&[
+            (0, Some("call_a"), Some("get_weather"), r#"{"city": "Paris"}"#),
+            (1, Some("call_b"), Some("get_weather"), r#"{"city": "Oslo"}"#),
+        ]),
+        chunk::finish("tool_calls"),
+        chunk::usage(30, 12),
+    ]));
+    let req = || ChatRequest::new(vec![Msg::user("user", "Paris and Oslo?")]).with_tools(vec![weather_tool()]);
+    let whole = model(config(&s).with_stream(false)).call(req()).await.unwrap();
+    let streamed = model(config(&s)).call(req()).await.unwrap();
+    let shape = |r: &as_model::ChatResponse| -> Vec<String> {
+        r.content
+            .iter()
+            .map(|b| match b {
+                ContentBlock::Thinking(t) => format!("thinking:{}", t.thinking),
+                ContentBlock::Text(t) => format!("text:{}", t.text),
+                ContentBlock::ToolCall(c) => format!("call:{}:{}:{}", c.id, c.name, c.input),
+                other => format!("{other:?}"),
+            })
+            .collect()
+    };
+    assert_eq!(shape(&whole), shape(&streamed));
+    assert_eq!(shape(&whole)[0], "thinking:Two cities.");
+    assert_eq!(
+        (whole.finish_reason.clone(), streamed.finish_reason.clone()),
+        (FinishReason::ToolCalls, FinishReason::ToolCalls)
+    );
+    let usage = |r: &as_model::ChatResponse| r.usage.as_ref().map(|u| (u.input_tokens, u.output_tokens));
+    assert_eq!(usage(&whole), Some((30, 12)));
+    assert_eq!(usage(&whole), usage(&streamed));
+}
