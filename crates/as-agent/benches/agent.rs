@@ -73,6 +73,22 @@ fn loop_overhead(c: &mut Criterion) {
             BatchSize::SmallInput,
         );
     });
+    // One reasoning step, no tools: the fixed cost of a reply (events, context save, final message).
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("text_only_reply", |b| {
+        b.iter_batched(
+            || {
+                let model =
+                    Arc::new(ScriptedModel::new("scripted", [ScriptedTurn::new().text_chunks(["Hi", " there."])]));
+                (Agent::builder("Friday", "sys", model).build().unwrap(), AgentState::default())
+            },
+            |(agent, mut state)| {
+                let out = rt.block_on(agent.reply_outcome(&mut state, Msg::user("user", "go"))).unwrap();
+                black_box((out, state))
+            },
+            BatchSize::SmallInput,
+        );
+    });
     g.finish();
 }
 
