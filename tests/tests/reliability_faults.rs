@@ -1,0 +1,137 @@
+//! Reliability, faults of the model server, through `SessionRunner` with the OpenAI-compatible provider against
+//! as-model-openai's local test server: a stream dropped mid-reply, 500s (retried as configured, then a typed
+//! error), a server that hangs (typed timeout, bounded in time). In every case the state is saved by the runner,
+//! the history is valid, and the next turn resumes the session.
+//!
+//! The storage faults are proven by existing tests that `cargo xtask reliability` runs and reports:
+//! as-storage-redis `tests/faults.rs` (Redis killed/paused/restarted during a write loop) and as-storage-sqlite
+//! `tests/processes.rs` (a writer killed with SIGKILL).
+
+mod reliability;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use as_agent::testkit::check_history;
+use as_agent::{Agent, AgentErrorKind, ReplyInput, ReplyStatus, SessionRunner};
+use as_model::RetryPolicy;
+use as_model_openai::test_server::{MockReply, MockServer, SseStep, chunk};
+use as_model_openai::{ApiKey, OpenAiCompatibleConfig, OpenAiCompatibleModel, Preset};
+use as_storage::{SessionConfig, SessionKey, SharedStorage};
+use reliability::figure;
+
+const KEY: &str = "sk-reliability-faults-0123456789";
+
+fn agent(server: &MockServer, retries: u32, idle: Duration) -> Agent {
+    let cfg = OpenAiCompatibleConfig::preset(Preset::OpenAi, "gpt-test")
+        .with_base_url(server.base_url())
+        .with_api_key(ApiKey::new(KEY))
+        .with_retry(RetryPolicy::new(retries, Duration::from_millis(5)))
+        .with_timeouts(Duration::from_secs(2), Duration::from_secs(5), idle);
+    Agent::builder("Friday", "sys", Arc::new(OpenAiCompatibleModel::new(cfg).unwrap())).build().unwrap()
+}
+
+/// After a faulty turn: the stored state is valid, holds the user's input, and the next turn completes.
+async fn saved_and_resumable(storage: &SharedStorage, server: &MockServer, key: &SessionKey, input: &str) {
+    let rec = storage.get_session(key).await.unwrap().expect("the faulty turn was saved");
+    check_history(&rec.state.context).unwrap();
+    assert!(
+        rec.state.context.iter().any(|m| m.get_text_content("").is_some_and(|t| t == input)),
+        "the input of the failed turn is stored"
+    );
+    assert!(!format!("{rec:?}").contains(KEY));
+    server.push(MockReply::sse([chunk::text("back again"), chunk::finish("stop")]));
+    let runner = SessionRunner::new(Arc::clone(storage), SessionConfig::new("ws"));
+    let fresh = agent(server, 0, Duration::from_secs(5));
+    let out = runner.run_turn(&fresh, key, ReplyInput::user_text("are you there?"), &mut |_| {}).await.unwrap();
+    assert_eq!(out.status, ReplyStatus::Completed);
+    check_history(&out.state.context).unwrap();
+    assert_eq!(out.message.unwrap().get_text_content("").unwrap(), "back again");
+}
+
+#[tokio::test]
+async fn model_server_faults_end_typed_and_the_session_resumes() {
+    let server = MockServer::start().await.unwrap();
+    let storage = reliability::memory().await;
+    let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
+    let mut faults = 0;
+
+    // 1. The stream is dropped mid-reply (after some text and half a tool call).
+    let partial = format!("data: {}", chunk::tool_call(0, Some("call_x"), Some("get_weather"), r#"{"city"#));
+    server.push(MockReply::sse_steps([
+        SseStep::Data(chunk::text("Looking it up").to_string()),
+        SseStep::Raw(partial.as_bytes()[..partial.len() - 8].to_vec()),
+        SseStep::Delay(Duration::from_millis(50)),
+        SseStep::Cut,
+    ]));
+    let key = SessionKey::new("u", "a", "cut");
+    let a = agent(&server, 2, Duration::from_secs(5));
+    let mut events = Vec::new();
+    let r = runner.run_turn(&a, &key, ReplyInput::user_text("weather?"), &mut |e| events.push(format!("{e:?}"))).await;
+    match r {
+        Err(e) => assert_eq!(e.kind(), AgentErrorKind::Model, "{e}"),
+        Ok(out) => assert_ne!(out.status, ReplyStatus::Completed, "a cut stream is not a completed reply"),
+    }
+    assert!(events.iter().all(|e| !e.contains(KEY)));
+    faults += 1;
+    saved_and_resumable(&storage, &server, &key, "weather?").await;
+    let stored = storage.get_session(&key).await.unwrap().unwrap();
+    assert!(
+        stored.state.context.iter().any(|m| m.get_text_content("").is_some_and(|t| t.contains("Looking it up"))),
+        "the partial reply streamed before the cut is kept"
+    );
+
+    // 2. 500s: one is retried (same turn completes), then more than the retries allow end in a typed error.
+    let key = SessionKey::new("u", "a", "fivehundred");
+    server.push(MockReply::error(500, "upstream exploded", None));
+    server.push(MockReply::sse([chunk::text("recovered"), chunk::finish("stop")]));
+    let before = server.requests().len();
+    let out = runner.run_turn(&a, &key, ReplyInput::user_text("hi"), &mut |_| {}).await.unwrap();
+    assert_eq!(out.status, ReplyStatus::Completed);
+    assert_eq!(server.requests().len() - before, 2, "one retry as configured");
+    faults += 1;
+    for _ in 0..3 {
+        server.push(MockReply::error(500, "still down", None));
+    }
+    let before = server.requests().len();
+    let e = runner.run_turn(&a, &key, ReplyInput::user_text("again"), &mut |_| {}).await.unwrap_err();
+    assert_eq!(e.kind(), AgentErrorKind::Model, "{e}");
+    assert!(!e.to_string().contains(KEY));
+    assert_eq!(server.requests().len() - before, 3, "1 attempt + 2 retries");
+    faults += 3;
+    saved_and_resumable(&storage, &server, &key, "again").await;
+
+    // 3. A server that hangs mid-stream: the idle timeout ends the reply, bounded in time.
+    let key = SessionKey::new("u", "a", "hang");
+    server.push(MockReply::sse_steps([SseStep::Data(chunk::text("thinking...").to_string()), SseStep::Hang]));
+    let slow = agent(&server, 0, Duration::from_millis(300));
+    let t = Instant::now();
+    let r = runner.run_turn(&slow, &key, ReplyInput::user_text("hang?"), &mut |_| {}).await;
+    let took = t.elapsed();
+    match r {
+        Err(e) => assert_eq!(e.kind(), AgentErrorKind::Model, "{e}"),
+        Ok(out) => assert_ne!(out.status, ReplyStatus::Completed),
+    }
+    assert!(took < Duration::from_secs(5), "a hung server is cut off by the idle timeout ({took:?})");
+    faults += 1;
+    saved_and_resumable(&storage, &server, &key, "hang?").await;
+
+    // Headers never come: the request timeout (not retried here) ends it too.
+    let key = SessionKey::new("u", "a", "nohead");
+    server.push(MockReply::sse([chunk::text("late")]).delayed(Duration::from_secs(3)));
+    let cfg = OpenAiCompatibleConfig::preset(Preset::OpenAi, "gpt-test")
+        .with_base_url(server.base_url())
+        .with_api_key(ApiKey::new(KEY))
+        .with_retry(RetryPolicy::new(0, Duration::from_millis(1)))
+        .with_timeouts(Duration::from_secs(1), Duration::from_millis(300), Duration::from_millis(300));
+    let a2 = Agent::builder("Friday", "sys", Arc::new(OpenAiCompatibleModel::new(cfg).unwrap())).build().unwrap();
+    let t = Instant::now();
+    let e = runner.run_turn(&a2, &key, ReplyInput::user_text("late?"), &mut |_| {}).await.unwrap_err();
+    assert_eq!(e.kind(), AgentErrorKind::Model, "{e}");
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    faults += 1;
+    saved_and_resumable(&storage, &server, &key, "late?").await;
+
+    figure("faults.model.injected", faults);
+    figure("faults.model.unsaved_or_unresumable", 0);
+}
