@@ -700,8 +700,7 @@ async fn long_tool_results_are_truncated_in_the_context_only() {
         "m",
         [ScriptedTurn::new().tool_call("c1", "big", r#"{"count": 1}"#), ScriptedTurn::new().text("ok")],
     );
-    let mut cfg = ContextConfig::default();
-    cfg.tool_result_limit = 100;
+    let cfg = ContextConfig { tool_result_limit: 100, ..ContextConfig::default() };
     let agent = Agent::builder("Friday", "sys", Arc::new(model))
         .toolkit(Toolkit::new().with(tool))
         .context_config(cfg)
