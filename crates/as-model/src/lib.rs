@@ -77,6 +77,8 @@
 //! [`ModelErrorKind`]), and, with feature `test-utils`, [`ScriptedModel`].
 
 mod config;
+#[cfg(any(test, feature = "test-utils"))]
+pub mod conformance;
 mod error;
 mod model;
 mod request;
