@@ -30,7 +30,22 @@ pub fn to_json<T: Serialize + ?Sized>(value: &T) -> String {
 pub fn to_json_vec<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
     // The fast writer produces serde_json's exact bytes; where it declines, serde_json writes.
     // Serializing our wire types cannot fail: every map key is a string and no impl errors.
-    crate::writer::write(value, 1024).unwrap_or_else(|_| serde_json::to_vec(value).unwrap_or_default())
+    // The buffer starts at this thread's last output size, so a large state is written without regrowing.
+    let capacity = LAST_LEN.with(std::cell::Cell::get);
+    match crate::writer::write(value, capacity) {
+        Ok(mut out) => {
+            LAST_LEN.with(|c| c.set(out.len().max(256)));
+            if out.capacity() > 2 * out.len() + 4096 {
+                out.shrink_to_fit();
+            }
+            out
+        }
+        Err(_) => serde_json::to_vec(value).unwrap_or_default(),
+    }
+}
+
+thread_local! {
+    static LAST_LEN: std::cell::Cell<usize> = const { std::cell::Cell::new(1024) };
 }
 
 /// Reads a wire type from JSON text, reporting the JSON path of the first error.

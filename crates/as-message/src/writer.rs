@@ -89,6 +89,7 @@ fn escape(out: &mut Vec<u8>, byte: u8) -> bool {
 }
 
 /// Writes a JSON string literal with serde_json's escaping (raw UTF-8, `\u00XX` lowercase for other controls).
+#[inline]
 fn write_str(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
     out.reserve(bytes.len() + 2);
@@ -96,30 +97,53 @@ fn write_str(out: &mut Vec<u8>, s: &str) {
     let mut start = 0;
     let mut i = 0;
     while i < bytes.len() {
-        if let Some(chunk) = bytes.get(i..i + 8) {
+        // Skip clean eight-byte words; stop at the first word that may hold a byte to escape.
+        while let Some(chunk) = bytes.get(i..i + 8) {
             let mut word = [0u8; 8];
             word.copy_from_slice(chunk);
-            if !chunk_needs_escape(u64::from_le_bytes(word)) {
-                i += 8;
-                continue;
+            if chunk_needs_escape(u64::from_le_bytes(word)) {
+                break;
             }
+            i += 8;
         }
-        let byte = bytes[i];
-        if byte < 0x20 || byte == b'"' || byte == b'\\' {
-            out.extend_from_slice(&bytes[start..i]);
-            escape(out, byte);
-            start = i + 1;
+        let end = (i + 8).min(bytes.len());
+        while i < end {
+            let byte = bytes[i];
+            if byte < 0x20 || byte == b'"' || byte == b'\\' {
+                out.extend_from_slice(&bytes[start..i]);
+                escape(out, byte);
+                start = i + 1;
+            }
+            i += 1;
         }
-        i += 1;
     }
     out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
 }
 
-fn write_int<I: fmt::Display>(out: &mut Vec<u8>, n: I) {
-    use std::io::Write as _;
-    // Writing to a Vec cannot fail.
-    let _ = write!(out, "{n}");
+/// Writes an integer in decimal (the digits `itoa`, and so serde_json, writes).
+#[inline]
+fn write_int<I: Into<i128>>(out: &mut Vec<u8>, n: I) {
+    let n: i128 = n.into();
+    if n < 0 {
+        out.push(b'-');
+    }
+    write_u128(out, n.unsigned_abs());
+}
+
+#[inline]
+fn write_u128(out: &mut Vec<u8>, mut n: u128) {
+    let mut buf = [0u8; 40];
+    let mut pos = buf.len();
+    loop {
+        pos -= 1;
+        buf[pos] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&buf[pos..]);
 }
 
 impl<'a> ser::Serializer for &'a mut Writer {
@@ -174,7 +198,7 @@ impl<'a> ser::Serializer for &'a mut Writer {
         Ok(())
     }
     fn serialize_u128(self, v: u128) -> Result {
-        write_int(&mut self.out, v);
+        write_u128(&mut self.out, v);
         Ok(())
     }
     fn serialize_f32(self, _v: f32) -> Result {
@@ -295,6 +319,7 @@ pub(crate) struct Compound<'a> {
 }
 
 impl Compound<'_> {
+    #[inline]
     fn comma(&mut self) {
         if self.first {
             self.first = false;
@@ -303,6 +328,7 @@ impl Compound<'_> {
         }
     }
 
+    #[inline]
     fn field<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) -> Result {
         if self.raw {
             return value.serialize(RawNumber(&mut self.w.out));
@@ -554,7 +580,7 @@ impl ser::Serializer for MapKey<'_> {
     }
 }
 
-fn quoted<I: fmt::Display>(out: &mut Vec<u8>, n: I) -> Result {
+fn quoted<I: Into<i128>>(out: &mut Vec<u8>, n: I) -> Result {
     out.push(b'"');
     write_int(out, n);
     out.push(b'"');
