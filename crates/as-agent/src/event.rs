@@ -250,9 +250,11 @@ macro_rules! events {
             pub struct $name {
                 /// Event id (a fresh id per event).
                 #[serde(default = "generate_id")]
+                #[schemars(transform = as_message::schema::generated_default)]
                 pub id: String,
                 /// Creation time (naive local ISO, like Python's `datetime.now().isoformat()`).
                 #[serde(default = "now_iso")]
+                #[schemars(transform = as_message::schema::generated_default)]
                 pub created_at: String,
                 /// Free-form metadata (tool metadata on `TOOL_RESULT_END`).
                 #[serde(default)]

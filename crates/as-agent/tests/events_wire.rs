@@ -149,3 +149,10 @@ fn the_json_schema_accepts_every_recorded_event_and_names_every_type() {
     let bad = serde_json::json!({"id": "x", "created_at": "t", "metadata": {}, "type": "REPLY_END", "reply_id": "r"});
     assert!(validator.validate(&bad).is_err(), "missing session_id and finished_reason must fail");
 }
+
+#[test]
+fn the_json_schema_is_deterministic() {
+    let a = serde_json::to_string(&schemars::schema_for!(AgentEvent)).unwrap();
+    let b = serde_json::to_string(&schemars::schema_for!(AgentEvent)).unwrap();
+    assert_eq!(a, b, "generated defaults (ids, timestamps) must not leak into the schema");
+}
