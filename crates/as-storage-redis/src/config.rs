@@ -36,11 +36,26 @@ impl TtlPolicy {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub(crate) enum Connection {
     /// A fred config built from a URL or host/port. `host_port` is the first node, for the
     /// automatic switch to a cluster client.
     Owned { config: Box<FredConfig>, host_port: (String, u16) },
+}
+
+/// Never prints the password (fred's `Config` derives `Debug` with it in clear).
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Owned { config, host_port } => {
+                let mut config = config.clone();
+                if config.password.is_some() {
+                    config.password = Some("***".to_owned());
+                }
+                f.debug_struct("Owned").field("config", &config).field("host_port", host_port).finish()
+            }
+        }
+    }
 }
 
 /// How a [`crate::RedisStorage`] connects and behaves.
