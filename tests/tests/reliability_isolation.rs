@@ -1,0 +1,278 @@
+//! Reliability, isolation and secrets: one user's sessions are invisible to another (and to another agent of the
+//! same user) through every storage API on memory, SQLite and Redis and through every `agentscope sessions`
+//! command; API keys and Redis passwords never appear in stored records, message logs, events, errors or logs
+//! captured at TRACE; Redis with `requirepass` works.
+
+mod reliability;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use as_agent::{Agent, AgentErrorKind, ReplyInput, ReplyStatus, SessionRunner};
+use as_message::Msg;
+use as_model::RetryPolicy;
+use as_model_openai::test_server::{MockReply, MockServer, chunk};
+use as_model_openai::{ApiKey, OpenAiCompatibleConfig, OpenAiCompatibleModel, Preset};
+use as_state::AgentState;
+use as_storage::{Owner, PageRequest, SessionConfig, SharedStorage, StorageBase, StorageErrorKind, UpsertSession};
+use as_storage_redis::testing::{RedisServer, raw_command};
+use as_storage_redis::{RedisStorage, RedisStorageConfig};
+use reliability::figure;
+
+/// Every way `intruder` could reach `victim`'s session `id`: nothing is visible, nothing changes.
+async fn isolation(backend: &str, storage: SharedStorage) {
+    let victim = Owner::new("alice", "friday");
+    let mut state = AgentState::for_session("secret-1");
+    state.context.push(Msg::user("alice", "alice's private words"));
+    let rec = storage
+        .upsert_session(
+            UpsertSession::new(victim.clone(), SessionConfig::new("ws")).with_session_id("secret-1").with_state(state),
+        )
+        .await
+        .unwrap();
+    let key = victim.session("secret-1");
+    storage.upsert_message(&key, &Msg::user("alice", "logged")).await.unwrap();
+    let mut probes = 0;
+    for intruder in [Owner::new("bob", "friday"), Owner::new("alice", "other-agent"), Owner::new("bob", "other-agent")]
+    {
+        let k = intruder.session("secret-1");
+        assert!(storage.get_session(&k).await.unwrap().is_none(), "{backend} get {intruder:?}");
+        let page = storage.list_sessions(&intruder, &PageRequest::default()).await.unwrap();
+        assert!(page.sessions.iter().all(|s| s.id != "secret-1"), "{backend} list {intruder:?}");
+        let e = storage.update_session_state(&k, &AgentState::for_session("secret-1"), None).await.unwrap_err();
+        assert_eq!(e.kind(), StorageErrorKind::NotFound, "{backend} update {intruder:?}");
+        assert!(!storage.delete_session(&k).await.unwrap(), "{backend} delete {intruder:?}");
+        let e = storage.upsert_message(&k, &Msg::user("bob", "injected")).await.unwrap_err();
+        assert_eq!(e.kind(), StorageErrorKind::NotFound, "{backend} upsert_message {intruder:?}");
+        let logged = storage.list_messages(&key, 0, 0).await.unwrap();
+        assert!(storage.get_message(&k, &logged[0].id).await.unwrap().is_none(), "{backend} get_message");
+        assert!(storage.list_messages(&k, 0, 0).await.unwrap().is_empty(), "{backend} list_messages {intruder:?}");
+        // Creating "the same" session as someone else never touches the victim's.
+        match storage
+            .upsert_session(
+                UpsertSession::new(intruder.clone(), SessionConfig::new("evil")).with_session_id("secret-1"),
+            )
+            .await
+        {
+            Ok(r) => {
+                assert_eq!(r.state.context.len(), 0, "{backend}: a fresh session, not the victim's");
+                assert!(storage.delete_session(&k).await.unwrap());
+            }
+            Err(e) => assert_eq!(e.kind(), StorageErrorKind::AlreadyExists, "{backend}: {e}"),
+        }
+        probes += 8;
+    }
+    assert_eq!(storage.get_session(&key).await.unwrap().unwrap(), rec, "{backend}: the victim's record is untouched");
+    assert_eq!(storage.list_messages(&key, 0, 0).await.unwrap().len(), 1, "{backend}");
+    figure(&format!("isolation.api.{backend}.probes"), probes);
+    figure(&format!("isolation.api.{backend}.leaks"), 0);
+}
+
+#[tokio::test]
+async fn isolation_memory() {
+    isolation("memory", reliability::memory().await).await;
+}
+
+#[tokio::test]
+async fn isolation_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    isolation("sqlite", reliability::sqlite(&dir.path().join("s.db")).await).await;
+}
+
+#[tokio::test]
+async fn isolation_redis() {
+    let Some(server) = RedisServer::start() else { return };
+    isolation("redis", reliability::redis(&server.url()).await).await;
+}
+
+/// The `agentscope` binary: `AGENTSCOPE_BIN`, else next to this test's `deps` directory.
+fn agentscope_bin() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("AGENTSCOPE_BIN") {
+        return Some(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe().ok()?;
+    let p = exe.parent()?.parent()?.join("agentscope");
+    p.exists().then_some(p)
+}
+
+#[test]
+fn isolation_cli() {
+    let Some(bin) = agentscope_bin() else {
+        println!("skipping: the agentscope binary is not built (cargo build -p as-cli, or set AGENTSCOPE_BIN)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let storage = format!("sqlite:{}", dir.path().join("cli.db").display());
+    let run = |args: &[&str]| {
+        let out = Command::new(&bin).arg("--storage").arg(&storage).args(args).env("NO_COLOR", "1").output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let state = dir.path().join("state.json");
+    let mut s = AgentState::for_session("secret-1");
+    s.context.push(Msg::user("alice", "alice's private words"));
+    std::fs::write(&state, as_message::to_json(&s)).unwrap();
+    let (code, _, err) = run(&[
+        "sessions",
+        "create",
+        "--user",
+        "alice",
+        "--agent",
+        "friday",
+        "--session",
+        "secret-1",
+        "--state",
+        state.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let mut probes = 0;
+    for (user, agent) in [("bob", "friday"), ("alice", "other-agent")] {
+        let owner = ["--user", user, "--agent", agent];
+        let (code, out, _) = run(&[&["sessions", "show"][..], &owner, &["--session", "secret-1"]].concat());
+        assert_eq!(code, Some(3), "show as {user}/{agent}: {out}");
+        let (code, out, _) = run(&[&["sessions", "list"][..], &owner, &["--json"]].concat());
+        assert_eq!(code, Some(0));
+        assert!(!out.contains("secret-1"), "list as {user}/{agent}: {out}");
+        let (code, _, _) = run(&[
+            &["sessions", "set-state"][..],
+            &owner,
+            &["--session", "secret-1", state.to_str().unwrap()],
+        ]
+        .concat());
+        assert_eq!(code, Some(3), "set-state as {user}/{agent}");
+        let (code, _, _) = run(&[&["sessions", "delete"][..], &owner, &["--session", "secret-1"]].concat());
+        assert_eq!(code, Some(3), "delete as {user}/{agent}");
+        let (code, out, _) = run(&["sessions", "export", "--user", user, "--agent", agent]);
+        assert_eq!(code, Some(0));
+        assert!(!out.contains("private words"), "export as {user}/{agent}");
+        probes += 5;
+    }
+    let (_, out, _) = run(&["sessions", "export", "--user", "bob"]);
+    assert!(!out.contains("private words"), "export of all bob's agents");
+    let (code, out, _) = run(&["sessions", "show", "--user", "alice", "--agent", "friday", "--session", "secret-1"]);
+    assert_eq!(code, Some(0));
+    assert!(out.contains("private words"), "the owner still sees it: {out}");
+    figure("isolation.cli.probes", probes + 1);
+    figure("isolation.cli.leaks", 0);
+}
+
+/// A `MakeWriter` into a shared buffer.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+    type Writer = Captured;
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
+}
+
+const API_KEY: &str = "sk-reliability-SECRET-api-key-4242";
+const PASSWORD: &str = "redis-SECRET-pw-7777";
+
+/// Secrets never leak: an agent turn with an API key over a Redis store with a password, a failing model call
+/// (401) and a wrong password, all logged at TRACE; then every stored byte, event, error and log line is searched.
+#[tokio::test]
+async fn secrets_never_leak_and_requirepass_works() {
+    let Some(server) = RedisServer::start() else { return };
+    let logs = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(logs.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    assert!(raw_command(server.port(), &format!("CONFIG SET requirepass {PASSWORD}")).unwrap().starts_with('+'));
+    let url = format!("redis://:{PASSWORD}@127.0.0.1:{}", server.port());
+    let mut texts: Vec<String> = Vec::new();
+
+    // requirepass: without the password, and with a wrong one, the store refuses, typed, without echoing it.
+    for bad in [
+        format!("redis://127.0.0.1:{}", server.port()),
+        format!("redis://:wrong-{PASSWORD}@127.0.0.1:{}", server.port()),
+    ] {
+        let s = RedisStorage::new(RedisStorageConfig::from_url(&bad).unwrap().with_timeout(Duration::from_secs(2)))
+            .unwrap();
+        let r = match s.open().await {
+            Err(e) => Err(e),
+            Ok(()) => s.get_session(&Owner::new("u", "a").session("s")).await.map(|_| ()),
+        };
+        let e = r.unwrap_err();
+        texts.push(format!("{e} {e:?}"));
+    }
+    let cfg = RedisStorageConfig::from_url(&url).unwrap();
+    texts.push(format!("{cfg:?}"));
+    let storage: SharedStorage = Arc::new(RedisStorage::new(cfg).unwrap());
+    storage.open().await.unwrap();
+    texts.push(format!("{storage:?}"));
+
+    let model_server = MockServer::start().await.unwrap();
+    let cfg = OpenAiCompatibleConfig::preset(Preset::OpenAi, "gpt-test")
+        .with_base_url(model_server.base_url())
+        .with_api_key(ApiKey::new(API_KEY))
+        .with_retry(RetryPolicy::new(1, Duration::from_millis(5)));
+    texts.push(format!("{cfg:?}"));
+    let agent = Agent::builder("Friday", "sys", Arc::new(OpenAiCompatibleModel::new(cfg).unwrap())).build().unwrap();
+    let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
+    let key = Owner::new("alice", "friday").session("s1");
+    model_server.push(MockReply::sse([chunk::text("hello"), chunk::finish("stop")]));
+    let out = runner
+        .run_turn(&agent, &key, ReplyInput::user_text("hi"), &mut |e| {
+            texts.push(format!("{e:?} {}", as_message::to_json(e)))
+        })
+        .await
+        .unwrap();
+    assert_eq!(out.status, ReplyStatus::Completed, "requirepass works end to end");
+    model_server.push(MockReply::error(401, "Incorrect API key provided: sk-reli...4242", Some("invalid_api_key")));
+    let e = runner
+        .run_turn(&agent, &key, ReplyInput::user_text("again"), &mut |e| texts.push(format!("{e:?}")))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), AgentErrorKind::Model);
+    texts.push(format!("{e} {e:?}"));
+    // Positive control: the key really went to the server.
+    assert!(model_server.requests().iter().any(|r| r.header("authorization").is_some_and(|h| h.contains(API_KEY))));
+
+    let rec = storage.get_session(&key).await.unwrap().unwrap();
+    texts.push(rec.to_canonical_json());
+    for m in storage.list_messages(&key, 0, 0).await.unwrap() {
+        texts.push(as_message::to_json(&m));
+    }
+    drop(_guard);
+    let log = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    let log_lines = log.lines().count();
+    texts.push(log);
+    let mut checked = 0;
+    let mut leaks = 0;
+    for t in &texts {
+        for secret in [API_KEY, PASSWORD] {
+            checked += 1;
+            if t.contains(secret) {
+                leaks += 1;
+                eprintln!("LEAK of {secret:?} in: {}", &t[..t.len().min(2000)]);
+            }
+        }
+    }
+    figure("secrets.texts_checked", checked);
+    figure("secrets.trace_log_lines", log_lines);
+    figure("secrets.leaks", leaks);
+    figure("secrets.requirepass_works", 1);
+    assert!(log_lines > 0, "tracing captured nothing: the check would be vacuous");
+    assert_eq!(leaks, 0);
+}
