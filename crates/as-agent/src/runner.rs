@@ -86,6 +86,7 @@ pub struct SessionRunner {
     storage: SharedStorage,
     config: SessionConfig,
     lock: Option<Arc<dyn SessionLock>>,
+    background: Background,
 }
 
 impl fmt::Debug for SessionRunner {
@@ -100,7 +101,7 @@ impl fmt::Debug for SessionRunner {
 impl SessionRunner {
     /// A runner over `storage`; sessions it creates get `config`.
     pub fn new(storage: SharedStorage, config: SessionConfig) -> Self {
-        Self { storage, config, lock: None }
+        Self { storage, config, lock: None, background: Background::default() }
     }
 
     /// Takes `lock` around every turn.
@@ -127,7 +128,10 @@ impl SessionRunner {
 
     /// [`SessionRunner::run_turn`], interruptible through `cancel` (the interrupted state is persisted).
     ///
-    /// Use the token to stop a turn: dropping the returned future instead stops it without persisting.
+    /// Prefer the token to stop a turn: the reply then streams its closing events and the state is written
+    /// before this returns. Dropping the future instead stops the reply at once; the state (left consistent by
+    /// the reply) is then written by a background task on the current tokio runtime, with the same conditional
+    /// update ([`SessionRunner::wait_background_writes`] awaits those).
     pub async fn run_turn_with_cancel(
         &self,
         agent: &Agent,
@@ -191,14 +195,27 @@ impl SessionRunner {
             _ => Vec::new(),
         };
 
-        let mut stream = agent.reply_stream_with_cancel(&mut state, input, cancel);
+        // Owns the state and what the turn must write; if this future is dropped mid-reply, its `Drop`
+        // still writes them (in a background task, with the same conditional update).
+        let mut pending = PendingWrite {
+            armed: true,
+            state,
+            before,
+            revision,
+            reply_msg,
+            inputs,
+            storage: Arc::clone(&self.storage),
+            key: key.clone(),
+            background: Arc::clone(&self.background),
+        };
+        let mut stream = agent.reply_stream_with_cancel(&mut pending.state, input, cancel);
         let mut reply_error = None;
         while let Some(item) = stream.next().await {
             match item {
                 Ok(ev) => {
                     if let AgentEvent::ReplyStart(s) = &ev {
-                        reply_msg = Some(Msg::from_reply_start(s));
-                    } else if let Some(m) = reply_msg.as_mut() {
+                        pending.reply_msg = Some(Msg::from_reply_start(s));
+                    } else if let Some(m) = pending.reply_msg.as_mut() {
                         m.append_event(&ev);
                     }
                     on_event(&ev);
@@ -211,27 +228,112 @@ impl SessionRunner {
         }
         let outcome = stream.into_outcome();
         // The stream is gone: the state is consistent (its guard closed what it had to).
+        pending.armed = false;
+        let write = pending.take();
 
-        if state == before {
+        if write.state == write.before {
             // Rejected before it changed anything (or a no-op): write nothing.
             if let Some(e) = reply_error {
                 return Err(e);
             }
             let outcome = outcome.ok_or(AgentError::NoFinalMessage)?;
+            let (state, revision) = (write.state, write.revision);
             return Ok(TurnOutcome { status: outcome.status, message: outcome.message, state, revision, created });
         }
-        let revision = self.storage.update_session_state(key, &state, Some(&revision)).await?;
-        for m in &inputs {
-            self.storage.upsert_message(key, m).await?;
-        }
-        if let Some(m) = &reply_msg {
-            self.storage.upsert_message(key, m).await?;
-        }
+        let revision = write.persist(&self.storage, key).await?;
         if let Some(e) = reply_error {
             return Err(e);
         }
         let outcome = outcome.ok_or(AgentError::NoFinalMessage)?;
-        Ok(TurnOutcome { status: outcome.status, message: outcome.message, state, revision, created })
+        Ok(TurnOutcome { status: outcome.status, message: outcome.message, state: write.state, revision, created })
+    }
+
+    /// Waits for the writes of turns whose futures were dropped mid-reply (see [`SessionRunner::run_turn_with_cancel`]).
+    /// Returns how many there were; a failed write is logged (a conflict means someone else wrote first).
+    pub async fn wait_background_writes(&self) -> usize {
+        let handles: Vec<tokio::task::JoinHandle<()>> = std::mem::take(&mut *lock(&self.background));
+        let n = handles.len();
+        for h in handles {
+            let _ = h.await;
+        }
+        n
+    }
+}
+
+type Background = Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>;
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// What a turn writes at its end.
+struct Write {
+    state: AgentState,
+    before: AgentState,
+    revision: Revision,
+    reply_msg: Option<Msg>,
+    inputs: Vec<Msg>,
+}
+
+impl Write {
+    /// The conditional state update, then the message log (inputs, then the reply message).
+    async fn persist(&self, storage: &SharedStorage, key: &SessionKey) -> Result<Revision> {
+        let revision = storage.update_session_state(key, &self.state, Some(&self.revision)).await?;
+        for m in &self.inputs {
+            storage.upsert_message(key, m).await?;
+        }
+        if let Some(m) = &self.reply_msg {
+            storage.upsert_message(key, m).await?;
+        }
+        Ok(revision)
+    }
+}
+
+/// Holds a turn's state while the reply runs; persists it from `Drop` when the turn future is dropped.
+struct PendingWrite {
+    armed: bool,
+    state: AgentState,
+    before: AgentState,
+    revision: Revision,
+    reply_msg: Option<Msg>,
+    inputs: Vec<Msg>,
+    storage: SharedStorage,
+    key: SessionKey,
+    background: Background,
+}
+
+impl PendingWrite {
+    fn take(&mut self) -> Write {
+        Write {
+            state: std::mem::take(&mut self.state),
+            before: std::mem::take(&mut self.before),
+            revision: self.revision.clone(),
+            reply_msg: self.reply_msg.take(),
+            inputs: std::mem::take(&mut self.inputs),
+        }
+    }
+}
+
+impl Drop for PendingWrite {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let write = self.take();
+        if write.state == write.before {
+            return;
+        }
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            tracing::error!(session = %self.key, "turn dropped outside a tokio runtime: its state was not saved");
+            return;
+        };
+        let (storage, key) = (Arc::clone(&self.storage), self.key.clone());
+        let task = handle.spawn(async move {
+            if let Err(e) = write.persist(&storage, &key).await {
+                tracing::error!(session = %key, error = %e, "saving a dropped turn failed");
+            }
+        });
+        lock(&self.background).push(task);
     }
 }
 

@@ -261,3 +261,42 @@ async fn the_lock_hook_wraps_every_turn_even_failed_ones() {
     assert_eq!(r.unwrap_err().kind(), AgentErrorKind::Storage);
     assert_eq!(lock.log.lock().unwrap().len(), 4);
 }
+
+#[tokio::test]
+async fn a_dropped_turn_future_is_still_persisted() {
+    let storage = store().await;
+    let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
+    let k = key("dropped");
+    let model = Arc::new(ScriptedModel::new(
+        "m",
+        [ScriptedTurn::new().text("Partial").tool_call("c1", "echo", r#"{"text": "#).pause().text(" rest")],
+    ));
+    let gate = model.pause_gate();
+    let agent = Agent::builder("Friday", "sys", model)
+        .toolkit(Toolkit::new().with(AllowTool::new("echo").arc()))
+        .build()
+        .unwrap();
+    let mut sink = |_: &AgentEvent| {};
+    {
+        let fut = runner.run_turn(&agent, &k, ReplyInput::user_text("go"), &mut sink);
+        tokio::pin!(fut);
+        tokio::select! {
+            _ = &mut fut => panic!("the turn cannot finish while the model is paused"),
+            () = gate.wait_paused() => {}
+        }
+        // `fut` is dropped here, mid-stream.
+    }
+    assert_eq!(runner.wait_background_writes().await, 1);
+    let stored = storage.get_session(&k).await.unwrap().unwrap().state;
+    assert_eq!(stored.context.len(), 2);
+    let reply = &stored.context[1];
+    assert_eq!(reply.get_text_content(""), Some("Partial".into()), "partial output kept");
+    let calls = reply.content.iter().filter(|b| matches!(b, ContentBlock::ToolCall(_))).count();
+    let results = reply
+        .content
+        .iter()
+        .filter(|b| matches!(b, ContentBlock::ToolResult(r) if r.state == as_message::ToolResultState::Interrupted))
+        .count();
+    assert_eq!((calls, results), (1, 1), "the cut call is closed as interrupted");
+    assert_eq!(storage.list_messages(&k, 0, 0).await.unwrap().len(), 2, "user message and partial reply logged");
+}
