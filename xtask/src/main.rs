@@ -3,6 +3,7 @@
 //! Each task is a module with a `run(args)` function; add a line to [`TASKS`] and a `mod` to add one.
 
 mod interop;
+mod reliability;
 mod schema;
 mod test;
 #[cfg(test)]
@@ -20,6 +21,11 @@ const TASKS: &[Task] = &[
     ("test", "run every workspace test (unit, integration, doc); Redis tiers start their own server", test::run),
     ("schema", "write docs/schemas/*.schema.json; `--check` only verifies they are fresh", schema::run),
     ("interop", "live two-way Redis check with AgentScope Python 2.0.4 (AGENTSCOPE_PYTHON)", interop::run),
+    (
+        "reliability",
+        "concurrency, faults, cancellation, hostile input, isolation figures; `--full` writes docs/reliability.md",
+        reliability::run,
+    ),
     // ---- new tasks go here ----
 ];
 
