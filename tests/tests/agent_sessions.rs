@@ -2,6 +2,8 @@
 //! and Redis (a private `redis-server`; skipped with a message when it is not installed), plus the Redis
 //! session lock plugged into the runner through `as_agent::SessionLock`.
 
+#![cfg(test)]
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -76,7 +78,11 @@ impl LockGuard for RedisGuard {
 #[async_trait]
 impl SessionLock for RedisLock {
     async fn acquire(&self, key: &SessionKey) -> as_agent::Result<Box<dyn LockGuard>> {
-        let g = self.0.acquire(&key.session_id, Duration::from_secs(5)).await.map_err(|e| AgentError::Lock(e.to_string()))?;
+        let g = self
+            .0
+            .acquire(&key.session_id, Duration::from_secs(5))
+            .await
+            .map_err(|e| AgentError::Lock(e.to_string()))?;
         Ok(Box::new(RedisGuard(g)))
     }
 }
@@ -88,7 +94,8 @@ async fn redis_session_lock_serialises_turns() {
     storage.open().await.unwrap();
     let locks = as_storage_redis::SessionLock::new(&storage).unwrap();
     let storage: SharedStorage = Arc::new(storage);
-    let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws")).with_lock(Arc::new(RedisLock(locks)));
+    let runner =
+        SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws")).with_lock(Arc::new(RedisLock(locks)));
     let key = SessionKey::new("u1", "a1", "locked-session");
     // Two turns on one session at once: with the lock they serialise, so neither conflicts.
     let mk = |text: &'static str| {
