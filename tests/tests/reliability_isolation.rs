@@ -276,3 +276,131 @@ async fn secrets_never_leak_and_requirepass_works() {
     assert!(log_lines > 0, "tracing captured nothing: the check would be vacuous");
     assert_eq!(leaks, 0);
 }
+
+/// Makes a CA and a server certificate for 127.0.0.1 with the `openssl` CLI (at test time, in `dir`).
+/// `None` when `openssl` is not installed.
+fn make_certs(dir: &std::path::Path) -> Option<()> {
+    let openssl = |args: &[&str]| -> Option<()> {
+        let out = Command::new("openssl").args(args).current_dir(dir).output().ok()?;
+        assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        Some(())
+    };
+    openssl(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=reliability-test-ca",
+    ])?;
+    openssl(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+        "-subj",
+        "/CN=127.0.0.1",
+    ])?;
+    std::fs::write(dir.join("ext.cnf"), "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n")
+        .unwrap();
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.crt",
+        "-days",
+        "1",
+        "-extfile",
+        "ext.cnf",
+    ])
+}
+
+/// Redis over TLS with a certificate made at test time. `RedisStorageConfig` trusts the system roots
+/// (rustls-native-certs), so the client part runs in a child process with `SSL_CERT_FILE` pointing at the test CA
+/// (setting the variable in this process would need `unsafe`, which the workspace forbids).
+#[test]
+fn redis_over_tls_works() {
+    if std::env::var_os("AS_TLS_URL").is_some() {
+        return tls_child();
+    }
+    if as_storage_redis::testing::redis_server_binary().is_none() {
+        println!("skipping: redis-server not found");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    if make_certs(dir.path()).is_none() {
+        println!("skipping: openssl CLI not found (needed to make the test certificate)");
+        return;
+    }
+    let tls_port = as_storage_redis::testing::free_port().unwrap().to_string();
+    let p = |f: &str| dir.path().join(f).display().to_string();
+    let (cert, key, ca) = (p("server.crt"), p("server.key"), p("ca.crt"));
+    let server = RedisServer::start_with(&[
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--tls-port",
+        &tls_port,
+        "--tls-cert-file",
+        &cert,
+        "--tls-key-file",
+        &key,
+        "--tls-ca-cert-file",
+        &ca,
+        "--tls-auth-clients",
+        "no",
+    ])
+    .unwrap();
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["redis_over_tls_works", "--exact", "--nocapture", "--test-threads=1"])
+        .env("AS_TLS_URL", format!("rediss://127.0.0.1:{tls_port}"))
+        .env("SSL_CERT_FILE", &ca)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("TLS_ROUND_TRIP_OK"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The record really went through the TLS server.
+    assert!(raw_command(server.port(), "KEYS *").unwrap().contains("tls-session"));
+    figure("secrets.redis_tls_works", 1);
+}
+
+fn tls_child() {
+    let url = std::env::var("AS_TLS_URL").unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let cfg = RedisStorageConfig::from_url(&url).unwrap().with_timeout(Duration::from_secs(5));
+        assert!(cfg.uses_tls());
+        let s = RedisStorage::new(cfg).unwrap();
+        s.open().await.unwrap();
+        let owner = Owner::new("tls-user", "tls-agent");
+        let rec = s
+            .upsert_session(UpsertSession::new(owner.clone(), SessionConfig::new("ws")).with_session_id("tls-session"))
+            .await
+            .unwrap();
+        assert_eq!(s.get_session(&owner.session("tls-session")).await.unwrap().unwrap(), rec);
+        println!("TLS_ROUND_TRIP_OK");
+    });
+}
