@@ -55,6 +55,10 @@ thread_local! {
 /// assert!(err.message().contains("content"), "{err}");
 /// ```
 pub fn from_json<T: DeserializeOwned>(text: &str) -> Result<T, MessageError> {
+    // `from_str` skips the per-string UTF-8 check that bytes need.
+    if let Ok(value) = serde_json::from_str::<T>(text) {
+        return Ok(value);
+    }
     from_json_slice(text.as_bytes())
 }
 
