@@ -1,6 +1,29 @@
 //! Rule matching: Python `fnmatch` for paths, and the Bash command rule forms.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
 use regex::Regex;
+
+/// Compiled rule patterns, shared by every check (rules are few and checked on every call).
+/// Bounded: cleared when it grows past 1024 entries.
+type Compiled = Result<Arc<Regex>, regex::Error>;
+
+/// Values are `Arc`ed: cloning a `Regex` itself would also drop its internal match caches.
+fn cached_regex(pattern: &str) -> Compiled {
+    static CACHE: OnceLock<Mutex<HashMap<String, Compiled>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    let mut map = cache.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(hit) = map.get(pattern) {
+        return hit.clone();
+    }
+    if map.len() >= 1024 {
+        map.clear();
+    }
+    let compiled = Regex::new(pattern).map(Arc::new);
+    map.insert(pattern.to_owned(), compiled.clone());
+    compiled
+}
 
 /// Python's `fnmatch.fnmatch` on POSIX: case-sensitive, whole-string, `*` matches anything
 /// **including `/` and newlines** (so `**` equals `*`), `?` one character, `[seq]`/`[!seq]`
@@ -15,7 +38,7 @@ use regex::Regex;
 /// assert!(fnmatch("a[b", "a[b"));
 /// ```
 pub fn fnmatch(name: &str, pattern: &str) -> bool {
-    match Regex::new(&fnmatch_translate(pattern)) {
+    match cached_regex(&fnmatch_translate(pattern)) {
         Ok(re) => re.is_match(name),
         Err(_) => name == pattern,
     }
@@ -118,7 +141,7 @@ pub fn bash_rule_matches(rule: &str, command: &str) -> bool {
             other => re.push(other),
         }
     }
-    let full = |pattern: &str| Regex::new(&format!("^(?:{pattern})$")).map(|r| r.is_match(command));
+    let full = |pattern: &str| cached_regex(&format!("^(?:{pattern})$")).map(|r| r.is_match(command));
     if let Some(stem) = re.strip_suffix(".*")
         && let Ok(true) = full(stem.trim_end())
     {
