@@ -2,7 +2,7 @@
 //! of 10 / 100 / 1000 messages, and turns per second with 64 sessions driven concurrently.
 //!
 //! Two state shapes: `plain` is exactly the Redis benchmark's (`as-storage-redis/benches/turn.rs`:
-//! user messages of ~480 bytes), so the figures compare; `tools` is the shared conversation builder
+//! user messages of ~250 bytes of text), so the figures compare; `tools` is the shared conversation builder
 //! `as_state::test_utils::conversation_state` (question, tool call, tool result, answer).
 //!
 //! `cargo bench -p as-storage-sqlite --bench turn` (add `-- --quick` for a short run).
@@ -19,11 +19,11 @@ use as_storage::{Owner, SessionConfig, SessionKey, StorageBase, UpsertSession};
 use as_storage_sqlite::{SqliteOptions, SqliteStorage, Synchronous};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 
-/// The Redis benchmark's state: `n` user messages of ~480 bytes of text.
+/// The Redis benchmark's state: `n` user messages of ~250 bytes of text.
 fn plain(n: usize) -> AgentState {
     let mut s = AgentState::default();
     for i in 0..n {
-        s.context.push(Msg::user("user", format!("message {i}: {}", "lorem ipsum dolor sit amet ".repeat(17))));
+        s.context.push(Msg::user("user", format!("message {i}: {}", "lorem ipsum dolor sit amet ".repeat(9))));
     }
     s
 }

@@ -387,8 +387,8 @@ fn get_blocking(conn: &mut Connection, inner: &Inner, key: &SessionKey) -> Resul
     }
 }
 
-/// The cursor is `created_sort|id` of the last item of the previous page (ids cannot contain
-/// `|`-free assumptions: the sort key never contains `|`, so the first `|` splits them).
+/// The cursor is `created_sort|id` of the last item of the previous page. Ids may contain `|`,
+/// but the fixed-width sort key never does, so the first `|` separates the two.
 fn parse_cursor(c: &str) -> Result<(String, String), OpError> {
     c.split_once('|')
         .map(|(a, b)| (a.to_owned(), b.to_owned()))
