@@ -113,14 +113,28 @@ fn quitting_at_a_confirmation_parks_and_the_next_chat_asks_first(storage: &str) 
     assert!(ask.contains("The agent wants to run: Write"), "{ask}");
     assert!(ask.contains("Allow? [y]es / [n]o / [a]lways"), "{ask}");
     pty.send(b"\x03");
-    pty.expect("The session stays parked");
-    assert_eq!(pty.wait(), 0);
+    // Quitting is a normal exit (not a death by SIGINT), and the call stays parked in the store.
+    assert_eq!(pty.wait(), 0, "{}", pty.all());
     assert!(!note.exists());
     let session = pty
         .all()
         .lines()
         .find_map(|l| l.strip_prefix("new session ").and_then(|r| r.split_whitespace().next()).map(str::to_owned))
         .expect("session id printed");
+    let o = run(&[
+        "--storage",
+        storage,
+        "sessions",
+        "show",
+        "--user",
+        "alice",
+        "--agent",
+        "friday",
+        "--session",
+        &session,
+        "--summary",
+    ]);
+    assert!(stdout(&o).contains("parked tool calls:\n  call_w Write"), "{}", stdout(&o));
 
     // The next chat on that session asks again before anything else; "a" adds the rule.
     let mut args2 = args.clone();
@@ -128,6 +142,7 @@ fn quitting_at_a_confirmation_parks_and_the_next_chat_asks_first(storage: &str) 
     let mut pty = Pty::spawn(&args2, dir.path());
     let first = pty.expect("Allow?");
     assert!(!first.contains("you> "), "asked before the prompt: {first}");
+    assert!(first.contains("(2 messages so far; last, user: Save my name.)"), "a recap of the session: {first}");
     srv.push(text_reply("Saved."));
     pty.expect("> ");
     pty.send(b"a\r");

@@ -534,6 +534,15 @@ pub(crate) fn build_agent(
         .map_err(|e| CliError::new(ExitKind::Usage, e.to_string()))
 }
 
+/// One line recalling where a resumed session stands (`None` for an empty one).
+fn recap(state: &AgentState) -> Option<String> {
+    let last = state.context.iter().rev().find_map(|m| m.get_text_content(" ").map(|t| (m.role, t)))?;
+    let text: String = last.1.split_whitespace().collect::<Vec<_>>().join(" ");
+    let short: String = text.chars().take(100).collect();
+    let more = if short.len() < text.len() { "…" } else { "" };
+    Some(format!("({} messages so far; last, {}: {short}{more})", state.context.len(), last.0.as_str()))
+}
+
 /// The turn's outcome as an exit: interrupted by Ctrl-C → 130, failed → its code.
 fn turn_exit(end: TurnEnd) -> CliResult {
     if let Some(e) = end.error {
@@ -639,6 +648,9 @@ async fn interactive(
     let colour = use_colour(std::io::stdout().is_terminal());
     let mut lines = stdin_lines();
     println!("session {} — Ctrl-C interrupts a reply; Ctrl-C or Ctrl-D at the prompt quits", handle.key.session_id);
+    if let Some(recap) = recap(state) {
+        sink.note(Note::Info, &recap);
+    }
     loop {
         // A parked reply is answered before anything else.
         let calls = asking_calls(state, &args.agent);

@@ -164,7 +164,10 @@ impl Pty {
             }
             let now = Instant::now();
             if now >= deadline || text.ends_with("\u{0}EOF") {
-                panic!("expected {needle:?}; the terminal shows:\n{}", &text[self.mark..]);
+                let shown = text[self.mark..].to_owned();
+                drop(text);
+                let status = self.child.try_wait().ok().flatten().map(|s| format!("{s:?}"));
+                panic!("expected {needle:?}; the process: {status:?}; the terminal shows:\n{shown}");
             }
             text = cv.wait_timeout(text, deadline - now).unwrap().0;
         }
