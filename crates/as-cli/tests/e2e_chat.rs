@@ -426,3 +426,48 @@ fn confirm_no_tells_the_model_it_was_denied() {
         srv.requests()[1].body["messages"].as_array().unwrap().iter().find(|m| m["role"] == "tool").cloned().unwrap();
     assert!(tool_msg["content"].to_string().contains("denied by user"), "{tool_msg}");
 }
+
+#[test]
+fn sigint_interrupts_a_running_tool_and_the_result_is_saved() {
+    let rt = runtime();
+    let srv = server(&rt);
+    let url = srv.base_url();
+    let dir = tempfile::tempdir().unwrap();
+    let storage = format!("sqlite:{}", dir.path().join("s.db").display());
+    let input = serde_json::json!({"command": "sleep 30"}).to_string();
+    srv.push(MockReply::sse([chunk::tool_call(0, Some("b1"), Some("Bash"), &input), chunk::finish("tool_calls")]));
+    let workdir = dir.path().to_string_lossy().into_owned();
+    let mut args = chat_args(&storage, &url);
+    args.extend(["--permission-mode", "bypass", "--workdir", &workdir, "--message", "Wait a bit."]);
+    let started = std::time::Instant::now();
+    let mut child = agentscope(&args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut seen = String::new();
+    while !seen.contains("[tool result] Bash") {
+        let buf = out.fill_buf().unwrap();
+        assert!(!buf.is_empty(), "stdout closed early: {seen:?}");
+        seen.push_str(&String::from_utf8_lossy(buf));
+        let n = buf.len();
+        out.consume(n);
+    }
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(started.elapsed() < std::time::Duration::from_secs(25), "the tool did not run to its end");
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+    assert!(rest.contains("(interrupted)") && rest.contains("[interrupted: the reply so far is saved]"), "{rest}");
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    let id = new_session_id(&err);
+
+    // The next turn sends the model the interrupted call with its result.
+    srv.push(text_reply(&["OK, stopped."]));
+    let mut args = chat_args(&storage, &url);
+    args.extend(["--workdir", &workdir, "--session", &id, "--message", "Never mind."]);
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let msgs = srv.requests()[1].body["messages"].as_array().unwrap().clone();
+    let tool = msgs.iter().find(|m| m["role"] == "tool").expect("a tool result");
+    assert!(tool["content"].to_string().contains("interrupted by the user"), "{tool}");
+}
