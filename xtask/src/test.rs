@@ -1,7 +1,7 @@
 //! `cargo xtask test`: every test of the workspace.
 //!
 //! Runs `cargo test --workspace --all-targets` (unit, integration, the xtask tidy and schema
-//! checks) and then `cargo test --workspace --doc`. Tests that need Redis start their own
+//! checks) and then `cargo test --workspace --doc`, both with `--no-fail-fast`; fails if either failed. Tests that need Redis start their own
 //! `redis-server` or print that they skipped. Extra arguments are passed to both runs.
 
 use std::process::Command;
@@ -11,8 +11,11 @@ use anyhow::{Context, bail};
 use crate::project_root;
 
 pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
-    cargo(&["test", "--workspace", "--all-targets"], args)?;
-    cargo(&["test", "--workspace", "--doc"], args)?;
+    // --no-fail-fast: report every failing test binary, not only the first.
+    let all = cargo(&["test", "--workspace", "--all-targets", "--no-fail-fast"], args);
+    let doc = cargo(&["test", "--workspace", "--doc", "--no-fail-fast"], args);
+    all?;
+    doc?;
     eprintln!("xtask test: all tests passed");
     Ok(())
 }
