@@ -20,7 +20,7 @@ use fred::prelude::{Builder, ClientLike, Config, KeysInterface};
 fn state_with(n: usize) -> as_state::AgentState {
     let mut s = as_state::AgentState::default();
     for i in 0..n {
-        let text = format!("message {i}: {}", "lorem ipsum dolor sit amet ".repeat(17));
+        let text = format!("message {i}: {}", "lorem ipsum dolor sit amet ".repeat(9));
         s.context.push(as_message::Msg::user("user", text));
     }
     s
@@ -86,6 +86,29 @@ fn bench_turns(c: &mut Criterion) {
                 })
             });
         });
+        group.bench_with_input(BenchmarkId::new("get_session", n), &key, |b, key| {
+            b.iter_custom(|iters| {
+                e.rt.block_on(async {
+                    let t = Instant::now();
+                    for _ in 0..iters {
+                        e.storage.get_session(key).await.unwrap().unwrap();
+                    }
+                    t.elapsed()
+                })
+            });
+        });
+        let state = state_with(n);
+        group.bench_with_input(BenchmarkId::new("update_session_state", n), &key, |b, key| {
+            b.iter_custom(|iters| {
+                e.rt.block_on(async {
+                    let t = Instant::now();
+                    for _ in 0..iters {
+                        e.storage.update_session_state(key, &state, None).await.unwrap();
+                    }
+                    t.elapsed()
+                })
+            });
+        });
         let floor_key = format!("bench:floor:{n}");
         group.bench_with_input(BenchmarkId::new("bare_get_set", n), &bytes, |b, bytes| {
             b.iter_custom(|iters| {
@@ -140,5 +163,32 @@ fn bench_concurrent(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_turns, bench_concurrent);
+/// Where a turn's time goes besides Redis: parsing the record and encoding it (no I/O).
+fn bench_codec(c: &mut Criterion) {
+    let mut group = c.benchmark_group("codec");
+    group.measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1)).sample_size(30);
+    for n in [10usize, 100, 1000] {
+        let meta = as_storage::SessionRecord::from_parts(
+            as_message::from_json(&as_message::to_json(&serde_json::json!({
+                "id": "s", "updated_at": "2025-06-01T10:00:00", "created_at": "2025-06-01T10:00:00",
+                "user_id": "u", "agent_id": "a", "config": {"workspace_id": "w", "name": "n"}
+            })))
+            .unwrap(),
+            as_state::AgentState::default(),
+        )
+        .meta();
+        let state = state_with(n);
+        let json = as_storage::encode_record(&meta, &state);
+        group.throughput(Throughput::Bytes(json.len() as u64));
+        group.bench_with_input(BenchmarkId::new("parse_record", n), &json, |b, json| {
+            b.iter(|| as_message::from_json::<as_storage::SessionRecord>(json).unwrap());
+        });
+        group.bench_with_input(BenchmarkId::new("encode_record", n), &state, |b, state| {
+            b.iter(|| as_storage::encode_record(&meta, state));
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_codec, bench_turns, bench_concurrent);
 criterion_main!(benches);

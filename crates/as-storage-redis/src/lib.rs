@@ -23,15 +23,73 @@
 //! # Ok(()) }
 //! ```
 //!
-//! # Key layouts
+//! # Key layouts: which one to choose
 //!
-//! See [`KeyLayout`]: `compat` (the default, 2.0.4's keys, single server) or `cluster` (user id
-//! in a hash tag, Redis Cluster).
+//! [`KeyLayout::Compat`] (the default) is exactly 2.0.4's keys (`agentscope:user:{u}:session:{s}`,
+//! `…:agent:{a}:sessions`, `…:session:{s}:messages`, `…:schedule:{h}:sessions`). Choose it to
+//! share sessions with Python processes, on a single Redis server (with replicas or Sentinel).
+//! It **cannot** be used on Redis Cluster: the atomic scripts touch the record, the message list
+//! and the index sets together, which hash to different slots, so the cluster would refuse them
+//! with `CROSSSLOT`. [`StorageBase::open`](as_storage::StorageBase::open) therefore refuses a
+//! compat store on a cluster with `Unsupported` and says to use `layout=cluster`.
+//!
+//! [`KeyLayout::Cluster`] wraps the user id in a hash tag (`agentscope:user:{user-1}:session:…`).
+//! All keys of one user share a slot, so every script stays atomic on a cluster, and a listing
+//! is one `MGET`. The tradeoff: users, not sessions, are the unit of sharding (one very large
+//! user stays on one shard), and a Python 2.0.4 process only shares these keys if it is given
+//! the same templates (they are valid `str.format` templates, see [`KeyConfig::cluster`]).
+//! A per-session hash tag (`{user:session}`) was rejected: the per-agent index set would then
+//! live in another slot than the records, and create/delete could not be atomic with it.
+//! A `redis://` URL naming one cluster node is switched to a cluster client on `open`.
+//!
+//! # Atomicity (what 2.0.4 races on, §5.4 of the spec)
+//!
+//! Every write is one Lua script, sent with `EVALSHA` (falling back to `EVAL`):
+//!
+//! * create: `SET` (only if absent) + `SADD` to the agent (and schedule) index + TTLs, together;
+//! * update (`update_session_state`, `upsert_session` on an existing id): a compare-and-set on
+//!   the stored envelope (the record's bytes up to `"state":`, which hold `updated_at`), so a
+//!   concurrent writer (Python included) is never overwritten blindly, and a session deleted
+//!   meanwhile is never re-created. A plain update re-reads and retries; a conditional one
+//!   (`expected = Some(rev)`) fails with `Conflict`. The envelope of the last record this process
+//!   read or wrote is cached, so a turn (`get_session` + `update_session_state`) reads it once;
+//! * delete: record, message list and index entries in one step (checked against the owner);
+//! * `upsert_message`: the tail id is checked and `LSET`/`RPUSH` done in the same step.
+//!
+//! Listing is `SMEMBERS` plus pipelined `MGET`s (no round trip per session); ids whose record is
+//! gone are pruned (`SREM`, re-checked in a script); an unreadable record is reported in
+//! [`as_storage::SessionPage::errors`] instead of failing the page.
+//!
+//! # TTL
+//!
+//! [`TtlPolicy::Persist`] (default) writes like 2.0.4 without `key_ttl` (a plain `SET`, which
+//! clears a TTL); [`TtlPolicy::Sliding`] is 2.0.4's `key_ttl`, made atomic (`SET … EX`), and also
+//! applied to the index sets (which 2.0.4 leaves without a TTL, so they grow forever);
+//! [`TtlPolicy::Keep`] uses `KEEPTTL`. Processes sharing a Redis must use the same policy.
+//!
+//! # Differences from 2.0.4 a Python peer can notice
+//!
+//! * Ownership is enforced: a wrong `agent_id` sees no session (2.0.4 ignores it on get/update).
+//! * What Rust stores always has `state.session_id == id` (2.0.4's first record has another id).
+//! * `update_session_state` re-adds a missing index entry (2.0.4 never repairs the index).
+//! * Deleting a session that leads a team does not dissolve the team (teams are not part of this
+//!   crate's contract); 2.0.4's `delete_session` does.
+//!
+//! # Faults
+//!
+//! Every call is bounded by [`RedisStorageConfig::timeout`]: a Redis that is down or hung gives
+//! `Unavailable` (retryable) in time, and the client reconnects by itself. A value that is not
+//! JSON, not UTF-8 or of the wrong Redis type is a `Serialization` error naming the key.
 //!
 //! # Session lock
 //!
 //! [`SessionLock`] is AgentScope's chat-run lock `agentscope:session:lock:{session_id}`
 //! (`SET NX PX` with a random token, heartbeat and release that only touch their own token).
+//!
+//! # Testing
+//!
+//! The `test-utils` feature exposes the `testing` module (private `redis-server`s and a local 3-master
+//! cluster). `cargo xtask interop` runs a live check against AgentScope Python 2.0.4.
 
 mod config;
 mod error;

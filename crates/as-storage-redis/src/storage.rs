@@ -15,8 +15,8 @@ use as_storage::{
 use async_trait::async_trait;
 use bytes::Bytes;
 use fred::prelude::{
-    Builder, ClientLike, Config as FredConfig, Error as FredError, KeysInterface, LuaInterface, Pool, ServerConfig,
-    SetsInterface, Value,
+    Builder, ClientLike, Config as FredConfig, Error as FredError, Expiration, KeysInterface, LuaInterface, Pool,
+    ServerConfig, SetsInterface, Value,
 };
 use serde::{Deserialize, Serialize};
 
@@ -29,6 +29,8 @@ use crate::scripts::{Lua, Scripts};
 const MAX_CAS_ATTEMPTS: usize = 32;
 /// Most cached record envelopes (the cache is cleared when it grows past this).
 const MAX_CACHED: usize = 4096;
+/// How long a staged record value may wait for its script (it is moved or deleted at once).
+const STAGE_TTL_MS: i64 = 60_000;
 /// Keys per `MGET` in a listing (all sent in one pipeline).
 const MGET_CHUNK: usize = 512;
 
@@ -342,8 +344,11 @@ impl RedisStorage {
         json: String,
     ) -> Result<i64, StorageError> {
         let keys = &self.inner.keys;
+        // The staging key extends the record key, so it shares its hash tag (cluster slot).
+        let stage = format!("{rkey}:stage:{}", uuid::Uuid::new_v4().simple());
         let mut k = vec![
             rkey.to_owned(),
+            stage.clone(),
             keys.messages(&meta.user_id, &meta.id),
             keys.session_index(&meta.user_id, &meta.agent_id),
         ];
@@ -351,15 +356,39 @@ impl RedisStorage {
             k.push(keys.schedule_session_index(&meta.user_id, s));
         }
         let (mode, ttl) = self.ttl_args();
-        let args = vec![
-            bytes_value(token),
-            str_value(if exact { "1" } else { "0" }),
-            bytes_value(Bytes::from(json)),
-            str_value(meta.id.clone()),
-            mode,
-            ttl,
-        ];
-        Self::eval::<i64>(pool, &self.inner.scripts.update, k, args).await.map_err(|e| map_fred(op, Some(rkey), e))
+        let args =
+            vec![bytes_value(token), str_value(if exact { "1" } else { "0" }), str_value(meta.id.clone()), mode, ttl];
+        let lua = &self.inner.scripts.update;
+        let fail = |e| map_fred(op, Some(rkey), e);
+        // One round trip: stage the value (expiring on its own if we die here), then the script.
+        let pipeline = pool.next().pipeline();
+        let () = pipeline
+            .set(&stage, Bytes::from(json), Some(Expiration::PX(STAGE_TTL_MS)), None, false)
+            .await
+            .map_err(fail)?;
+        // EVALSHA as a custom command (fred's pipeline has no Lua interface), routed by KEYS[1]'s slot.
+        let mut raw_args: Vec<Value> = Vec::with_capacity(2 + k.len() + args.len());
+        raw_args.push(Value::String(lua.script.sha1().clone()));
+        raw_args.push(Value::Integer(i64::try_from(k.len()).unwrap_or(i64::MAX)));
+        raw_args.extend(k.iter().map(|key| str_value(key.clone())));
+        raw_args.extend(args.iter().cloned());
+        let slot = fred::util::redis_keyslot(rkey.as_bytes());
+        let evalsha = fred::types::CustomCommand::new("EVALSHA", fred::types::ClusterHash::Custom(slot), false);
+        let () = pipeline.custom(evalsha, raw_args).await.map_err(fail)?;
+        let mut results = pipeline.try_all::<Value>().await.into_iter();
+        results
+            .next()
+            .unwrap_or_else(|| Err(FredError::new(fred::error::ErrorKind::Unknown, "missing reply")))
+            .map_err(fail)?;
+        let reply = match results.next() {
+            Some(Err(e)) if e.details().starts_with("NOSCRIPT") => {
+                pool.eval::<Value, _, _, _>(lua.source.clone(), k, args).await
+            }
+            Some(r) => r,
+            None => Err(FredError::new(fred::error::ErrorKind::Unknown, "missing reply")),
+        };
+        let code = reply.map_err(fail)?.as_i64().unwrap_or(-3);
+        Ok(if code == -3 { -1 } else { code })
     }
 
     /// Encodes `meta` + `state`, returning the JSON and its CAS token.
@@ -779,6 +808,9 @@ impl RedisStorage {
 
     fn builder(&self, config: FredConfig) -> Builder {
         let cfg = &self.inner.config;
+        // A single server: never re-send a command (a script must not run twice after a
+        // reconnect). A cluster: allow MOVED/ASK redirections during failover or resharding.
+        let attempts = if config.server.is_clustered() { 3 } else { 1 };
         let mut b = Builder::from_config(config);
         b.with_performance_config(|p| {
             p.default_command_timeout = cfg.timeout;
@@ -786,7 +818,7 @@ impl RedisStorage {
         .with_connection_config(|c| {
             c.connection_timeout = cfg.connect_timeout;
             c.internal_command_timeout = cfg.timeout;
-            c.max_command_attempts = 1;
+            c.max_command_attempts = attempts;
             c.tcp.nodelay = Some(true);
         })
         .set_policy(fred::prelude::ReconnectPolicy::new_exponential(0, 50, 1000, 2));
