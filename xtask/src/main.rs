@@ -2,6 +2,7 @@
 //!
 //! Each task is a module with a `run(args)` function; add a line to [`TASKS`] and a `mod` to add one.
 
+mod bench;
 mod interop;
 mod reliability;
 mod schema;
@@ -21,6 +22,7 @@ const TASKS: &[Task] = &[
     ("test", "run every workspace test (unit, integration, doc); Redis tiers start their own server", test::run),
     ("schema", "write docs/schemas/*.schema.json; `--check` only verifies they are fresh", schema::run),
     ("interop", "live two-way Redis check with AgentScope Python 2.0.4 (AGENTSCOPE_PYTHON)", interop::run),
+    ("bench", "run every benchmark and write docs/benchmarks.md (`--quick`: < 5 min; `--no-python`)", bench::run),
     (
         "reliability",
         "concurrency, faults, cancellation, hostile input, isolation figures; `--full` writes docs/reliability.md",

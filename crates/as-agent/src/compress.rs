@@ -25,9 +25,21 @@ fn split(agent: &Agent, base: &[Msg], context: &[Msg], budget: usize) -> (Vec<Ms
         v.extend_from_slice(extra);
         count(agent, &v, &[])
     };
-    let Some(i) = (0..context.len()).rev().find(|&i| with(&context[i..]) >= budget) else {
+    // The newest boundary `i` whose suffix `context[i..]` reaches the budget. A suffix only grows as `i`
+    // falls, so binary search finds it in O(log n) token counts (a linear scan was O(n²) clones).
+    if context.is_empty() || with(context) < budget {
         return (Vec::new(), context.to_vec());
-    };
+    }
+    let (mut lo, mut hi) = (0usize, context.len() - 1); // invariant: with(&context[lo..]) >= budget
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if with(&context[mid..]) >= budget {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    let i = lo;
     let boundary = &context[i];
     let after = &context[i + 1..];
     // The first block index (from the end) whose suffix, with the reserved messages, exceeds the budget.
@@ -140,9 +152,19 @@ pub(crate) async fn compress(run: &mut Run<'_>) -> Result<Compressed> {
                 tracing::warn!(error = %e, "compression call failed with an overflowing input; retrying shorter");
                 attempt += 1;
                 let limit = cfg.trigger_ratio * size as f64;
-                while !to_compress.is_empty() && count(agent, &build(&to_compress), &[]) as f64 >= limit {
-                    to_compress.remove(0);
+                // Drop the oldest messages until the input fits: the smallest such prefix, found by
+                // binary search (dropping more never adds tokens), so this stays O(n log n).
+                let fits = |k: usize| (count(agent, &build(&to_compress[k..]), &[]) as f64) < limit;
+                let (mut lo, mut hi) = (0usize, to_compress.len());
+                while lo < hi {
+                    let mid = lo + (hi - lo) / 2;
+                    if fits(mid) {
+                        hi = mid;
+                    } else {
+                        lo = mid + 1;
+                    }
                 }
+                to_compress.drain(..lo);
                 input = build(&to_compress);
             }
             Err(e) => {
