@@ -288,3 +288,27 @@ async fn a_damaged_record_is_a_serialization_error_not_a_crash() {
     assert!(s.get_session(&owner().session(good.id)).await.unwrap().is_some());
     assert!(s.delete_session(&key).await.unwrap(), "a damaged session can still be deleted");
 }
+
+#[tokio::test]
+async fn cursors_survive_ids_with_the_separator() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir).await;
+    for id in ["a|1", "a|2", "b|x|y", "plain"] {
+        let req = UpsertSession::new(owner(), SessionConfig::new("ws")).with_session_id(id);
+        s.upsert_session(req).await.unwrap();
+    }
+    let mut page = PageRequest::first(1);
+    let mut ids = Vec::new();
+    loop {
+        let p = s.list_sessions(&owner(), &page).await.unwrap();
+        ids.extend(p.sessions.into_iter().map(|x| x.id));
+        match p.next_cursor {
+            Some(c) => page.cursor = Some(c),
+            None => break,
+        }
+    }
+    ids.sort();
+    assert_eq!(ids, ["a|1", "a|2", "b|x|y", "plain"]);
+    let bad = PageRequest { limit: 1, cursor: Some("no separator".into()) };
+    assert_eq!(s.list_sessions(&owner(), &bad).await.unwrap_err().kind(), StorageErrorKind::InvalidInput);
+}

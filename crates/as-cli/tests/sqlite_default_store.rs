@@ -1,0 +1,90 @@
+//! The default store of the `agentscope` binary: SQLite at `$AGENTSCOPE_HOME/sessions.db`, else
+//! `$XDG_DATA_HOME/agentscope/sessions.db`, else `~/.local/share/agentscope/sessions.db`, and
+//! `--help` naming it; a `sqlite:` path that is not a database is refused untouched.
+//! (The session lifecycle on one SQLite file is `sessions_sqlite.rs`.)
+
+// clippy.toml allows these inside #[test] fns only; the helpers below are test code too.
+#![allow(clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+/// Runs the binary with a clean storage environment plus `env`.
+fn run(args: &[&str], env: &[(&str, &Path)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentscope"));
+    cmd.args(args)
+        .env_remove("AGENTSCOPE_STORAGE")
+        .env_remove("AGENTSCOPE_HOME")
+        .env_remove("XDG_DATA_HOME")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("run agentscope")
+}
+
+fn ok(o: &Output) -> String {
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout.clone()).expect("utf-8 stdout")
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().expect("exited normally")
+}
+
+const OWNER: [&str; 4] = ["--user", "user-1", "--agent", "agent-1"];
+
+fn sessions(storage: &str, cmd: &[&str], rest: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = vec!["--storage".into(), storage.into(), "sessions".into()];
+    v.extend(cmd.iter().map(|s| (*s).to_owned()));
+    v.extend(OWNER.iter().map(|s| (*s).to_owned()));
+    v.extend(rest.iter().map(|s| (*s).to_owned()));
+    v
+}
+
+fn run_s(storage: &str, cmd: &[&str], rest: &[&str]) -> Output {
+    let args = sessions(storage, cmd, rest);
+    run(&args.iter().map(String::as_str).collect::<Vec<_>>(), &[])
+}
+
+#[test]
+fn default_store_follows_agentscope_home_then_xdg_data_home_then_home() {
+    let a = tempfile::tempdir().expect("temp dir");
+    let x = tempfile::tempdir().expect("temp dir");
+    let h = tempfile::tempdir().expect("temp dir");
+    let create = ["sessions", "create", "--user", "u", "--agent", "a"];
+
+    ok(&run(&create, &[("AGENTSCOPE_HOME", a.path()), ("XDG_DATA_HOME", x.path()), ("HOME", h.path())]));
+    assert!(a.path().join("sessions.db").is_file());
+    assert!(!x.path().join("agentscope").exists() && !h.path().join(".local").exists());
+
+    ok(&run(&create, &[("XDG_DATA_HOME", x.path()), ("HOME", h.path())]));
+    assert!(x.path().join("agentscope/sessions.db").is_file());
+
+    ok(&run(&create, &[("HOME", h.path())]));
+    assert!(h.path().join(".local/share/agentscope/sessions.db").is_file());
+
+    // And --help says so.
+    for args in [&["--help"][..], &["sessions", "list", "--help"][..]] {
+        let help = ok(&run(args, &[("AGENTSCOPE_HOME", a.path())]));
+        let expected = format!("sqlite:{}", a.path().join("sessions.db").display());
+        assert!(help.contains(&expected), "{args:?} help names {expected}:\n{help}");
+        let help = ok(&run(args, &[("XDG_DATA_HOME", x.path()), ("HOME", h.path())]));
+        let expected = format!("sqlite:{}", x.path().join("agentscope/sessions.db").display());
+        assert!(help.contains(&expected), "{args:?} help names {expected}:\n{help}");
+    }
+}
+
+#[test]
+fn a_file_that_is_not_a_database_is_refused_with_a_clear_message() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let notes = dir.path().join("notes.txt");
+    std::fs::write(&notes, "my notes\n".repeat(100)).expect("write");
+    let o = run_s(&format!("sqlite:{}", notes.display()), &["list"], &[]);
+    assert_ne!(code(&o), 0);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("not an SQLite database"), "{err}");
+    assert_eq!(std::fs::read_to_string(&notes).expect("read"), "my notes\n".repeat(100), "untouched");
+}
