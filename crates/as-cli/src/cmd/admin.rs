@@ -624,7 +624,6 @@ pub(crate) fn parked_calls(record: &SessionRecord) -> Vec<&as_message::ToolCallB
 mod tests {
     use as_message::{PermissionBehavior, PermissionRule, ToolCallBlock, ToolResultBlock, ToolResultState};
     use as_state::AgentState;
-    use as_storage::StorageBase as _;
     use as_storage::{SessionConfig, SessionMeta, Timestamp};
 
     use super::*;
