@@ -2,6 +2,8 @@
 //! a new process sharing a private redis-server (compat layout with a TTL, and the cluster
 //! layout on a real 3-master cluster); an unreachable server and bad URLs exit with clear codes.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers outside #[test] fns
+
 use std::process::{Command, Output, Stdio};
 
 use as_storage_redis::testing::{RedisCluster, RedisServer, raw_command};
