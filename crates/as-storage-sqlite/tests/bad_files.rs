@@ -189,12 +189,31 @@ fn running_as_root(dir: &Path) -> bool {
 
 /// Opens `path` in a process that permissions apply to; returns its one-line report.
 fn open_elsewhere(test: &str, dir: &Path, path: &Path) -> String {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    let exe = std::env::current_exe().unwrap();
+    let mut cmd = if running_as_root(dir) {
+        // `nobody` may not reach the build directory (a checkout under /root): run a copy of
+        // this binary from the world-readable temp dir.
+        let copy = dir.join("bad_files_test_bin");
+        std::fs::copy(&exe, &copy).unwrap();
+        std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut cmd = Command::new(copy);
+        cmd.uid(65534).gid(65534).current_dir(dir);
+        cmd
+    } else {
+        Command::new(exe)
+    };
     cmd.args(["--exact", test, "--nocapture", "--test-threads", "1"]).env(CHILD_PATH, path);
-    if running_as_root(dir) {
-        cmd.uid(65534).gid(65534);
-    }
-    let out = cmd.output().unwrap();
+    // ETXTBSY: another test thread forked while the copy was still open for writing; its child
+    // closes that descriptor on exec, so trying again succeeds.
+    let out = (0..100)
+        .find_map(|_| match cmd.output() {
+            Err(e) if e.raw_os_error() == Some(26) => {
+                std::thread::yield_now();
+                None
+            }
+            other => Some(other.unwrap()),
+        })
+        .expect("the copied test binary stayed busy");
     assert!(out.status.success(), "child failed: {}", String::from_utf8_lossy(&out.stderr));
     let stdout = String::from_utf8(out.stdout).unwrap();
     stdout
