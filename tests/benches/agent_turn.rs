@@ -9,32 +9,14 @@ use std::sync::Arc;
 
 use as_agent::{Agent, ReplyInput, SessionRunner};
 use as_message::Msg;
-use as_model::{ChatModel, ChatRequest, ChatResponse, ChatStream, ModelError};
+use as_model::ConstantModel;
 use as_state::AgentState;
 use as_storage::{SessionConfig, SessionKey, SharedStorage, UpsertSession};
-use async_trait::async_trait;
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
-
-/// A model that answers the same text at once (no I/O).
-#[derive(Debug)]
-struct Constant;
-
-#[async_trait]
-impl ChatModel for Constant {
-    fn model_name(&self) -> &str {
-        "constant"
-    }
-    fn provider(&self) -> &'static str {
-        "bench"
-    }
-    async fn stream(&self, _request: ChatRequest) -> Result<ChatStream, ModelError> {
-        Ok(ChatStream::from_response(ChatResponse::new(vec![as_message::ContentBlock::text("Sure.")])))
-    }
-}
 
 fn bench_store(c: &mut Criterion, name: &str, rt: &tokio::runtime::Runtime, storage: SharedStorage) {
     let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
-    let agent = Agent::builder("Friday", "sys", Arc::new(Constant)).build().unwrap();
+    let agent = Agent::builder("Friday", "sys", Arc::new(ConstantModel::new("constant", "Sure."))).build().unwrap();
     let mut base = AgentState::for_session("bench");
     for i in 0..10 {
         base.context.push(Msg::user("user", format!("question {i}")));

@@ -22,28 +22,10 @@ use std::time::{Duration, Instant};
 
 use as_agent::{Agent, ReplyInput, SessionRunner};
 use as_message::{ContentBlock, Msg, ToolCallBlock, ToolCallState};
-use as_model::{ChatModel, ChatRequest, ChatResponse, ChatStream, ModelError};
+use as_model::ConstantModel;
 use as_state::AgentState;
 use as_state::test_utils::conversation_state;
 use as_storage::{SessionConfig, SessionKey, SharedStorage, UpsertSession};
-use async_trait::async_trait;
-
-/// A model that answers the same text at once (no I/O).
-#[derive(Debug)]
-struct Constant;
-
-#[async_trait]
-impl ChatModel for Constant {
-    fn model_name(&self) -> &str {
-        "constant"
-    }
-    fn provider(&self) -> &'static str {
-        "bench"
-    }
-    async fn stream(&self, _request: ChatRequest) -> Result<ChatStream, ModelError> {
-        Ok(ChatStream::from_response(ChatResponse::new(vec![ContentBlock::text("Sure.")])))
-    }
-}
 
 /// Keeps whatever backs a store (temp dir, redis-server) alive.
 enum Backing {
@@ -153,7 +135,7 @@ async fn runner(store: &str, messages: usize, iters: usize) {
         return;
     };
     let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
-    let agent = Agent::builder("Friday", "sys", Arc::new(Constant)).build().unwrap();
+    let agent = Agent::builder("Friday", "sys", Arc::new(ConstantModel::new("constant", "Sure."))).build().unwrap();
     let key = SessionKey::new("bench-user", "bench-agent", "runner");
     let base = conversation_state(messages);
     let mut samples = Vec::with_capacity(iters);
@@ -213,7 +195,7 @@ async fn rss_reply(messages: usize) {
     seed(&storage, &key, conversation_state(messages)).await;
     let (_, before) = rss_kib();
     let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
-    let agent = Agent::builder("Friday", "sys", Arc::new(Constant)).build().unwrap();
+    let agent = Agent::builder("Friday", "sys", Arc::new(ConstantModel::new("constant", "Sure."))).build().unwrap();
     runner.run_turn(&agent, &key, ReplyInput::user_text("next?"), &mut |_| {}).await.unwrap();
     let (peak, after) = rss_kib();
     let state_bytes = as_message::to_json(&conversation_state(messages)).len();

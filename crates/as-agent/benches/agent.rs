@@ -9,11 +9,10 @@ use std::sync::Arc;
 use as_agent::{Agent, ReActConfig, ReplyInput, ReplyStatus, SessionRunner};
 use as_message::Msg;
 use as_message::{PermissionContext, PermissionMode};
-use as_model::{ChatModel, ChatRequest, ChatResponse, ChatStream, ModelError, ScriptedModel, ScriptedTurn};
+use as_model::{ConstantModel, ScriptedModel, ScriptedTurn};
 use as_state::AgentState;
 use as_storage::{InMemoryStorage, SessionConfig, SessionKey, SharedStorage, UpsertSession};
 use as_tools::{FunctionTool, ToolError, Toolkit};
-use async_trait::async_trait;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 
 const ITERS: u64 = 10;
@@ -92,29 +91,12 @@ fn loop_overhead(c: &mut Criterion) {
     g.finish();
 }
 
-/// A model that always answers the same text at once.
-#[derive(Debug)]
-struct Constant;
-
-#[async_trait]
-impl ChatModel for Constant {
-    fn model_name(&self) -> &str {
-        "constant"
-    }
-    fn provider(&self) -> &'static str {
-        "bench"
-    }
-    async fn stream(&self, _request: ChatRequest) -> Result<ChatStream, ModelError> {
-        Ok(ChatStream::from_response(ChatResponse::new(vec![as_message::ContentBlock::text("Sure.")])))
-    }
-}
-
 fn runner_turn(c: &mut Criterion) {
     let rt = rt();
     let storage: SharedStorage = Arc::new(InMemoryStorage::new());
     rt.block_on(storage.open()).unwrap();
     let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
-    let agent = Agent::builder("Friday", "sys", Arc::new(Constant)).build().unwrap();
+    let agent = Agent::builder("Friday", "sys", Arc::new(ConstantModel::new("constant", "Sure."))).build().unwrap();
     // A session with 20 messages of history.
     let mut base = AgentState::for_session("bench");
     for i in 0..10 {

@@ -74,11 +74,14 @@
 //! Also here: [`ToolSchema`] / [`ToolChoice`], structured output ([`ChatModel::generate_structured_output`]),
 //! token counting ([`TokenCounter`], the 2.0.4 heuristic [`HeuristicTokenCounter`]), provider retries
 //! ([`RetryPolicy`]) and the agent's retry/fallback config ([`ModelConfig`]), typed errors ([`ModelError`] with a
-//! [`ModelErrorKind`]), and, with feature `test-utils`, [`ScriptedModel`].
+//! [`ModelErrorKind`]), and, with feature `test-utils`, [`ScriptedModel`] and
+//! [`ConstantModel`].
 
 mod config;
 #[cfg(any(test, feature = "test-utils"))]
 pub mod conformance;
+#[cfg(any(test, feature = "test-utils"))]
+mod constant;
 mod error;
 mod model;
 mod request;
@@ -89,6 +92,8 @@ mod stream;
 mod tokens;
 
 pub use config::{ModelConfig, RetryPolicy};
+#[cfg(any(test, feature = "test-utils"))]
+pub use constant::ConstantModel;
 pub use error::{ModelError, ModelErrorKind, Result};
 pub use model::{
     ChatModel, STRUCTURED_OUTPUT_REMINDER, STRUCTURED_OUTPUT_TOOL, SharedChatModel, parse_structured_output,
