@@ -4,6 +4,8 @@
 //! the printed id, exit codes and one-line messages. Persistence across processes is tested
 //! with SQLite (and Redis) by their engineers.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers outside #[test] fns
+
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 

@@ -2,6 +2,8 @@
 //! so this is the session lifecycle a user drives from the shell (create, show, CAS set-state
 //! with a conflict, paging, ownership, delete).
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers outside #[test] fns
+
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
