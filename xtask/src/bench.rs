@@ -71,7 +71,8 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         }
         cargo(&root, &a).with_context(|| format!("criterion bench {pkg}/{bench}"))?;
     }
-    let criterion = collect_criterion(&root.join("target/criterion"), since)?;
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    let criterion = collect_criterion(&target.join("criterion"), since)?;
 
     let load_exe = build_load_bench(&root)?;
     let mut load = Vec::new();
@@ -107,7 +108,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         "load": load,
         "python": match &python { Ok(v) => json!({"ran": true, "figures": v}), Err(why) => json!({"ran": false, "why": why}) },
     });
-    let out = root.join("target/bench-report.json");
+    let out = target.join("bench-report.json");
     std::fs::write(&out, serde_json::to_string_pretty(&report)?)?;
     let md = render(&report);
     std::fs::write(root.join("docs/benchmarks.md"), md)?;
@@ -219,7 +220,7 @@ fn python_side(root: &Path, load_exe: &Path, quick: bool) -> anyhow::Result<Resu
         }
         Err(e) => return Ok(Err(format!("cannot run {python}: {e}"))),
     }
-    let tmp = root.join("target/bench-python");
+    let tmp = std::env::temp_dir().join(format!("agentscope-bench-python-{}", std::process::id()));
     std::fs::create_dir_all(&tmp)?;
     let mut files = Vec::new();
     for n in SIZES {
