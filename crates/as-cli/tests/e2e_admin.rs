@@ -11,7 +11,7 @@ use e2e_support::*;
 /// Makes sessions through the real chat path (so each has a message log too): two for agent
 /// `friday` (one parked on a Write confirmation), one for `helper`.
 fn seed(storage: &str, work: &std::path::Path) -> Vec<String> {
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let rt = runtime();
     let srv = rt.block_on(MockServer::start()).unwrap();
     let url = srv.base_url();
     let workdir = work.to_string_lossy().into_owned();

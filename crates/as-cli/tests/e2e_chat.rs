@@ -15,17 +15,6 @@ fn server(rt: &tokio::runtime::Runtime) -> MockServer {
     rt.block_on(MockServer::start()).expect("mock server")
 }
 
-fn text_reply(parts: &[&str]) -> MockReply {
-    let mut chunks: Vec<serde_json::Value> = parts.iter().map(|p| chunk::text(p)).collect();
-    chunks.push(chunk::finish("stop"));
-    chunks.push(chunk::usage(10, 2));
-    MockReply::sse(chunks)
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap()
-}
-
 /// Two processes, one session: the second turn's model input holds the first turn.
 fn remembers_across_processes(storage: &str) {
     let rt = runtime();

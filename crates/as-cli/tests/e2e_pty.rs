@@ -9,14 +9,6 @@ mod e2e_support;
 use as_model_openai::test_server::{MockReply, MockServer, SseStep, chunk};
 use e2e_support::*;
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap()
-}
-
-fn text_reply(text: &str) -> MockReply {
-    MockReply::sse([chunk::text(text), chunk::finish("stop"), chunk::usage(10, 2)])
-}
-
 #[test]
 fn sqlite_ctrl_c_interrupts_the_stream_and_ctrl_d_quits() {
     let dir = tempfile::tempdir().unwrap();
@@ -50,7 +42,7 @@ fn ctrl_c_interrupts_the_stream_and_ctrl_d_quits(storage: &str) {
     pty.expect("[interrupted: the reply so far is saved]");
     pty.expect("you> ");
 
-    srv.push(text_reply("...and that was the end."));
+    srv.push(text_reply(&["...and that was the end."]));
     pty.send(b"Go on.\r");
     pty.expect("...and that was the end.");
     pty.expect("you> ");
@@ -143,7 +135,7 @@ fn quitting_at_a_confirmation_parks_and_the_next_chat_asks_first(storage: &str) 
     let first = pty.expect("Allow?");
     assert!(!first.contains("you> "), "asked before the prompt: {first}");
     assert!(first.contains("(2 messages so far; last, user: Save my name.)"), "a recap of the session: {first}");
-    srv.push(text_reply("Saved."));
+    srv.push(text_reply(&["Saved."]));
     pty.expect("> ");
     pty.send(b"a\r");
     pty.expect("Saved.");
@@ -152,7 +144,7 @@ fn quitting_at_a_confirmation_parks_and_the_next_chat_asks_first(storage: &str) 
 
     // The rule now allows the same call without asking.
     srv.push(write("Ada Lovelace\n"));
-    srv.push(text_reply("Updated."));
+    srv.push(text_reply(&["Updated."]));
     pty.send(b"Add my surname.\r");
     let shown = pty.expect("Updated.");
     assert!(!shown.contains("Allow?"), "the always rule applied: {shown}");

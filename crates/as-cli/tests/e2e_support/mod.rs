@@ -9,6 +9,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use as_model_openai::test_server::{MockReply, chunk};
 use portable_pty::{CommandBuilder, PtySize, native_pty_system};
 
 /// The binary under test.
@@ -50,6 +51,19 @@ pub fn new_session_id(stderr: &str) -> String {
         .and_then(|rest| rest.split_whitespace().next())
         .unwrap_or_else(|| panic!("no new session line in {stderr:?}"))
         .to_owned()
+}
+
+/// A runtime (one worker thread) to host the mock server in.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap()
+}
+
+/// A streamed text reply: `parts` as text chunks, then finish reason `stop` and usage 10/2.
+pub fn text_reply(parts: &[&str]) -> MockReply {
+    let mut chunks: Vec<serde_json::Value> = parts.iter().map(|p| chunk::text(p)).collect();
+    chunks.push(chunk::finish("stop"));
+    chunks.push(chunk::usage(10, 2));
+    MockReply::sse(chunks)
 }
 
 /// The chat arguments against the mock server.
