@@ -3,6 +3,9 @@
 //! agent from the stored state) on memory, SQLite and Redis; the history is checked valid at every point and the
 //! number of points tried is reported.
 
+// Test helpers outside #[test] fns are not covered by clippy.toml's allow-*-in-tests.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod reliability;
 
 use std::sync::Arc;

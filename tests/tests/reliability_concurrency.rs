@@ -2,6 +2,9 @@
 //! failed attempt is a `Conflict`; 256 sessions × 20 turns at once through `SessionRunner` persist every
 //! turn exactly once (memory, SQLite, Redis; Redis is skipped with a message when `redis-server` is missing).
 
+// Test helpers outside #[test] fns are not covered by clippy.toml's allow-*-in-tests.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod reliability;
 
 use std::collections::HashSet;

@@ -7,6 +7,9 @@
 //! as-storage-redis `tests/faults.rs` (Redis killed/paused/restarted during a write loop) and as-storage-sqlite
 //! `tests/processes.rs` (a writer killed with SIGKILL).
 
+// Test helpers outside #[test] fns are not covered by clippy.toml's allow-*-in-tests.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod reliability;
 
 use std::sync::Arc;

@@ -3,6 +3,9 @@
 //! 100 000 with `AS_RELIABILITY_FULL=1`), and a crafted corpus: deeply nested JSON, 100 MB strings against the
 //! default record limit, ids built to collide, wrong Redis types, tool arguments that are not JSON.
 
+// Test helpers outside #[test] fns are not covered by clippy.toml's allow-*-in-tests.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod reliability;
 
 use std::path::PathBuf;
