@@ -61,4 +61,4 @@ pub use parse::{ReasoningField, StreamState};
 pub use provider::{
     DashScopeChatModel, DeepSeekChatModel, OllamaChatModel, OpenAiChatModel, OpenAiCompatibleModel, inline_refs,
 };
-pub use sse::{SseError, SseParser};
+pub use sse::{DEFAULT_MAX_EVENT_BYTES, SseError, SseParser};

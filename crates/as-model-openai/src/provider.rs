@@ -350,8 +350,13 @@ impl Driver {
             }
             Ok(Some(Ok(bytes))) => {
                 let mut events = Vec::new();
-                if self.parser.feed(&bytes, &mut events).is_err() {
-                    return self.fail(ModelErrorKind::InvalidResponse, "the stream is not valid UTF-8");
+                match self.parser.feed(&bytes, &mut events) {
+                    Ok(()) => {}
+                    Err(crate::sse::SseError::TooLarge { limit }) => {
+                        let msg = format!("an SSE event is larger than {limit} bytes");
+                        return self.fail(ModelErrorKind::InvalidResponse, msg);
+                    }
+                    Err(_) => return self.fail(ModelErrorKind::InvalidResponse, "the stream is not valid UTF-8"),
                 }
                 for e in events {
                     if self.done {

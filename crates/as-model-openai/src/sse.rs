@@ -4,10 +4,21 @@
 ///
 /// Comment lines (`:`), `event:`, `id:` and `retry:` fields are ignored. Bytes are buffered until a full line
 /// arrives, so a chunk boundary may fall anywhere, inside a UTF-8 character included.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SseParser {
     buf: Vec<u8>,
     data: Option<String>,
+    max_event_bytes: usize,
+}
+
+/// The default cap on one SSE line or event (16 MiB): a hostile or broken server cannot grow memory
+/// without bound by never ending a line.
+pub const DEFAULT_MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
+
+impl Default for SseParser {
+    fn default() -> Self {
+        Self { buf: Vec::new(), data: None, max_event_bytes: DEFAULT_MAX_EVENT_BYTES }
+    }
 }
 
 /// Why the SSE bytes could not be parsed.
@@ -17,6 +28,11 @@ pub enum SseError {
     NotUtf8,
     /// The input ended in the middle of a line.
     CutMidLine,
+    /// A line or an event grew past the parser's limit.
+    TooLarge {
+        /// The limit, in bytes.
+        limit: usize,
+    },
 }
 
 impl SseParser {
@@ -25,7 +41,13 @@ impl SseParser {
         Self::default()
     }
 
+    /// A parser whose lines and events may not exceed `max_event_bytes`.
+    pub fn with_max_event_bytes(max_event_bytes: usize) -> Self {
+        Self { max_event_bytes, ..Self::default() }
+    }
+
     /// Feeds bytes, pushing every completed event's data into `out`.
+    /// Fails with [`SseError::TooLarge`] once a line or an event exceeds the limit.
     pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<String>) -> Result<(), SseError> {
         self.buf.extend_from_slice(bytes);
         let mut start = 0;
@@ -50,9 +72,15 @@ impl SseParser {
                     None => self.data = Some(value.to_owned()),
                 }
             }
+            if self.data.as_ref().is_some_and(|d| d.len() > self.max_event_bytes) {
+                return Err(SseError::TooLarge { limit: self.max_event_bytes });
+            }
             start = end + 1;
         }
         self.buf.drain(..start);
+        if self.buf.len() > self.max_event_bytes {
+            return Err(SseError::TooLarge { limit: self.max_event_bytes });
+        }
         Ok(())
     }
 
@@ -98,5 +126,22 @@ mod tests {
         assert_eq!(parse_in_pieces(b"data: {\"cut", 3).1, Err(SseError::CutMidLine));
         let mut p = SseParser::new();
         assert_eq!(p.feed(b"data: \xff\n", &mut vec![]), Err(SseError::NotUtf8));
+    }
+
+    #[test]
+    fn unbounded_lines_and_events_are_refused() {
+        // A line that never ends.
+        let mut p = SseParser::with_max_event_bytes(64);
+        let mut out = vec![];
+        assert_eq!(p.feed(&[b'x'; 40], &mut out), Ok(()));
+        assert_eq!(p.feed(&[b'x'; 40], &mut out), Err(SseError::TooLarge { limit: 64 }));
+        // An event made of many short data lines with no blank line.
+        let mut p = SseParser::with_max_event_bytes(64);
+        let many = "data: 0123456789\n".repeat(10);
+        assert_eq!(p.feed(many.as_bytes(), &mut out), Err(SseError::TooLarge { limit: 64 }));
+        // Within the limit all is well.
+        let mut p = SseParser::with_max_event_bytes(64);
+        assert_eq!(p.feed(b"data: ok\n\n", &mut out), Ok(()));
+        assert_eq!(out, vec!["ok"]);
     }
 }
