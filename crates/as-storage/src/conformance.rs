@@ -46,8 +46,8 @@ use as_message::{ContentBlock, JsonValue, Msg, ToolCallBlock, ToolResultBlock};
 use as_state::AgentState;
 
 use crate::{
-    Owner, PageRequest, Revision, SessionConfig, SessionKey, SessionRecord, SharedStorage, StorageError,
-    StorageErrorKind, Timestamp, UpsertSession, message_range,
+    ImportMode, ImportOutcome, Owner, PageRequest, Revision, SessionConfig, SessionKey, SessionRecord, SessionSource,
+    SharedStorage, StorageError, StorageErrorKind, Timestamp, UpsertSession, message_range,
 };
 
 /// What a scenario may ask of the factory.
@@ -213,6 +213,10 @@ pub const SCENARIOS: &[&str] = &[
     "durable_survives_reopen",
     "cross_process_instances_agree",
     "ttl_expires_idle_sessions",
+    "import_record_is_verbatim",
+    "import_record_modes",
+    "import_record_validates",
+    "list_agents_is_scoped_and_sorted",
 ];
 
 /// Calls `$cb!` with every scenario name (the single list both runners use).
@@ -229,7 +233,8 @@ macro_rules! __storage_conformance_scenarios {
             messages_upsert_replaces_last_or_appends messages_list_uses_lrange_semantics messages_require_session
             concurrent_cas_writers_lose_no_update concurrent_readers_see_whole_writes
             delete_racing_update_leaves_no_zombie model_based_random_operations durable_survives_reopen
-            cross_process_instances_agree ttl_expires_idle_sessions
+            cross_process_instances_agree ttl_expires_idle_sessions import_record_is_verbatim import_record_modes
+            import_record_validates list_agents_is_scoped_and_sorted
         }
     };
 }
@@ -1289,6 +1294,298 @@ pub async fn ttl_expires_idle_sessions<F: StorageFactory>(factory: &F) -> Res {
     }
 }
 
+/// A record as another store (or Python) wrote it: old timestamps (one with an offset, one with
+/// microseconds), a schedule, a team, a model config and a foreign `state.session_id`.
+fn foreign_record(o: &Owner, id: &str, tag: &str) -> Result<SessionRecord, String> {
+    let ts = |t: &str| t.parse::<Timestamp>().map_err(|e| format!("timestamp {t}: {e}"));
+    let mut config = config(&format!("imported-{tag}"));
+    config.chat_model_config = Some(crate::ChatModelConfig {
+        kind: "openai_credential".into(),
+        credential_id: "cred-1".into(),
+        model: "gpt-x".into(),
+        parameters: as_message::JsonMap::from_iter([("temperature".to_owned(), JsonValue::from(0.25))]),
+    });
+    let mut state = conversation_state(2, tag);
+    state.session_id = "not-the-session-id".into();
+    Ok(SessionRecord {
+        id: id.to_owned(),
+        updated_at: ts("2024-03-02T11:00:00.123456")?,
+        created_at: ts("2024-03-01T10:00:00+08:00")?,
+        user_id: o.user_id.clone(),
+        agent_id: o.agent_id.clone(),
+        source: SessionSource::Schedule,
+        source_schedule_id: Some(format!("sched-{tag}")),
+        team_id: Some(format!("team-{tag}")),
+        config,
+        state,
+    })
+}
+
+/// What a store must give back for an imported `record`: the same, under its own id.
+fn as_stored(record: &SessionRecord) -> SessionRecord {
+    SessionRecord::from_parts(record.meta(), record.state.clone())
+}
+
+/// Runs `import_record`; `Ok(None)` when the backend reports `Unsupported` (the scenario skips).
+async fn try_import(
+    c: &Ctx,
+    s: &SharedStorage,
+    record: &SessionRecord,
+    messages: &[Msg],
+    mode: ImportMode,
+) -> Result<Option<ImportOutcome>, ConformanceError> {
+    match s.import_record(record, messages, mode).await {
+        Err(e) if e.kind() == StorageErrorKind::Unsupported => Ok(None),
+        r => c.ok("import_record", r).map(Some),
+    }
+}
+
+const IMPORT_UNSUPPORTED: &str = "import_record reports Unsupported (optional method)";
+
+/// An imported record reads back exactly as given (every field, timestamps included) with its
+/// message log and its index entry; its revision is its `updated_at`, and it lives on like any
+/// other session (CAS update, delete cascade).
+pub async fn import_record_is_verbatim<F: StorageFactory>(factory: &F) -> Res {
+    let c = Ctx { name: "import_record_is_verbatim" };
+    let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
+    let o = owner("user-1", "agent-1");
+    let newer = c.create(&s, req(&o, "made-here")).await?;
+    let mut rec = foreign_record(&o, "imported-1", "v").map_err(|e| c.fail(e))?;
+    rec.state = rich_state().map_err(|e| c.fail(e))?;
+    let log = vec![msg("m1", "first"), tool_result_msg("m2", "second"), msg("m3", "third")];
+    let Some(outcome) = try_import(&c, &s, &rec, &log, ImportMode::CreateOnly).await? else {
+        return skipped(IMPORT_UNSUPPORTED);
+    };
+    c.ensure(outcome == ImportOutcome::Created, || format!("import of a new id returned {outcome:?}"))?;
+    let k = o.session(rec.id.clone());
+    let want = as_stored(&rec);
+    let got = c.must_get(&s, &k).await?;
+    c.ensure(got.state.session_id == rec.id, || format!("state.session_id stored as {:?}", got.state.session_id))?;
+    c.ensure(got == want, || format!("imported record reads back differently:\n{:?}\n{:?}", got.meta(), want.meta()))?;
+    c.ensure(got.to_canonical_json() == want.to_canonical_json(), || "canonical JSON differs".into())?;
+    c.ensure(got.revision() == rec.revision(), || {
+        format!("revision {} is not the imported updated_at", got.revision())
+    })?;
+    let msgs = c.ok("list_messages", s.list_messages(&k, 0, 0).await)?;
+    c.ensure(msgs == log, || format!("message log {:?}, imported {:?}", texts(&msgs), texts(&log)))?;
+    // Listed, at its imported place: older than the session made just now.
+    let page = c.ok("list_sessions", s.list_sessions(&o, &PageRequest::first(50)).await)?;
+    let ids: Vec<&str> = page.sessions.iter().map(|x| x.id.as_str()).collect();
+    c.ensure(ids == [newer.id.as_str(), rec.id.as_str()], || format!("listing {ids:?}, expected the import last"))?;
+    let sum = &page.sessions[1];
+    c.ensure(sum.created_at == rec.created_at && sum.updated_at == rec.updated_at, || {
+        format!("summary timestamps {} / {}", sum.created_at, sum.updated_at)
+    })?;
+    c.ensure(sum.source == SessionSource::Schedule && sum.name == rec.config.name, || "summary differs".into())?;
+    // A CAS write from the imported revision works and moves it forward.
+    let rev =
+        c.ok("update from the imported revision", s.update_session_state(&k, &rec.state, Some(&rec.revision())).await)?;
+    c.ensure(ts(&rev) > Some(rec.updated_at), || format!("revision {rev} is not after the imported one"))?;
+    let after = c.must_get(&s, &k).await?;
+    c.ensure(after.created_at == rec.created_at && after.team_id == rec.team_id, || {
+        "an update lost imported fields".into()
+    })?;
+    // And delete removes what the import wrote.
+    c.ensure(c.ok("delete", s.delete_session(&k).await)?, || "delete of an imported session returned false".into())?;
+    c.ensure(c.ok("list_messages", s.list_messages(&k, 0, 0).await)?.is_empty(), || {
+        "imported log survives delete".into()
+    })?;
+    c.ensure(c.list_all(&s, &o, 50).await? == [newer.id.clone()], || "imported index entry survives delete".into())?;
+    // A record without a schedule or team, with an empty log, is verbatim too.
+    let mut plain = foreign_record(&o, "imported-2", "p").map_err(|e| c.fail(e))?;
+    plain.source = SessionSource::User;
+    plain.source_schedule_id = None;
+    plain.team_id = None;
+    try_import(&c, &s, &plain, &[], ImportMode::CreateOnly).await?;
+    let k2 = o.session(plain.id.clone());
+    c.ensure(c.must_get(&s, &k2).await? == as_stored(&plain), || "plain imported record differs".into())?;
+    c.ensure(c.ok("list_messages", s.list_messages(&k2, 0, 0).await)?.is_empty(), || "empty log has messages".into())?;
+    Ok(Outcome::Passed)
+}
+
+/// `CreateOnly` refuses an existing id and writes nothing; `Overwrite` replaces a session of the
+/// same owner (record, listing entry and message log); neither takes an id from another agent.
+pub async fn import_record_modes<F: StorageFactory>(factory: &F) -> Res {
+    let c = Ctx { name: "import_record_modes" };
+    let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
+    let o = owner("user-1", "agent-1");
+    let first = foreign_record(&o, "dup", "one").map_err(|e| c.fail(e))?;
+    let log1 = vec![msg("a1", "one"), msg("a2", "two")];
+    if try_import(&c, &s, &first, &log1, ImportMode::CreateOnly).await?.is_none() {
+        return skipped(IMPORT_UNSUPPORTED);
+    }
+    let k = o.session("dup");
+    let mut second = foreign_record(&o, "dup", "two").map_err(|e| c.fail(e))?;
+    second.created_at = "2023-01-01T00:00:00".parse().map_err(|e| c.fail(format!("{e}")))?;
+    second.updated_at = "2023-01-02T00:00:00".parse().map_err(|e| c.fail(format!("{e}")))?;
+    second.source_schedule_id = Some("sched-other".into());
+    second.team_id = None;
+    let log2 = vec![msg("b1", "replaced")];
+    c.kind(
+        "CreateOnly import of an existing id",
+        s.import_record(&second, &log2, ImportMode::CreateOnly).await,
+        StorageErrorKind::AlreadyExists,
+    )?;
+    c.ensure(c.must_get(&s, &k).await? == as_stored(&first), || "a refused import changed the record".into())?;
+    let msgs = c.ok("list_messages", s.list_messages(&k, 0, 0).await)?;
+    c.ensure(msgs == log1, || format!("a refused import changed the log: {:?}", texts(&msgs)))?;
+    let outcome = try_import(&c, &s, &second, &log2, ImportMode::Overwrite).await?;
+    c.ensure(outcome == Some(ImportOutcome::Replaced), || format!("overwrite returned {outcome:?}"))?;
+    c.ensure(c.must_get(&s, &k).await? == as_stored(&second), || "overwrite did not replace the record".into())?;
+    let msgs = c.ok("list_messages", s.list_messages(&k, 0, 0).await)?;
+    c.ensure(msgs == log2, || format!("overwrite left the log {:?}", texts(&msgs)))?;
+    let page = c.ok("list_sessions", s.list_sessions(&o, &PageRequest::first(50)).await)?;
+    c.ensure(page.sessions.len() == 1 && page.sessions[0].created_at == second.created_at, || {
+        format!("listing after overwrite: {:?}", page.sessions)
+    })?;
+    // Overwrite of an id that does not exist creates it.
+    let fresh = foreign_record(&o, "fresh", "f").map_err(|e| c.fail(e))?;
+    let outcome = try_import(&c, &s, &fresh, &[], ImportMode::Overwrite).await?;
+    c.ensure(outcome == Some(ImportOutcome::Created), || format!("overwrite of a new id returned {outcome:?}"))?;
+    // Overwrite of a session made by upsert_session, with a message log, replaces both.
+    let made = c.create(&s, req(&o, "made").with_session_id("made")).await?;
+    c.ok("upsert_message", s.upsert_message(&o.session("made"), &msg("x", "old")).await)?;
+    let over = foreign_record(&o, &made.id, "m").map_err(|e| c.fail(e))?;
+    try_import(&c, &s, &over, &[], ImportMode::Overwrite).await?;
+    c.ensure(c.must_get(&s, &o.session("made")).await? == as_stored(&over), || "upserted session not replaced".into())?;
+    c.ensure(c.ok("list_messages", s.list_messages(&o.session("made"), 0, 0).await)?.is_empty(), || {
+        "the old log of an overwritten session survived".into()
+    })?;
+    // Another agent of the same user can never take the id, in either mode.
+    let thief = foreign_record(&owner("user-1", "agent-2"), "dup", "t").map_err(|e| c.fail(e))?;
+    for mode in [ImportMode::CreateOnly, ImportMode::Overwrite] {
+        c.kind(
+            &format!("{mode:?} import of another agent's id"),
+            s.import_record(&thief, &[], mode).await,
+            StorageErrorKind::AlreadyExists,
+        )?;
+    }
+    c.ensure(c.must_get(&s, &k).await? == as_stored(&second), || "another agent's import changed the record".into())?;
+    c.ensure(c.get(&s, &owner("user-1", "agent-2").session("dup")).await?.is_none(), || "the thief sees it".into())?;
+    // Another user has its own id space.
+    let other = foreign_record(&owner("user-2", "agent-1"), "dup", "u2").map_err(|e| c.fail(e))?;
+    let outcome = try_import(&c, &s, &other, &log1, ImportMode::CreateOnly).await?;
+    c.ensure(outcome == Some(ImportOutcome::Created), || format!("another user's import returned {outcome:?}"))?;
+    c.ensure(c.must_get(&s, &k).await? == as_stored(&second), || "another user's import changed this one".into())?;
+    Ok(Outcome::Passed)
+}
+
+/// Bad ids are `InvalidKey` and a too large record or message is `TooLarge`; either way nothing
+/// is written (no record, no listing entry, no message).
+pub async fn import_record_validates<F: StorageFactory>(factory: &F) -> Res {
+    let c = Ctx { name: "import_record_validates" };
+    const MAX: usize = 8 * 1024;
+    let (_g, s) = c.build(factory, &BuildOptions::default().with_max_record_bytes(MAX)).await?;
+    let o = owner("user-1", "agent-1");
+    let good = foreign_record(&o, "good", "g").map_err(|e| c.fail(e))?;
+    if try_import(&c, &s, &good, &[], ImportMode::CreateOnly).await?.is_none() {
+        return skipped(IMPORT_UNSUPPORTED);
+    }
+    for bad in ["a:b", "{x}", "*", "a b", "", "s]"] {
+        for field in ["user_id", "agent_id", "session_id", "source_schedule_id"] {
+            let mut r = foreign_record(&o, "bad-target", "b").map_err(|e| c.fail(e))?;
+            match field {
+                "user_id" => r.user_id = bad.into(),
+                "agent_id" => r.agent_id = bad.into(),
+                "session_id" => r.id = bad.into(),
+                _ if bad.is_empty() => continue, // an empty schedule id means none (as in 2.0.4)
+                _ => r.source_schedule_id = Some(bad.into()),
+            }
+            for mode in [ImportMode::CreateOnly, ImportMode::Overwrite] {
+                c.kind(
+                    &format!("{mode:?} import with {field} = {bad:?}"),
+                    s.import_record(&r, &[msg("m", "t")], mode).await,
+                    StorageErrorKind::InvalidKey,
+                )?;
+            }
+        }
+    }
+    c.ensure(c.list_all(&s, &o, 50).await? == ["good"], || "a rejected import wrote a session".into())?;
+    let mut big = foreign_record(&o, "big", "big").map_err(|e| c.fail(e))?;
+    big.state.context.push(Msg::user("user", "z".repeat(MAX)));
+    c.kind(
+        "import of a too large record",
+        s.import_record(&big, &[], ImportMode::CreateOnly).await,
+        StorageErrorKind::TooLarge,
+    )?;
+    let small = foreign_record(&o, "big", "small").map_err(|e| c.fail(e))?;
+    c.kind(
+        "import with a too large message",
+        s.import_record(&small, &[msg("m1", "ok"), msg("m2", &"q".repeat(MAX))], ImportMode::CreateOnly).await,
+        StorageErrorKind::TooLarge,
+    )?;
+    c.ensure(c.get(&s, &o.session("big")).await?.is_none(), || "a rejected import left a record".into())?;
+    c.ensure(c.ok("list_messages", s.list_messages(&o.session("big"), 0, 0).await)?.is_empty(), || {
+        "a rejected import left messages".into()
+    })?;
+    // A rejected overwrite leaves the old session whole.
+    let mut big_good = good.clone();
+    big_good.state.context.push(Msg::user("user", "z".repeat(MAX)));
+    c.kind(
+        "overwrite with a too large record",
+        s.import_record(&big_good, &[], ImportMode::Overwrite).await,
+        StorageErrorKind::TooLarge,
+    )?;
+    c.ensure(c.must_get(&s, &o.session("good")).await? == as_stored(&good), || "a rejected overwrite wrote".into())?;
+    c.ensure(c.list_all(&s, &o, 50).await? == ["good"], || "a rejected import left an index entry".into())?;
+    Ok(Outcome::Passed)
+}
+
+/// `list_agents` lists exactly the agents the user has sessions under, sorted, and forgets an
+/// agent once its sessions are deleted.
+pub async fn list_agents_is_scoped_and_sorted<F: StorageFactory>(factory: &F) -> Res {
+    let c = Ctx { name: "list_agents_is_scoped_and_sorted" };
+    let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
+    let agents = |user: &'static str| {
+        let s = s.clone();
+        async move { s.list_agents(user).await }
+    };
+    match agents("user-1").await {
+        Err(e) if e.kind() == StorageErrorKind::Unsupported => {
+            return skipped("list_agents reports Unsupported (optional method)");
+        }
+        r => {
+            let got = c.ok("list_agents of an empty store", r)?;
+            c.ensure(got.is_empty(), || format!("an empty store lists agents {got:?}"))?;
+        }
+    }
+    let mut b_sessions = Vec::new();
+    for (u, a) in [
+        ("user-1", "b-agent"),
+        ("user-1", "a-agent"),
+        ("user-1", "a-agent"),
+        ("user-1", "agent-10"),
+        ("user-1", "b-agent"),
+        ("user-2", "z-agent"),
+        ("user-10", "y-agent"),
+        ("user", "x-agent"),
+    ] {
+        let rec = c.create(&s, req(&owner(u, a), "la")).await?;
+        if (u, a) == ("user-1", "b-agent") {
+            b_sessions.push(owner(u, a).session(rec.id));
+        }
+    }
+    let want = |v: &[&str]| v.iter().map(|x| (*x).to_owned()).collect::<Vec<String>>();
+    let got = c.ok("list_agents", agents("user-1").await)?;
+    c.ensure(got == want(&["a-agent", "agent-10", "b-agent"]), || format!("user-1 agents {got:?}"))?;
+    let got = c.ok("list_agents", agents("user-2").await)?;
+    c.ensure(got == want(&["z-agent"]), || format!("user-2 agents {got:?}"))?;
+    let got = c.ok("list_agents", agents("user").await)?;
+    c.ensure(got == want(&["x-agent"]), || format!("user agents {got:?}"))?;
+    let got = c.ok("list_agents", agents("nobody").await)?;
+    c.ensure(got.is_empty(), || format!("an unknown user has agents {got:?}"))?;
+    c.ok("delete", s.delete_session(&b_sessions[0]).await)?;
+    let got = c.ok("list_agents", agents("user-1").await)?;
+    c.ensure(got == want(&["a-agent", "agent-10", "b-agent"]), || format!("after one delete: {got:?}"))?;
+    c.ok("delete", s.delete_session(&b_sessions[1]).await)?;
+    let got = c.ok("list_agents", agents("user-1").await)?;
+    c.ensure(got == want(&["a-agent", "agent-10"]), || format!("an agent without sessions is listed: {got:?}"))?;
+    for bad in ["", "a:b", "u*", "x y"] {
+        c.kind(&format!("list_agents({bad:?})"), s.list_agents(bad).await, StorageErrorKind::InvalidKey)?;
+    }
+    Ok(Outcome::Passed)
+}
+
 // ---------------------------------------------------------------------------------------------
 // Model-based property test
 
@@ -1647,6 +1944,89 @@ mod tests {
     fn scenario_list_matches_macro() {
         let from_macro: Vec<&str> = crate::__storage_conformance_scenarios!(__names_for_test;);
         assert_eq!(from_macro, SCENARIOS);
+    }
+
+    /// A backend written before `import_record`/`list_agents` existed: only the required methods.
+    #[derive(Debug)]
+    struct Legacy(crate::InMemoryStorage);
+
+    #[async_trait::async_trait]
+    impl StorageBase for Legacy {
+        fn backend_name(&self) -> &'static str {
+            "legacy"
+        }
+        fn capabilities(&self) -> Capabilities {
+            self.0.capabilities()
+        }
+        async fn open(&self) -> crate::Result<()> {
+            self.0.open().await
+        }
+        async fn close(&self) -> crate::Result<()> {
+            self.0.close().await
+        }
+        async fn upsert_session(&self, req: UpsertSession) -> crate::Result<SessionRecord> {
+            self.0.upsert_session(req).await
+        }
+        async fn update_session_state(
+            &self,
+            key: &SessionKey,
+            state: &AgentState,
+            expected: Option<&Revision>,
+        ) -> crate::Result<Revision> {
+            self.0.update_session_state(key, state, expected).await
+        }
+        async fn get_session(&self, key: &SessionKey) -> crate::Result<Option<SessionRecord>> {
+            self.0.get_session(key).await
+        }
+        async fn list_sessions(&self, owner: &Owner, page: &PageRequest) -> crate::Result<crate::SessionPage> {
+            self.0.list_sessions(owner, page).await
+        }
+        async fn delete_session(&self, key: &SessionKey) -> crate::Result<bool> {
+            self.0.delete_session(key).await
+        }
+        async fn upsert_message(&self, key: &SessionKey, msg: &Msg) -> crate::Result<()> {
+            self.0.upsert_message(key, msg).await
+        }
+        async fn get_message(&self, key: &SessionKey, message_id: &str) -> crate::Result<Option<Msg>> {
+            self.0.get_message(key, message_id).await
+        }
+        async fn list_messages(&self, key: &SessionKey, offset: i64, limit: i64) -> crate::Result<Vec<Msg>> {
+            self.0.list_messages(key, offset, limit).await
+        }
+    }
+
+    struct LegacyFactory;
+
+    impl StorageFactory for LegacyFactory {
+        type Guard = ();
+        async fn build(&self, options: &BuildOptions) -> Result<((), SharedStorage), StorageError> {
+            let mut m = crate::InMemoryStorage::new();
+            if let Some(max) = options.max_record_bytes {
+                m = m.with_max_record_bytes(max);
+            }
+            m.open().await?;
+            Ok(((), Arc::new(Legacy(m))))
+        }
+    }
+
+    #[tokio::test]
+    async fn optional_methods_default_to_unsupported_and_their_scenarios_skip() {
+        let (_, s) = LegacyFactory.build(&BuildOptions::default()).await.unwrap();
+        let rec = foreign_record(&owner("u", "a"), "s", "t").unwrap();
+        let e = s.import_record(&rec, &[], ImportMode::CreateOnly).await.unwrap_err();
+        assert_eq!((e.kind(), e.backend(), e.operation()), (StorageErrorKind::Unsupported, "legacy", "import_record"));
+        let e = s.list_agents("u").await.unwrap_err();
+        assert_eq!((e.kind(), e.operation()), (StorageErrorKind::Unsupported, "list_agents"));
+        for r in [
+            import_record_is_verbatim(&LegacyFactory).await,
+            import_record_modes(&LegacyFactory).await,
+            import_record_validates(&LegacyFactory).await,
+            list_agents_is_scoped_and_sorted(&LegacyFactory).await,
+        ] {
+            assert!(matches!(r, Ok(Outcome::Skipped(_))), "{r:?}");
+        }
+        // The other scenarios still run against it.
+        assert_eq!(create_and_get_roundtrip(&LegacyFactory).await.unwrap(), Outcome::Passed);
     }
 
     #[test]

@@ -69,6 +69,7 @@ pub use record::{
     TTSModelConfig, encode_record,
 };
 pub use storage::{
-    Capabilities, ListError, PageRequest, SessionPage, SessionSummary, SharedStorage, StorageBase, UpsertSession,
+    Capabilities, ImportMode, ImportOutcome, ListError, PageRequest, SessionPage, SessionSummary, SharedStorage,
+    StorageBase, UpsertSession, validate_import,
 };
 pub use timestamp::{Timestamp, TimestampError};

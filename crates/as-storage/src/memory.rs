@@ -12,7 +12,10 @@ use crate::error::{Result, StorageError, StorageErrorKind};
 use crate::helpers::{DEFAULT_MAX_RECORD_BYTES, SessionCursor, check_size, message_range};
 use crate::key::{Owner, SessionKey, validate_id};
 use crate::record::{Revision, SessionMeta, SessionRecord, encode_record};
-use crate::storage::{Capabilities, PageRequest, SessionPage, SessionSummary, StorageBase, UpsertSession};
+use crate::storage::{
+    Capabilities, ImportMode, ImportOutcome, PageRequest, SessionPage, SessionSummary, StorageBase, UpsertSession,
+    validate_import,
+};
 use crate::timestamp::Timestamp;
 
 const BACKEND: &str = "memory";
@@ -425,6 +428,65 @@ impl StorageBase for InMemoryStorage {
             }
         };
         slice.iter().map(|j| parse_msg(j, OP)).collect()
+    }
+
+    async fn import_record(&self, record: &SessionRecord, messages: &[Msg], mode: ImportMode) -> Result<ImportOutcome> {
+        const OP: &str = "import_record";
+        self.ready(OP)?;
+        validate_import(record)?;
+        let meta = record.meta();
+        let bytes = encode_record(&meta, &record.state);
+        check_size(BACKEND, OP, bytes.len(), self.max_record_bytes)?;
+        let mut log = Vec::with_capacity(messages.len());
+        for m in messages {
+            let json = as_message::to_json(m);
+            check_size(BACKEND, OP, json.len(), self.max_record_bytes)?;
+            log.push((m.id.clone(), Arc::<str>::from(json)));
+        }
+        let owner = Owner::new(meta.user_id.clone(), meta.agent_id.clone());
+        let k = (meta.user_id.clone(), meta.id.clone());
+        let mut inner = self.lock();
+        let outcome = match inner.sessions.get(&k) {
+            None => ImportOutcome::Created,
+            Some(e) if e.meta.agent_id != meta.agent_id => {
+                return Err(err(
+                    StorageErrorKind::AlreadyExists,
+                    OP,
+                    format!("session {:?} of user {:?} belongs to another agent", meta.id, meta.user_id),
+                ));
+            }
+            Some(_) if mode == ImportMode::CreateOnly => {
+                return Err(err(
+                    StorageErrorKind::AlreadyExists,
+                    OP,
+                    format!("session {:?} of user {:?} already exists", meta.id, meta.user_id),
+                ));
+            }
+            Some(_) => ImportOutcome::Replaced,
+        };
+        if let Some(old) = inner.sessions.remove(&k)
+            && let Some(set) = inner.index.get_mut(&owner)
+        {
+            set.remove(&(old.meta.created_at, old.meta.id));
+        }
+        inner.index.entry(owner).or_default().insert((meta.created_at, meta.id.clone()));
+        let entry =
+            Entry { message_count: record.state.context.len() as u64, meta, bytes: bytes.into(), messages: log };
+        inner.sessions.insert(k, entry);
+        Ok(outcome)
+    }
+
+    async fn list_agents(&self, user_id: &str) -> Result<Vec<String>> {
+        self.ready("list_agents")?;
+        validate_id("user_id", user_id)?;
+        let inner = self.lock();
+        let agents: BTreeSet<String> = inner
+            .index
+            .iter()
+            .filter(|(o, set)| o.user_id == user_id && !set.is_empty())
+            .map(|(o, _)| o.agent_id.clone())
+            .collect();
+        Ok(agents.into_iter().collect())
     }
 }
 

@@ -154,6 +154,30 @@ pub struct SessionPage {
     pub next_cursor: Option<String>,
 }
 
+/// How [`StorageBase::import_record`] treats a session id the user already has.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ImportMode {
+    /// Write only when the user has no session with that id; otherwise fail with
+    /// [`crate::StorageErrorKind::AlreadyExists`] and write nothing.
+    #[default]
+    CreateOnly,
+    /// Replace an existing session of the **same owner** (record, index entries and message
+    /// log) as one write. A session id of the same user owned by another agent is still
+    /// `AlreadyExists`: an import never takes an id over from another agent.
+    Overwrite,
+}
+
+/// What [`StorageBase::import_record`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ImportOutcome {
+    /// The session did not exist and was written.
+    Created,
+    /// The session existed (same owner) and was replaced ([`ImportMode::Overwrite`]).
+    Replaced,
+}
+
 /// The session storage contract. Backends implement it; everyone else holds an
 /// `Arc<dyn StorageBase>` ([`SharedStorage`]).
 ///
@@ -197,6 +221,22 @@ pub struct SessionPage {
 ///   [`crate::StorageErrorKind::TooLarge`] and nothing is written \[`too_large_is_rejected_before_writing`\].
 /// * **Listing is cheap.** A listing reads summaries without parsing states; a record that
 ///   cannot be read is reported in [`SessionPage::errors`] instead of failing the page.
+/// * **Verbatim import** (optional, [`StorageBase::import_record`]). A backend either reports
+///   `Unsupported` (the default implementation) or writes the record exactly as given: every
+///   field, `created_at`, `updated_at`, `source`, `source_schedule_id` and `team_id` included,
+///   reads back equal (with `state.session_id` forced to the id), together with its index
+///   entries and its message log, all or nothing \[`import_record_is_verbatim`\]. With
+///   [`ImportMode::CreateOnly`] an existing id of the user is `AlreadyExists` and nothing is
+///   written; [`ImportMode::Overwrite`] replaces a session of the same owner (its old message log
+///   included) and still refuses an id owned by another agent \[`import_record_modes`\]. Ids are
+///   validated (`InvalidKey`, nothing written) and size limits apply (`TooLarge`, nothing
+///   written) \[`import_record_validates`\].
+/// * **Agents of a user** (optional, [`StorageBase::list_agents`]). A backend either reports
+///   `Unsupported` (the default) or returns, sorted ascending and without duplicates, the
+///   agent ids under which the user has at least one session: another user's agents are never
+///   listed, and an agent whose sessions were all deleted is no longer listed. (A backend whose
+///   keys expire may still list an agent whose sessions all expired; its listing is then empty.)
+///   The user id is validated \[`list_agents_is_scoped_and_sorted`\].
 #[async_trait]
 pub trait StorageBase: Send + Sync + fmt::Debug {
     /// The backend's short name (`"memory"`, `"redis"`, `"sqlite"`).
@@ -262,6 +302,53 @@ pub trait StorageBase: Send + Sync + fmt::Debug {
     /// returns (see [`crate::message_range`]): negative offsets count from the end, and
     /// `offset = 0, limit = 0` is everything. Empty when the session does not exist.
     async fn list_messages(&self, key: &SessionKey, offset: i64, limit: i64) -> Result<Vec<Msg>>;
+
+    /// Writes `record` verbatim (for `sessions import` and migrations between backends): every
+    /// field as given, timestamps included, plus its index entries and, as its message log,
+    /// exactly `messages` (in order), in one all-or-nothing write. `state.session_id` is stored as
+    /// the record's id. See [`ImportMode`] for an id that exists already.
+    ///
+    /// Unlike [`StorageBase::upsert_session`] this does not bump `updated_at`; the revision of
+    /// the imported record is its `updated_at` as given.
+    ///
+    /// The default implementation fails with [`crate::StorageErrorKind::Unsupported`] (so a backend
+    /// written before this method existed keeps compiling); callers may fall back to
+    /// `upsert_session` + `upsert_message`, which is not lossless.
+    async fn import_record(&self, record: &SessionRecord, messages: &[Msg], mode: ImportMode) -> Result<ImportOutcome> {
+        let _ = (record, messages, mode);
+        Err(crate::StorageError::new(
+            crate::StorageErrorKind::Unsupported,
+            self.backend_name(),
+            "import_record",
+            "this backend cannot write records verbatim",
+        ))
+    }
+
+    /// The agent ids under which `user_id` has at least one session, sorted ascending, without
+    /// duplicates. The default implementation fails with
+    /// [`crate::StorageErrorKind::Unsupported`].
+    async fn list_agents(&self, user_id: &str) -> Result<Vec<String>> {
+        let _ = user_id;
+        Err(crate::StorageError::new(
+            crate::StorageErrorKind::Unsupported,
+            self.backend_name(),
+            "list_agents",
+            "this backend cannot list the agents of a user",
+        ))
+    }
+}
+
+/// Checks what [`StorageBase::import_record`] needs before any I/O: the three ids (and the
+/// schedule id when there is one and it is not empty) with [`crate::validate_id`]. Backends
+/// call it first.
+pub fn validate_import(record: &SessionRecord) -> Result<()> {
+    crate::validate_id("user_id", &record.user_id)?;
+    crate::validate_id("agent_id", &record.agent_id)?;
+    crate::validate_id("session_id", &record.id)?;
+    if let Some(s) = record.source_schedule_id.as_deref().filter(|s| !s.is_empty()) {
+        crate::validate_id("source_schedule_id", s)?;
+    }
+    Ok(())
 }
 
 /// What everyone else holds.
