@@ -7,9 +7,9 @@ use std::sync::Arc;
 use as_message::Msg;
 use as_state::AgentState;
 use as_storage::{
-    Capabilities, Owner, PageRequest, Result, Revision, SessionConfig, SessionKey, SessionMeta, SessionPage,
-    SessionRecord, SessionSource, SessionSummary, StorageBase, StorageError, StorageErrorKind, Timestamp,
-    UpsertSession, encode_record, validate_id,
+    Capabilities, ImportMode, ImportOutcome, Owner, PageRequest, Result, Revision, SessionConfig, SessionKey,
+    SessionMeta, SessionPage, SessionRecord, SessionSource, SessionSummary, StorageBase, StorageError,
+    StorageErrorKind, Timestamp, UpsertSession, encode_record, validate_id, validate_import,
 };
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
@@ -561,6 +561,94 @@ fn list_messages_blocking(
     Ok(out)
 }
 
+/// `import_record`: one write transaction replaces (or creates) the row and the whole message log.
+/// The message JSON is encoded (and size-checked) by the caller, before the transaction.
+fn import_blocking(
+    conn: &mut Connection,
+    inner: &Inner,
+    record: &SessionRecord,
+    messages: &[(String, String)],
+    mode: ImportMode,
+) -> Result<ImportOutcome, OpError> {
+    const OP: &str = "import_record";
+    let meta = record.meta();
+    let enc = encode(OP, inner, &meta, &record.state)?;
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| inner.map(e))?;
+    let existing: Option<(i64, String)> = tx
+        .query_row(
+            "SELECT pk, agent_id FROM sessions WHERE user_id = ?1 AND id = ?2",
+            params![meta.user_id, meta.id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()
+        .map_err(|e| inner.map(e))?;
+    let outcome = match existing {
+        None => ImportOutcome::Created,
+        Some((_, agent)) if agent != meta.agent_id => {
+            return Err(err(
+                StorageErrorKind::AlreadyExists,
+                OP,
+                format!("session id '{}' is already used by another agent of this user", meta.id),
+            ));
+        }
+        Some(_) if mode == ImportMode::CreateOnly => {
+            return Err(err(StorageErrorKind::AlreadyExists, OP, format!("session '{}' already exists", meta.id)));
+        }
+        Some((pk, _)) => {
+            tx.execute("DELETE FROM messages WHERE session_pk = ?1", [pk]).map_err(|e| inner.map(e))?;
+            tx.execute("DELETE FROM sessions WHERE pk = ?1", [pk]).map_err(|e| inner.map(e))?;
+            ImportOutcome::Replaced
+        }
+    };
+    let pk: i64 = tx
+        .query_row(
+            "INSERT INTO sessions (user_id, agent_id, id, created_at, created_sort, updated_at, source, \
+             source_schedule_id, team_id, name, config, message_count, size, record) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) RETURNING pk",
+            params![
+                meta.user_id,
+                meta.agent_id,
+                meta.id,
+                meta.created_at.to_string(),
+                sort_key(&meta.created_at),
+                enc.updated_at,
+                meta.source.as_str(),
+                meta.source_schedule_id,
+                meta.team_id,
+                enc.name,
+                enc.config,
+                enc.message_count,
+                enc.record.len() as i64,
+                enc.record,
+            ],
+            |r| r.get(0),
+        )
+        .map_err(|e| inner.map(e))?;
+    {
+        let mut stmt = tx
+            .prepare_cached("INSERT INTO messages (session_pk, seq, msg_id, msg) VALUES (?1, ?2, ?3, ?4)")
+            .map_err(|e| inner.map(e))?;
+        for (seq, (id, json)) in messages.iter().enumerate() {
+            stmt.execute(params![pk, seq as i64, id, json]).map_err(|e| inner.map(e))?;
+        }
+    }
+    tx.commit().map_err(|e| inner.map(e))?;
+    Ok(outcome)
+}
+
+fn list_agents_blocking(conn: &mut Connection, inner: &Inner, user_id: &str) -> Result<Vec<String>, OpError> {
+    // `sessions_by_owner` starts with (user_id, agent_id): an index-only scan, already in order.
+    let mut stmt = conn
+        .prepare_cached("SELECT DISTINCT agent_id FROM sessions WHERE user_id = ?1 ORDER BY agent_id")
+        .map_err(|e| inner.map(e))?;
+    let rows = stmt.query_map([user_id], |r| r.get::<_, String>(0)).map_err(|e| inner.map(e))?;
+    let mut out = Vec::new();
+    for row in rows {
+        out.push(row.map_err(|e| inner.map(e))?);
+    }
+    Ok(out)
+}
+
 fn validated_key(op: &'static str, key: &SessionKey) -> Result<SessionKey> {
     key.validate().map_err(|e| StorageError::new(e.kind(), BACKEND, op, e.message().to_owned()))?;
     Ok(key.clone())
@@ -647,5 +735,27 @@ impl StorageBase for SqliteStorage {
         self.inner
             .run("list_messages", move |conn, inner| list_messages_blocking(conn, inner, &key, offset, limit))
             .await
+    }
+
+    async fn import_record(&self, record: &SessionRecord, messages: &[Msg], mode: ImportMode) -> Result<ImportOutcome> {
+        const OP: &str = "import_record";
+        validate_import(record).map_err(|e| StorageError::new(e.kind(), BACKEND, OP, e.message().to_owned()))?;
+        let max = self.inner.opts.max_record_bytes;
+        let mut log = Vec::with_capacity(messages.len());
+        for m in messages {
+            let json = as_message::to_json(m);
+            check_size(OP, max, "a message", json.len()).map_err(|e| e.into_storage(OP))?;
+            log.push((m.id.clone(), json));
+        }
+        let record = record.clone();
+        self.inner.run(OP, move |conn, inner| import_blocking(conn, inner, &record, &log, mode)).await
+    }
+
+    async fn list_agents(&self, user_id: &str) -> Result<Vec<String>> {
+        const OP: &str = "list_agents";
+        validate_id("user_id", user_id)
+            .map_err(|e| StorageError::new(e.kind(), BACKEND, OP, e.message().to_owned()))?;
+        let user = user_id.to_owned();
+        self.inner.run(OP, move |conn, inner| list_agents_blocking(conn, inner, &user)).await
     }
 }
