@@ -244,6 +244,38 @@ impl Template {
     }
 }
 
+/// `text` with the glob characters of `SCAN … MATCH` escaped, so it matches only itself.
+pub(crate) fn glob_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// How to find the agent index sets of one user with `SCAN … MATCH` and read the agent id back
+/// out of each key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct AgentScan {
+    /// The `MATCH` pattern (the template with the user filled in and `*` for the agent).
+    pub(crate) pattern: String,
+    /// The literal key text before the agent id.
+    prefix: String,
+    /// The literal key text after the agent id.
+    suffix: String,
+}
+
+impl AgentScan {
+    /// The agent id of a matched key (`None` when the key does not have this shape).
+    pub(crate) fn agent<'k>(&self, key: &'k str) -> Option<&'k str> {
+        let agent = key.strip_prefix(self.prefix.as_str())?.strip_suffix(self.suffix.as_str())?;
+        (!agent.is_empty()).then_some(agent)
+    }
+}
+
 /// The hash tag Redis Cluster uses for `key` (the whole key when there is none).
 pub(crate) fn hash_tag(key: &str) -> &str {
     if let Some(open) = key.find('{')
@@ -293,6 +325,26 @@ impl Keys {
 
     pub(crate) fn schedule_session_index(&self, user_id: &str, schedule_id: &str) -> String {
         self.schedule_session_index.render(&Vars { user_id, schedule_id, ..Vars::default() })
+    }
+
+    /// The scan for `user_id`'s agent index sets; `None` when the `session_index` template has
+    /// placeholders other than `{user_id}` and one `{agent_id}` (the agent could not be cut out).
+    pub(crate) fn agent_scan(&self, user_id: &str) -> Option<AgentScan> {
+        let (mut prefix, mut suffix) = (String::new(), String::new());
+        let mut seen_agent = false;
+        for part in &self.session_index.parts {
+            let out = if seen_agent { &mut suffix } else { &mut prefix };
+            match part {
+                Part::Lit(l) => out.push_str(l),
+                Part::Var(Var::User) => out.push_str(user_id),
+                Part::Var(Var::Agent) if !seen_agent => seen_agent = true,
+                Part::Var(_) => return None,
+            }
+        }
+        if !seen_agent {
+            return None;
+        }
+        Some(AgentScan { pattern: format!("{}*{}", glob_escape(&prefix), glob_escape(&suffix)), prefix, suffix })
     }
 
     /// Whether all keys of one user share one hash tag that depends on the user only, so every
@@ -351,6 +403,27 @@ mod tests {
             assert_eq!(e.kind(), StorageErrorKind::InvalidInput);
             assert!(e.to_string().contains(why), "{e}");
         }
+    }
+
+    #[test]
+    fn agent_scan_patterns() {
+        let k = keys(&KeyConfig::default());
+        let scan = k.agent_scan("user-1").unwrap();
+        assert_eq!(scan.pattern, "agentscope:user:user-1:agent:*:sessions");
+        assert_eq!(scan.agent(&k.session_index("user-1", "friday")), Some("friday"));
+        assert_eq!(scan.agent("agentscope:user:user-1:agent::sessions"), None);
+        assert_eq!(scan.agent("agentscope:user:user-10:agent:a:sessions"), None);
+        let scan = k.agent_scan(r"back\slash").unwrap();
+        assert_eq!(scan.pattern, r"agentscope:user:back\\slash:agent:*:sessions");
+        let c = keys(&KeyConfig::cluster());
+        let scan = c.agent_scan("user-1").unwrap();
+        assert_eq!(scan.pattern, "agentscope:user:{user-1}:agent:*:sessions");
+        assert_eq!(hash_tag(&scan.pattern), hash_tag(&c.session_index("user-1", "a")));
+        assert_eq!(scan.agent(&c.session_index("user-1", "a.b")), Some("a.b"));
+        assert_eq!(glob_escape("a*b?[c]"), r"a\*b\?\[c\]");
+        // A template whose agent cannot be cut out.
+        let odd = KeyConfig { session_index: "x:{user_id}:{agent_id}:{session_id}".into(), ..KeyConfig::default() };
+        assert!(keys(&odd).agent_scan("u").is_none());
     }
 
     #[test]

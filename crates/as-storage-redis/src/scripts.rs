@@ -138,6 +138,32 @@ end
 return false
 "#;
 
+/// `import_record`. KEYS: record, messages, agent index, [new schedule index], [old schedule index].
+/// ARGV: value, id, mode, ttl, token ('' = the record must be absent), exact, has new schedule
+/// index ('1'/'0'), then the messages (JSON, oldest first).
+/// Writes what a 2.0.4 create writes (record, `SADD` to the agent and schedule index, the message
+/// list, TTLs) but the record's bytes are the caller's, and the message list is replaced whole.
+/// Returns 1 (written) or -1 (the record is not what the caller read: read again).
+const IMPORT: &str = r#"
+if ARGV[5] == '' then
+  if redis.call('GETRANGE', KEYS[1], 0, 0) ~= '' then return -1 end
+elseif token_state(KEYS[1], ARGV[5], ARGV[6]) ~= 1 then
+  return -1
+end
+local last = 3
+if ARGV[7] == '1' then last = 4 end
+for i = last + 1, #KEYS do redis.call('SREM', KEYS[i], ARGV[2]) end
+set_record(KEYS[1], ARGV[1], ARGV[3], ARGV[4])
+redis.call('DEL', KEYS[2])
+for i = 8, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
+if #ARGV >= 8 then apply_ttl(KEYS[2], ARGV[3], ARGV[4]) end
+for i = 3, last do
+  redis.call('SADD', KEYS[i], ARGV[2])
+  apply_ttl(KEYS[i], ARGV[3], ARGV[4])
+end
+return 1
+"#;
+
 /// KEYS: index, record keys… ARGV: ids… (same order). Removes ids whose record is gone.
 const PRUNE: &str = r#"
 local n = 0
@@ -189,6 +215,7 @@ pub(crate) struct Scripts {
     pub(crate) list_messages: Lua,
     pub(crate) get_message: Lua,
     pub(crate) prune: Lua,
+    pub(crate) import: Lua,
 }
 
 impl Scripts {
@@ -201,6 +228,7 @@ impl Scripts {
             list_messages: Lua::with_prelude(LIST_MESSAGES),
             get_message: Lua::with_prelude(GET_MESSAGE),
             prune: Lua::plain(PRUNE),
+            import: Lua::with_prelude(IMPORT),
         }
     }
 }

@@ -8,9 +8,9 @@ use std::time::Duration;
 use as_message::{Msg, generate_id};
 use as_state::AgentState;
 use as_storage::{
-    Capabilities, ListError, Owner, PageRequest, Revision, SessionConfig, SessionCursor, SessionKey, SessionMeta,
-    SessionPage, SessionRecord, SessionSource, SessionSummary, StorageBase, StorageError, StorageErrorKind, Timestamp,
-    UpsertSession, encode_record, validate_id,
+    Capabilities, ImportMode, ImportOutcome, ListError, Owner, PageRequest, Revision, SessionConfig, SessionCursor,
+    SessionKey, SessionMeta, SessionPage, SessionRecord, SessionSource, SessionSummary, StorageBase, StorageError,
+    StorageErrorKind, Timestamp, UpsertSession, encode_record, validate_id, validate_import,
 };
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -18,6 +18,7 @@ use fred::prelude::{
     Builder, ClientLike, Config as FredConfig, Error as FredError, Expiration, KeysInterface, LuaInterface, Pool,
     ServerConfig, SetsInterface, Value,
 };
+use fred::types::scan::{ScanResult, ScanType, Scanner};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{Connection, RedisStorageConfig, TtlPolicy};
@@ -773,6 +774,116 @@ impl RedisStorage {
             .collect()
     }
 
+    async fn import_inner(
+        &self,
+        record: &SessionRecord,
+        messages: &[Msg],
+        mode: ImportMode,
+    ) -> Result<ImportOutcome, StorageError> {
+        const OP: &str = "import_record";
+        validate_import(record)?;
+        let pool = self.pool_for(OP)?;
+        let meta = record.meta();
+        let json = encode_record(&meta, &record.state);
+        self.check_size(OP, &json)?;
+        let mut log = Vec::with_capacity(messages.len());
+        for m in messages {
+            let j = as_message::to_json(m);
+            self.check_size(OP, &j)?;
+            log.push(bytes_value(Bytes::from(j)));
+        }
+        let value = Bytes::from(json);
+        let keys = &self.inner.keys;
+        let rkey = keys.session(&meta.user_id, &meta.id);
+        let new_schedule = meta.source_schedule_id.as_deref().filter(|s| !s.is_empty());
+        for _ in 0..MAX_CAS_ATTEMPTS {
+            let raw: Option<Bytes> = pool.get(&rkey).await.map_err(|e| map_fred(OP, Some(&rkey), e))?;
+            let (token, exact, old_schedule, outcome) = match raw.filter(|b| !b.is_empty()) {
+                None => (Bytes::new(), false, None, ImportOutcome::Created),
+                Some(raw) => {
+                    let old: SessionMeta =
+                        as_message::from_json(utf8(OP, &rkey, &raw)?).map_err(|e| bad_value(OP, &rkey, e))?;
+                    if old.user_id != meta.user_id || old.agent_id != meta.agent_id {
+                        return Err(err(
+                            StorageErrorKind::AlreadyExists,
+                            OP,
+                            format!("session id {:?} is taken by another owner", meta.id),
+                        ));
+                    }
+                    if mode == ImportMode::CreateOnly {
+                        return Err(err(
+                            StorageErrorKind::AlreadyExists,
+                            OP,
+                            format!("session {:?} already exists", meta.id),
+                        ));
+                    }
+                    let (token, exact) = token_for(&raw, &old);
+                    let old_schedule = old.source_schedule_id.filter(|s| !s.is_empty());
+                    (token, exact, old_schedule, ImportOutcome::Replaced)
+                }
+            };
+            let mut k = vec![
+                rkey.clone(),
+                keys.messages(&meta.user_id, &meta.id),
+                keys.session_index(&meta.user_id, &meta.agent_id),
+            ];
+            if let Some(s) = new_schedule {
+                k.push(keys.schedule_session_index(&meta.user_id, s));
+            }
+            if let Some(s) = &old_schedule {
+                k.push(keys.schedule_session_index(&meta.user_id, s));
+            }
+            let (ttl_mode, ttl) = self.ttl_args();
+            let mut args = vec![
+                bytes_value(value.clone()),
+                str_value(meta.id.clone()),
+                ttl_mode,
+                ttl,
+                bytes_value(token),
+                str_value(if exact { "1" } else { "0" }),
+                str_value(if new_schedule.is_some() { "1" } else { "0" }),
+            ];
+            args.extend(log.iter().cloned());
+            let r: i64 = Self::eval(&pool, &self.inner.scripts.import, k, args)
+                .await
+                .map_err(|e| map_fred(OP, Some(&rkey), e))?;
+            if r == 1 {
+                self.cache_forget(&rkey);
+                return Ok(outcome);
+            }
+        }
+        Err(err(StorageErrorKind::Conflict, OP, format!("session {:?} kept changing; gave up", meta.id)))
+    }
+
+    async fn list_agents_inner(&self, user_id: &str) -> Result<Vec<String>, StorageError> {
+        const OP: &str = "list_agents";
+        validate_id("user_id", user_id)?;
+        let pool = self.pool_for(OP)?;
+        let keys = &self.inner.keys;
+        let Some(scan) = keys.agent_scan(user_id) else {
+            return Err(err(
+                StorageErrorKind::Unsupported,
+                OP,
+                "the session_index key template has placeholders besides {user_id} and one {agent_id}",
+            ));
+        };
+        let client = pool.next().clone();
+        // On a cluster, the user's index sets all live in the slot of its hash tag: scan the node
+        // that owns it. Only when the escaped pattern's tag differs from the keys' (a `\` in the
+        // user id) scan every primary.
+        let one_node = !client.is_clustered()
+            || (keys.single_slot_per_user()
+                && crate::keys::hash_tag(&scan.pattern) == crate::keys::hash_tag(&keys.session_index(user_id, "a")));
+        let pattern = scan.pattern.clone();
+        let found = if one_node {
+            collect_agents(client.scan(pattern, Some(SCAN_COUNT), Some(ScanType::Set)), &scan).await
+        } else {
+            collect_agents(client.scan_cluster(pattern, Some(SCAN_COUNT), Some(ScanType::Set)), &scan).await
+        }
+        .map_err(|e| map_fred(OP, Some(&scan.pattern), e))?;
+        Ok(found.into_iter().collect())
+    }
+
     async fn open_inner(&self) -> Result<(), StorageError> {
         const OP: &str = "open";
         if matches!(&*self.inner.state.lock().unwrap_or_else(PoisonError::into_inner), State::Open(_)) {
@@ -912,6 +1023,31 @@ impl RedisStorage {
     }
 }
 
+/// Keys per `SCAN` page in [`StorageBase::list_agents`].
+const SCAN_COUNT: u32 = 1000;
+
+/// Runs a `SCAN` stream to the end, keeping the valid agent ids of the matched keys.
+async fn collect_agents(
+    stream: impl futures::Stream<Item = Result<ScanResult, FredError>>,
+    scan: &crate::keys::AgentScan,
+) -> Result<std::collections::BTreeSet<String>, FredError> {
+    use futures::StreamExt;
+    let mut stream = std::pin::pin!(stream);
+    let mut agents = std::collections::BTreeSet::new();
+    while let Some(page) = stream.next().await {
+        let mut page = page?;
+        for key in page.take_results().unwrap_or_default() {
+            if let Some(agent) = key.as_str().and_then(|k| scan.agent(k))
+                && validate_id("agent_id", agent).is_ok()
+            {
+                agents.insert(agent.to_owned());
+            }
+        }
+        // Dropping the page asks for the next one.
+    }
+    Ok(agents)
+}
+
 /// The `LRANGE` stop index of 2.0.4's `list_messages(offset, limit)`: `offset + limit - 1`
 /// (so `offset = 0, limit = 0` is `LRANGE 0 -1`, everything), saturating at the `i64` bounds.
 fn lrange_stop(offset: i64, limit: i64) -> i64 {
@@ -979,6 +1115,25 @@ impl StorageBase for RedisStorage {
 
     async fn list_messages(&self, key: &SessionKey, offset: i64, limit: i64) -> Result<Vec<Msg>, StorageError> {
         self.timed("list_messages", self.list_messages_inner(key, offset, limit)).await
+    }
+
+    /// One Lua script writes the record's bytes as given, `SADD`s it to the agent (and schedule)
+    /// index, replaces the message list, and applies the TTL policy, like a create; an
+    /// overwrite is checked against the envelope it read (CAS) and moves the schedule index entry.
+    async fn import_record(
+        &self,
+        record: &SessionRecord,
+        messages: &[Msg],
+        mode: ImportMode,
+    ) -> Result<ImportOutcome, StorageError> {
+        self.timed("import_record", self.import_inner(record, messages, mode)).await
+    }
+
+    /// `SCAN … MATCH <session_index with the agent as *> TYPE set` (never `KEYS`): on one server,
+    /// or on a cluster the primary that owns the user's slot. The cost is a walk of the whole
+    /// keyspace of that node, so it is for administration, not for a hot path.
+    async fn list_agents(&self, user_id: &str) -> Result<Vec<String>, StorageError> {
+        self.list_agents_inner(user_id).await
     }
 }
 
