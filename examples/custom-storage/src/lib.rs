@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex};
 use as_message::{Msg, generate_id};
 use as_state::AgentState;
 use as_storage::{
-    Capabilities, DEFAULT_MAX_RECORD_BYTES, Owner, PageRequest, Result, Revision, SessionCursor, SessionKey,
-    SessionMeta, SessionPage, SessionRecord, SessionSummary, StorageBase, StorageError, StorageErrorKind, Timestamp,
-    UpsertSession, check_size, encode_record, message_range, validate_id,
+    Capabilities, DEFAULT_MAX_RECORD_BYTES, ImportMode, ImportOutcome, Owner, PageRequest, Result, Revision,
+    SessionCursor, SessionKey, SessionMeta, SessionPage, SessionRecord, SessionSummary, StorageBase, StorageError,
+    StorageErrorKind, Timestamp, UpsertSession, check_size, encode_record, message_range, validate_id, validate_import,
 };
 use async_trait::async_trait;
 
@@ -403,6 +403,74 @@ impl StorageBase for JsonDirStorage {
                 .iter()
                 .map(|l| as_message::from_json(l).map_err(|e| bad_json(OP, e)))
                 .collect()
+        })
+        .await
+    }
+
+    /// Optional method: the record file is written with the record's own timestamps (no
+    /// `now_after`), and the message log file is replaced whole. The log is written first and the
+    /// record last, so the session only appears once both are in place (a crash in between leaves
+    /// an orphan log, which the next create of that id removes).
+    async fn import_record(&self, record: &SessionRecord, messages: &[Msg], mode: ImportMode) -> Result<ImportOutcome> {
+        const OP: &str = "import_record";
+        validate_import(record)?;
+        let mut log = String::new();
+        for m in messages {
+            let json = as_message::to_json(m);
+            check_size(BACKEND, OP, json.len(), self.inner.max_record_bytes)?;
+            log.push_str(&json);
+            log.push('\n');
+        }
+        let meta = record.meta();
+        let json = encode_record(&meta, &record.state);
+        check_size(BACKEND, OP, json.len(), self.inner.max_record_bytes)?;
+        self.run(OP, move |db| {
+            let path = db.record_path(&meta.user_id, &meta.id);
+            let outcome = match db.read(OP, &path)? {
+                None => ImportOutcome::Created,
+                Some(bytes) => {
+                    let old: SessionMeta = as_message::from_json_slice(&bytes).map_err(|e| bad_json(OP, e))?;
+                    if old.agent_id != meta.agent_id || mode == ImportMode::CreateOnly {
+                        return Err(StorageError::new(StorageErrorKind::AlreadyExists, BACKEND, OP, "id in use"));
+                    }
+                    ImportOutcome::Replaced
+                }
+            };
+            let log_path = db.messages_path(&meta.user_id, &meta.id);
+            if log.is_empty() {
+                match fs::remove_file(&log_path) {
+                    Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(io_err(OP, e)),
+                    _ => {}
+                }
+            } else {
+                db.write_atomic(OP, &log_path, log.as_bytes())?;
+            }
+            db.write_atomic(OP, &path, json.as_bytes())?;
+            Ok(outcome)
+        })
+        .await
+    }
+
+    /// Optional method: reads the envelopes of the user's records.
+    async fn list_agents(&self, user_id: &str) -> Result<Vec<String>> {
+        const OP: &str = "list_agents";
+        validate_id("user_id", user_id)?;
+        let user = user_id.to_owned();
+        self.run(OP, move |db| {
+            let mut paths = Vec::new();
+            match find_records(&db.user_dir(&user), &mut paths) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+                Err(e) => return Err(io_err(OP, e)),
+            }
+            let mut agents = std::collections::BTreeSet::new();
+            for path in paths {
+                let Some(bytes) = db.read(OP, &path)? else { continue };
+                if let Ok(m) = as_message::from_json_slice::<SessionMeta>(&bytes) {
+                    agents.insert(m.agent_id);
+                }
+            }
+            Ok(agents.into_iter().collect())
         })
         .await
     }
