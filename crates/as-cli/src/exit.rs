@@ -18,7 +18,8 @@ pub(crate) const NOT_FOUND: u8 = 3;
 pub(crate) const CONFLICT: u8 = 4;
 /// An invalid id or input.
 pub(crate) const INVALID: u8 = 5;
-/// The storage or model backend is unavailable.
+/// The storage or model backend is unavailable or unusable (unreachable, locked, a file that is
+/// not a database, a corrupt or read-only database, a full disk).
 pub(crate) const UNAVAILABLE: u8 = 6;
 /// Interrupted by Ctrl-C (state saved).
 pub(crate) const INTERRUPTED: u8 = 130;
@@ -32,7 +33,7 @@ Exit codes:
   3    not found
   4    conflict (a concurrent writer won)
   5    invalid id or input
-  6    storage or model backend unavailable
+  6    storage or model backend unavailable or unusable (down, locked, not a database, corrupt)
   130  interrupted by Ctrl-C (state saved)";
 
 /// Why a command failed; decides the exit code.
@@ -118,7 +119,9 @@ impl From<StorageError> for CliError {
             StorageErrorKind::InvalidKey | StorageErrorKind::InvalidInput | StorageErrorKind::TooLarge => {
                 ExitKind::Invalid
             }
-            StorageErrorKind::Unavailable => ExitKind::Unavailable,
+            // `Backend` is the store itself failing (SQLite: not a database, corrupt, read-only,
+            // disk full; Redis: an error reply): the store cannot be used, like an unreachable one.
+            StorageErrorKind::Unavailable | StorageErrorKind::Backend => ExitKind::Unavailable,
             _ => ExitKind::Failed,
         };
         Self::new(kind, e.to_string())
@@ -164,5 +167,9 @@ mod tests {
         assert_eq!(CliError::from(e).kind(), ExitKind::Conflict);
         let e = StorageError::new(StorageErrorKind::Unavailable, "redis", "get", "down");
         assert_eq!(CliError::from(e).kind(), ExitKind::Unavailable);
+        let e = StorageError::new(StorageErrorKind::Backend, "sqlite", "open", "x.db is not an SQLite database");
+        assert_eq!(CliError::from(e).kind(), ExitKind::Unavailable);
+        let e = StorageError::new(StorageErrorKind::Serialization, "sqlite", "get_session", "bad record");
+        assert_eq!(CliError::from(e).kind(), ExitKind::Failed);
     }
 }

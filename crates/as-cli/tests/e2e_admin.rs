@@ -1,5 +1,6 @@
 //! `sessions export | import | validate | show --summary` end to end, between two SQLite files
-//! and from SQLite to Redis (when redis-server is installed).
+//! and from SQLite to Redis (when redis-server is installed): export -> import -> export is
+//! byte-identical (timestamps and all), and export/validate without `--agent` cover every agent.
 // Helpers outside `#[test]` fns are test code too (clippy.toml only covers `#[test]`/`cfg(test)` items).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -64,27 +65,25 @@ fn seed(storage: &str, work: &std::path::Path) -> Vec<String> {
     ids
 }
 
-/// The export with the timestamps (set by the target store on import) blanked.
-fn comparable(export: &str) -> Vec<String> {
-    let mut lines: Vec<String> = export
-        .lines()
-        .map(|l| {
-            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
-            v["record"]["created_at"] = serde_json::Value::Null;
-            v["record"]["updated_at"] = serde_json::Value::Null;
-            v.to_string()
-        })
-        .collect();
-    lines.sort();
-    lines
+/// `sessions export --user alice` with no `--agent`: every agent of the user (friday and helper).
+fn export(storage: &str) -> String {
+    let o = run(&["--storage", storage, "sessions", "export", "--user", "alice"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("exported 3 sessions (6 messages)"), "{}", stderr(&o));
+    stdout(&o)
 }
 
-fn export(storage: &str) -> String {
-    let o =
-        run(&["--storage", storage, "sessions", "export", "--user", "alice", "--agent", "friday", "--agent", "helper"]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert!(stderr(&o).contains("exported 3 sessions"), "{}", stderr(&o));
-    stdout(&o)
+/// `(agent, created_at, updated_at)` of every exported line, in file order.
+fn owners_and_times(export: &str) -> Vec<(String, String, String)> {
+    export
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let r = &v["record"];
+            let s = |k: &str| r[k].as_str().unwrap().to_owned();
+            (s("agent_id"), s("created_at"), s("updated_at"))
+        })
+        .collect()
 }
 
 fn round_trip(target: &str) {
@@ -93,6 +92,8 @@ fn round_trip(target: &str) {
     let ids = seed(&source, dir.path());
     let first = export(&source);
     assert_eq!(first.lines().count(), 3);
+    let agents: Vec<String> = owners_and_times(&first).into_iter().map(|(a, _, _)| a).collect();
+    assert_eq!(agents, ["friday", "friday", "helper"], "both agents, without naming them");
     let file = dir.path().join("alice.jsonl");
     std::fs::write(&file, &first).unwrap();
     let file = file.to_string_lossy().into_owned();
@@ -101,9 +102,15 @@ fn round_trip(target: &str) {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(stdout(&o).trim(), "imported 3 sessions (6 messages), skipped 0 existing, 0 failed");
     assert!(!stderr(&o).contains('\r'), "no progress bar when stderr is not a terminal");
-    assert_eq!(comparable(&export(target)), comparable(&first), "lossless apart from the store's timestamps");
+    // Lossless: the target's export is byte-identical, timestamps included.
+    let second = export(target);
+    assert_eq!(owners_and_times(&second), owners_and_times(&first));
+    assert_eq!(second, first, "export -> import -> export is byte-identical");
     let o = run(&["--storage", target, "sessions", "import", &file]);
     assert_eq!(stdout(&o).trim(), "imported 0 sessions (0 messages), skipped 3 existing, 0 failed");
+    let o = run(&["--storage", target, "sessions", "import", "--overwrite", &file]);
+    assert_eq!(stdout(&o).trim(), "imported 3 sessions (6 messages), skipped 0 existing, 0 failed");
+    assert_eq!(export(target), first, "an overwrite neither duplicates the log nor moves the timestamps");
 
     let o = run(&[
         "--storage",
@@ -119,6 +126,9 @@ fn round_trip(target: &str) {
     ]);
     assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
     assert_eq!(stdout(&o).trim(), "checked 3 sessions: 0 bad");
+    let o = run(&["--storage", target, "sessions", "validate", "--user", "alice"]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(stdout(&o).trim(), "checked 3 sessions: 0 bad", "every agent without --agent");
 
     // The parked session reads well.
     let o = run(&[
@@ -186,6 +196,27 @@ fn validate_reports_a_corrupt_record() {
     let out = stdout(&o);
     assert!(out.contains(&format!("bad  alice/friday/{}", ids[0])), "{out}");
     assert!(out.trim_end().ends_with("checked 2 sessions: 1 bad"), "{out}");
+}
+
+#[test]
+fn a_file_that_is_not_a_database_is_exit_6_and_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let notes = dir.path().join("notes.txt");
+    let text = "my notes, not a database\n".repeat(200);
+    std::fs::write(&notes, &text).unwrap();
+    let storage = format!("sqlite:{}", notes.display());
+    for args in [
+        &["sessions", "export", "--user", "alice"][..],
+        &["sessions", "validate", "--user", "alice"][..],
+        &["sessions", "list", "--user", "alice", "--agent", "friday"][..],
+    ] {
+        let mut all = vec!["--storage", storage.as_str()];
+        all.extend_from_slice(args);
+        let o = run(&all);
+        assert_eq!(o.status.code(), Some(6), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("not an SQLite database"), "{}", stderr(&o));
+    }
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), text, "untouched");
 }
 
 /// Rewrites the stored JSON of `session` behind the store's back; returns whether a row changed.

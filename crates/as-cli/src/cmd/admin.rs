@@ -10,15 +10,27 @@
 //! session's message log in order. `import` also accepts a bare `SessionRecord` per line (a dump
 //! made by other tools).
 //!
-//! The storage trait can only list sessions per `(user, agent)`, so `export` and `validate` are
-//! scoped by `--user` and one or more `--agent`.
+//! **Lossless.** `import` writes each record with [`as_storage::StorageBase::import_record`],
+//! which stores it verbatim (`created_at`, `updated_at`, `source`, `source_schedule_id`,
+//! `team_id`, config and state as exported) together with its index entries and its message log,
+//! in one atomic write. So export → import into any backend → export gives the same bytes
+//! (the e2e tests check SQLite → Redis and SQLite → SQLite byte for byte). A third-party backend
+//! that does not implement `import_record` (it reports `Unsupported`) is still imported through
+//! `upsert_session` + `upsert_message`, with a warning that the store then sets the timestamps and
+//! drops `team_id`.
+//!
+//! **Scope.** `export` and `validate` take `--user` and optionally one or more `--agent`; without
+//! `--agent` they cover every agent of the user ([`as_storage::StorageBase::list_agents`]; a
+//! backend that cannot list agents asks for `--agent`). Lines come out per agent (sorted), then
+//! newest session first, so two exports of equal stores are byte-identical.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 
 use as_message::{ContentBlock, JsonValue, Msg, Role, ToolCallState};
 use as_storage::{
-    Owner, PageRequest, SessionKey, SessionRecord, SharedStorage, StorageErrorKind, UpsertSession, validate_id,
+    ImportMode, Owner, PageRequest, SessionKey, SessionRecord, SharedStorage, StorageErrorKind, UpsertSession,
+    validate_id,
 };
 
 use crate::exit::{CliError, CliResult, ExitKind};
@@ -32,18 +44,21 @@ const PAGE: usize = 100;
 /// Arguments of `sessions export`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
-Example:
-  agentscope sessions export --user alice --agent friday > alice.jsonl
+Examples:
+  agentscope sessions export --user alice > alice.jsonl
+  agentscope sessions export --user alice --agent friday --agent helper > some.jsonl
   agentscope --storage redis://127.0.0.1:6379 sessions import alice.jsonl
 
-Each line is {\"kind\":\"session\",\"record\":{…},\"messages\":[…]}: the stored record (exact JSON) and the
-session's message log. The storage API lists sessions per (user, agent), so name the agents with --agent.")]
+Each line is {\"kind\":\"session\",\"record\":{…},\"messages\":[…]}: the stored record (exact JSON,
+timestamps and team included) and the session's message log. Without --agent, every agent of the
+user is exported. Lines are ordered by agent, then newest session first; prints `exported N sessions
+(M messages)` on stderr.")]
 pub(crate) struct ExportArgs {
     /// The user whose sessions to export.
     #[arg(long)]
     pub(crate) user: String,
-    /// The agent(s) whose sessions to export (repeatable).
-    #[arg(long = "agent", value_name = "AGENT", required = true)]
+    /// Only these agents' sessions (repeatable; default: every agent of the user).
+    #[arg(long = "agent", value_name = "AGENT")]
     pub(crate) agents: Vec<String>,
 }
 
@@ -55,13 +70,15 @@ Example:
   agentscope --storage redis://127.0.0.1:6379/0 sessions import alice.jsonl
 
 Prints one summary line: `imported N sessions (M messages), skipped K existing, F failed`.
-A progress bar is drawn on stderr when stderr is a terminal. Sessions that already exist in the
-target are skipped unless --overwrite is given. Timestamps (created_at, updated_at) are set by the
-target store: the storage API has no call that writes them verbatim.")]
+A progress bar is drawn on stderr when stderr is a terminal. Each session is written verbatim
+(created_at, updated_at, source, schedule, team_id, config, state) with its message log, in one
+atomic write per session, so exporting the target afterwards gives the same bytes. Sessions that
+already exist in the target are skipped unless --overwrite is given; an id owned by another agent
+of the user is never taken over (counted as failed). Exit 1 when any line failed.")]
 pub(crate) struct ImportArgs {
     /// The JSON-lines file written by `sessions export` (`-` reads stdin).
     pub(crate) file: PathBuf,
-    /// Replace sessions that already exist in the target (delete, then create).
+    /// Replace sessions that already exist in the target (the record and its whole message log).
     #[arg(long)]
     pub(crate) overwrite: bool,
 }
@@ -69,10 +86,11 @@ pub(crate) struct ImportArgs {
 /// Arguments of `sessions validate`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
-Example:
+Examples:
+  agentscope sessions validate --user alice
   agentscope sessions validate --user alice --agent friday --agent helper
 
-Reads every session of the named owners and its message log, parses them against the wire model
+Reads every session of the user (or of the named agents only) and its message log, parses them against the wire model
 (reporting the JSON path of the first error), validates them against the published JSON Schemas
 (`agentscope schema session-record`, `msg`) and checks the invariants (ids, state.session_id, tool call
 bookkeeping). Prints `bad  <user>/<agent>/<session>  <why>` per bad record and a final count; exit 1
@@ -81,9 +99,25 @@ pub(crate) struct ValidateArgs {
     /// The user whose sessions to check.
     #[arg(long)]
     pub(crate) user: String,
-    /// The agent(s) whose sessions to check (repeatable).
-    #[arg(long = "agent", value_name = "AGENT", required = true)]
+    /// Only these agents' sessions (repeatable; default: every agent of the user).
+    #[arg(long = "agent", value_name = "AGENT")]
     pub(crate) agents: Vec<String>,
+}
+
+/// The agents to cover: the ones named, or (none named) every agent of `user` in the store.
+pub(crate) async fn agents_of(storage: &SharedStorage, user: &str, named: &[String]) -> CliResult<Vec<String>> {
+    validate_id("user_id", user)?;
+    if !named.is_empty() {
+        return Ok(named.to_vec());
+    }
+    match storage.list_agents(user).await {
+        Ok(agents) => Ok(agents),
+        Err(e) if e.kind() == StorageErrorKind::Unsupported => Err(CliError::new(
+            ExitKind::Usage,
+            format!("the {} store cannot list the agents of a user; name them with --agent", storage.backend_name()),
+        )),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Every session id of `owner`, newest first, following the pagination to the end.
@@ -131,7 +165,7 @@ pub(crate) struct ExportStats {
     pub(crate) messages: usize,
 }
 
-/// Writes every session of `user`'s `agents` to `out`, one line each.
+/// Writes every session of `user`'s `agents` (none: all of the user's agents) to `out`, one line each.
 pub(crate) async fn export(
     storage: &SharedStorage,
     user: &str,
@@ -139,7 +173,7 @@ pub(crate) async fn export(
     out: &mut dyn Write,
 ) -> CliResult<ExportStats> {
     let mut stats = ExportStats::default();
-    for agent in agents {
+    for agent in &agents_of(storage, user, agents).await? {
         let owner = Owner::new(user, agent.as_str());
         owner.validate()?;
         let (ids, bad) = all_sessions(storage, &owner).await?;
@@ -225,11 +259,54 @@ impl ImportStats {
     }
 }
 
-/// Writes one item into `storage`. `Ok(false)`: it existed and was skipped.
-async fn import_one(storage: &SharedStorage, item: ImportItem, overwrite: bool) -> CliResult<bool> {
+/// How one import line ended (when it did not fail).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Imported {
+    /// Written verbatim.
+    Written,
+    /// Written through `upsert_session` (the store cannot import verbatim).
+    WrittenLossy,
+    /// It existed and was left alone.
+    Skipped,
+}
+
+/// Writes one item into `storage` verbatim (see the module docs), falling back to the lossy
+/// path when the store does not support `import_record`.
+async fn import_one(storage: &SharedStorage, item: ImportItem, overwrite: bool) -> CliResult<Imported> {
+    let key = SessionKey::new(item.record.user_id.as_str(), item.record.agent_id.as_str(), item.record.id.as_str());
+    key.validate()?;
+    let mode = if overwrite { ImportMode::Overwrite } else { ImportMode::CreateOnly };
+    match storage.import_record(&item.record, &item.messages, mode).await {
+        Ok(_) => Ok(Imported::Written),
+        Err(e) if e.kind() == StorageErrorKind::AlreadyExists => {
+            // Either this owner has it (skip, unless overwriting) or another agent of the user does.
+            if !overwrite && storage.get_session(&key).await?.is_some() {
+                return Ok(Imported::Skipped);
+            }
+            Err(CliError::new(
+                ExitKind::Conflict,
+                format!(
+                    "session {} of user {} belongs to another agent in the target; not imported",
+                    key.session_id, key.user_id
+                ),
+            ))
+        }
+        Err(e) if e.kind() == StorageErrorKind::Unsupported => {
+            Ok(if import_one_lossy(storage, item, overwrite).await? {
+                Imported::WrittenLossy
+            } else {
+                Imported::Skipped
+            })
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The fallback for stores without `import_record`: `upsert_session` + `upsert_message`. The
+/// store sets `created_at`/`updated_at` and `team_id` is lost. `Ok(false)`: it existed and was skipped.
+async fn import_one_lossy(storage: &SharedStorage, item: ImportItem, overwrite: bool) -> CliResult<bool> {
     let r = item.record;
     let key = SessionKey::new(r.user_id.as_str(), r.agent_id.as_str(), r.id.as_str());
-    key.validate()?;
     if storage.get_session(&key).await?.is_some() {
         if !overwrite {
             return Ok(false);
@@ -266,20 +343,32 @@ pub(crate) async fn import(storage: &SharedStorage, text: &str, overwrite: bool,
         None
     };
     let mut stats = ImportStats::default();
+    let mut warned = false;
     for (n, line) in lines {
         let outcome = match parse_line(line) {
             Err(why) => Err(CliError::new(ExitKind::Invalid, why)),
             Ok(item) => {
                 let count = item.messages.len();
-                import_one(storage, item, overwrite).await.map(|created| (created, count))
+                import_one(storage, item, overwrite).await.map(|done| (done, count))
             }
         };
+        if matches!(outcome, Ok((Imported::WrittenLossy, _))) && !warned {
+            warned = true;
+            let text = format!(
+                "warning: the {} store cannot import records verbatim: it sets created_at/updated_at itself and drops team_id",
+                storage.backend_name()
+            );
+            match &bar {
+                Some(b) => b.println(text),
+                None => eprintln!("{text}"),
+            }
+        }
         match outcome {
-            Ok((true, count)) => {
+            Ok((Imported::Written | Imported::WrittenLossy, count)) => {
                 stats.imported += 1;
                 stats.messages += count;
             }
-            Ok((false, _)) => stats.skipped += 1,
+            Ok((Imported::Skipped, _)) => stats.skipped += 1,
             Err(e) => {
                 stats.failed += 1;
                 let text = format!("line {n}: {e}");
@@ -422,7 +511,8 @@ impl Schemas {
     }
 }
 
-/// Checks every session of `user`'s `agents`. Returns the number checked and the problems.
+/// Checks every session of `user`'s `agents` (none: all of the user's agents). Returns the number
+/// checked and the problems.
 pub(crate) async fn validate(
     storage: &SharedStorage,
     user: &str,
@@ -431,7 +521,7 @@ pub(crate) async fn validate(
     let schemas = Schemas::new()?;
     let mut checked = 0;
     let mut problems = Vec::new();
-    for agent in agents {
+    for agent in &agents_of(storage, user, agents).await? {
         let owner = Owner::new(user, agent.as_str());
         owner.validate()?;
         let (ids, bad) = all_sessions(storage, &owner).await?;
@@ -741,27 +831,12 @@ mod tests {
         ids
     }
 
-    /// The export lines with the timestamps (which the target store sets) masked.
-    fn masked(text: &str) -> Vec<String> {
-        let mut lines: Vec<String> = text
-            .lines()
-            .map(|l| {
-                let mut item = parse_line(l).unwrap();
-                item.record.created_at = "2025-01-01T00:00:00".parse::<Timestamp>().unwrap();
-                item.record.updated_at = item.record.created_at;
-                export_line(&item.record, &item.messages)
-            })
-            .collect();
-        lines.sort();
-        lines
-    }
-
     #[tokio::test]
-    async fn export_import_export_is_lossless_between_stores() {
+    async fn export_import_export_is_byte_identical_between_stores() {
         let a = store().await;
         seed(&a, "friday", 3).await;
         seed(&a, "helper", 2).await;
-        seed(&a, "other", 1).await; // not exported
+        seed(&a, "other", 1).await; // not exported when agents are named
         let agents = vec!["friday".to_owned(), "helper".to_owned()];
         let mut first = Vec::new();
         let stats = export(&a, "alice", &agents, &mut first).await.unwrap();
@@ -773,15 +848,55 @@ mod tests {
         assert_eq!(imported, ImportStats { imported: 5, messages: 10, skipped: 0, failed: 0 });
         let mut second = Vec::new();
         export(&b, "alice", &agents, &mut second).await.unwrap();
-        let second = String::from_utf8(second).unwrap();
-        assert_eq!(masked(&first), masked(&second));
+        assert_eq!(String::from_utf8(second).unwrap(), first, "timestamps and all: the same bytes");
 
         // Again: everything exists, so everything is skipped; --overwrite replaces without duplicating the log.
         assert_eq!(import(&b, &first, false, false).await.skipped, 5);
         assert_eq!(import(&b, &first, true, false).await.imported, 5);
         let mut third = Vec::new();
         export(&b, "alice", &agents, &mut third).await.unwrap();
-        assert_eq!(masked(&first), masked(&String::from_utf8(third).unwrap()));
+        assert_eq!(String::from_utf8(third).unwrap(), first);
+    }
+
+    #[tokio::test]
+    async fn without_agents_every_agent_of_the_user_is_covered() {
+        let a = store().await;
+        seed(&a, "helper", 2).await;
+        seed(&a, "friday", 1).await;
+        let bob = UpsertSession::new(Owner::new("bob", "friday"), SessionConfig::new("ws"));
+        a.upsert_session(bob).await.unwrap();
+        let mut out = Vec::new();
+        let stats = export(&a, "alice", &[], &mut out).await.unwrap();
+        assert_eq!(stats, ExportStats { sessions: 3, messages: 6 });
+        let owners: Vec<String> = String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let r = parse_line(l).unwrap().record;
+                format!("{}/{}", r.user_id, r.agent_id)
+            })
+            .collect();
+        assert_eq!(owners, ["alice/friday", "alice/helper", "alice/helper"], "by agent, sorted; bob's not included");
+        let (checked, problems) = validate(&a, "alice", &[]).await.unwrap();
+        assert_eq!((checked, problems.len()), (3, 0));
+        assert_eq!(validate(&a, "bad:user", &[]).await.unwrap_err().kind(), ExitKind::Invalid);
+    }
+
+    #[tokio::test]
+    async fn an_id_of_another_agent_is_not_taken_over() {
+        let a = store().await;
+        seed(&a, "friday", 1).await;
+        let mut out = Vec::new();
+        export(&a, "alice", &[], &mut out).await.unwrap();
+        let line = String::from_utf8(out).unwrap();
+        let b = store().await;
+        let id = parse_line(line.trim()).unwrap().record.id;
+        let theirs = UpsertSession::new(Owner::new("alice", "helper"), SessionConfig::new("ws")).with_session_id(id);
+        b.upsert_session(theirs).await.unwrap();
+        for overwrite in [false, true] {
+            let stats = import(&b, &line, overwrite, false).await;
+            assert_eq!((stats.imported, stats.skipped, stats.failed), (0, 0, 1), "overwrite {overwrite}");
+        }
     }
 
     #[tokio::test]
