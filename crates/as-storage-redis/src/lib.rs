@@ -54,7 +54,18 @@
 //!   (`expected = Some(rev)`) fails with `Conflict`. The envelope of the last record this process
 //!   read or wrote is cached, so a turn (`get_session` + `update_session_state`) reads it once;
 //! * delete: record, message list and index entries in one step (checked against the owner);
-//! * `upsert_message`: the tail id is checked and `LSET`/`RPUSH` done in the same step.
+//! * `upsert_message`: the tail id is checked and `LSET`/`RPUSH` done in the same step;
+//! * `import_record` (`agentscope sessions import`): the record's bytes as given (timestamps and
+//!   team kept), the `SADD`s a 2.0.4 create makes (agent index, schedule index), the message list
+//!   replaced whole and the TTL policy, in one script; an overwrite is a CAS on the envelope it
+//!   read and moves the schedule index entry when the schedule changed.
+//!
+//! `list_agents` finds a user's agents from the agent index sets (`…:agent:{a}:sessions`) with
+//! `SCAN … MATCH … TYPE set`, never `KEYS`: on a single server it walks that server's keyspace; in
+//! the cluster layout every key of a user shares the user's hash tag, so only the primary that owns
+//! that slot is scanned (all primaries in the rare case the escaped pattern changes the tag). No
+//! extra index is kept, so agents written by Python 2.0.4 are found too. It is an administration
+//! call: its cost grows with the size of the scanned keyspace.
 //!
 //! Listing is `SMEMBERS` plus pipelined `MGET`s (no round trip per session); ids whose record is
 //! gone are pruned (`SREM`, re-checked in a script); an unreadable record is reported in
