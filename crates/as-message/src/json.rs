@@ -19,15 +19,6 @@ pub type JsonMap = serde_json::Map<String, Value>;
 /// assert!(json.starts_with(r#"{"name":"user","content":[{"type":"text","text":"hi","#));
 /// ```
 pub fn to_json<T: Serialize + ?Sized>(value: &T) -> String {
-    match String::from_utf8(to_json_vec(value)) {
-        Ok(s) => s,
-        // Unreachable: both writers only emit UTF-8.
-        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-    }
-}
-
-/// Writes `value` canonically into a byte buffer (see [`to_json`]).
-pub fn to_json_vec<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
     // The fast writer produces serde_json's exact bytes; where it declines, serde_json writes.
     // Serializing our wire types cannot fail: every map key is a string and no impl errors.
     // The buffer starts at this thread's last output size, so a large state is written without regrowing.
@@ -40,8 +31,13 @@ pub fn to_json_vec<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
             }
             out
         }
-        Err(_) => serde_json::to_vec(value).unwrap_or_default(),
+        Err(_) => serde_json::to_string(value).unwrap_or_default(),
     }
+}
+
+/// Writes `value` canonically into a byte buffer (see [`to_json`]).
+pub fn to_json_vec<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
+    to_json(value).into_bytes()
 }
 
 thread_local! {

@@ -6,6 +6,7 @@
 //! and [`crate::to_json`] then falls back to `serde_json`, so output is always `serde_json`'s.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::ser::{self, Serialize};
 
@@ -35,14 +36,14 @@ impl ser::Error for Unsupported {
 type Result<T = (), E = Unsupported> = std::result::Result<T, E>;
 
 /// Writes `value` as compact JSON, or fails when a construct is not supported.
-pub(crate) fn write<T: Serialize + ?Sized>(value: &T, capacity: usize) -> Result<Vec<u8>> {
-    let mut w = Writer { out: Vec::with_capacity(capacity) };
+pub(crate) fn write<T: Serialize + ?Sized>(value: &T, capacity: usize) -> Result<String> {
+    let mut w = Writer { out: String::with_capacity(capacity) };
     value.serialize(&mut w)?;
     Ok(w.out)
 }
 
 pub(crate) struct Writer {
-    out: Vec<u8>,
+    out: String,
 }
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
@@ -61,89 +62,157 @@ fn chunk_needs_escape(x: u64) -> bool {
     (below_space | quote | backslash) != 0
 }
 
+/// For each byte: 0 when it is written as is, else the character after the backslash
+/// (`u` for the `\u00XX` form).
+static ESCAPE: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        table[i] = b'u';
+        i += 1;
+    }
+    table[0x08] = b'b';
+    table[0x09] = b't';
+    table[0x0a] = b'n';
+    table[0x0c] = b'f';
+    table[0x0d] = b'r';
+    table[b'"' as usize] = b'"';
+    table[b'\\' as usize] = b'\\';
+    table
+};
+
 #[inline]
-fn escape(out: &mut Vec<u8>, byte: u8) -> bool {
-    let short = match byte {
-        b'"' => b'"',
-        b'\\' => b'\\',
-        b'\n' => b'n',
-        b'\r' => b'r',
-        b'\t' => b't',
-        0x08 => b'b',
-        0x0c => b'f',
-        0x00..=0x1f => {
-            out.extend_from_slice(&[
-                b'\\',
-                b'u',
-                b'0',
-                b'0',
-                HEX[usize::from(byte >> 4)],
-                HEX[usize::from(byte & 0xf)],
-            ]);
-            return true;
+fn write_escape(out: &mut String, byte: u8, short: u8) {
+    out.push('\\');
+    out.push(char::from(short));
+    if short == b'u' {
+        out.push_str("00");
+        out.push(char::from(HEX[usize::from(byte >> 4)]));
+        out.push(char::from(HEX[usize::from(byte & 0xf)]));
+    }
+}
+
+#[inline]
+fn load(bytes: &[u8], at: usize) -> Option<u64> {
+    let chunk: [u8; 8] = bytes.get(at..at + 8)?.try_into().ok()?;
+    Some(u64::from_le_bytes(chunk))
+}
+
+/// True when no byte of `bytes` must be escaped. Checks whole words; the last word overlaps
+/// the one before it (the check is a pure predicate, so overlap is harmless), and a string
+/// shorter than a word is padded with spaces.
+#[inline]
+fn is_clean(bytes: &[u8]) -> bool {
+    let len = bytes.len();
+    if len < 8 {
+        let mut word = [b' '; 8];
+        word[..len].copy_from_slice(bytes);
+        return !chunk_needs_escape(u64::from_le_bytes(word));
+    }
+    let mut i = 0;
+    while let (Some(a), Some(b)) = (load(bytes, i), load(bytes, i + 8)) {
+        if chunk_needs_escape(a) | chunk_needs_escape(b) {
+            return false;
         }
-        _ => return false,
-    };
-    out.extend_from_slice(&[b'\\', short]);
-    true
+        i += 16;
+    }
+    if let Some(a) = load(bytes, i)
+        && chunk_needs_escape(a)
+    {
+        return false;
+    }
+    load(bytes, len - 8).is_none_or(|a| !chunk_needs_escape(a))
 }
 
 /// Writes a JSON string literal with serde_json's escaping (raw UTF-8, `\u00XX` lowercase for other controls).
 #[inline]
-fn write_str(out: &mut Vec<u8>, s: &str) {
+fn write_str(out: &mut String, s: &str) {
     let bytes = s.as_bytes();
     out.reserve(bytes.len() + 2);
-    out.push(b'"');
+    out.push('"');
+    if is_clean(bytes) {
+        out.push_str(s);
+    } else {
+        write_escaped(out, s);
+    }
+    out.push('"');
+}
+
+/// The body of a string that has at least one byte to escape: clean words are skipped, the
+/// rest is looked up byte by byte, and clean runs are copied whole.
+#[cold]
+fn write_escaped(out: &mut String, s: &str) {
+    let bytes = s.as_bytes();
     let mut start = 0;
     let mut i = 0;
-    while i < bytes.len() {
-        // Skip clean eight-byte words; stop at the first word that may hold a byte to escape.
-        while let Some(chunk) = bytes.get(i..i + 8) {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            if chunk_needs_escape(u64::from_le_bytes(word)) {
+    loop {
+        while let Some(a) = load(bytes, i) {
+            if chunk_needs_escape(a) {
                 break;
             }
             i += 8;
         }
         let end = (i + 8).min(bytes.len());
+        if i >= end {
+            break;
+        }
         while i < end {
             let byte = bytes[i];
-            if byte < 0x20 || byte == b'"' || byte == b'\\' {
-                out.extend_from_slice(&bytes[start..i]);
-                escape(out, byte);
+            let short = ESCAPE[usize::from(byte)];
+            if short != 0 {
+                // `start` and `i` sit on ASCII bytes, so both are char boundaries.
+                out.push_str(s.get(start..i).unwrap_or_default());
+                write_escape(out, byte, short);
                 start = i + 1;
             }
             i += 1;
         }
     }
-    out.extend_from_slice(&bytes[start..]);
-    out.push(b'"');
+    out.push_str(s.get(start..).unwrap_or_default());
+}
+
+/// Struct field names already checked clean, by address and length. Field names are
+/// `&'static str` (immutable for the whole run), so one check per name is enough; a slot holds
+/// `address << 16 | length` and a collision only costs a re-check.
+static CLEAN_KEYS: [AtomicU64; 64] = [const { AtomicU64::new(0) }; 64];
+
+#[inline]
+fn key_is_clean(key: &'static str) -> bool {
+    let addr = key.as_ptr() as usize as u64;
+    let len = key.len() as u64;
+    if addr >> 48 != 0 || len >> 16 != 0 {
+        return is_clean(key.as_bytes());
+    }
+    let tag = addr << 16 | len;
+    let slot = &CLEAN_KEYS[((addr >> 3 ^ len) & 63) as usize];
+    if slot.load(Ordering::Relaxed) == tag {
+        return true;
+    }
+    let clean = is_clean(key.as_bytes());
+    if clean {
+        slot.store(tag, Ordering::Relaxed);
+    }
+    clean
+}
+
+/// Writes `"key":` for a struct field.
+#[inline]
+fn write_key(out: &mut String, key: &'static str) {
+    if key_is_clean(key) {
+        out.reserve(key.len() + 3);
+        out.push('"');
+        out.push_str(key);
+        out.push_str("\":");
+    } else {
+        write_str(out, key);
+        out.push(':');
+    }
 }
 
 /// Writes an integer in decimal (the digits `itoa`, and so serde_json, writes).
 #[inline]
-fn write_int<I: Into<i128>>(out: &mut Vec<u8>, n: I) {
-    let n: i128 = n.into();
-    if n < 0 {
-        out.push(b'-');
-    }
-    write_u128(out, n.unsigned_abs());
-}
-
-#[inline]
-fn write_u128(out: &mut Vec<u8>, mut n: u128) {
-    let mut buf = [0u8; 40];
-    let mut pos = buf.len();
-    loop {
-        pos -= 1;
-        buf[pos] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&buf[pos..]);
+fn write_int<I: itoa::Integer>(out: &mut String, n: I) {
+    out.push_str(itoa::Buffer::new().format(n));
 }
 
 impl<'a> ser::Serializer for &'a mut Writer {
@@ -158,7 +227,7 @@ impl<'a> ser::Serializer for &'a mut Writer {
     type SerializeStructVariant = Compound<'a>;
 
     fn serialize_bool(self, v: bool) -> Result {
-        self.out.extend_from_slice(if v { b"true" } else { b"false" });
+        self.out.push_str(if v { "true" } else { "false" });
         Ok(())
     }
     fn serialize_i8(self, v: i8) -> Result {
@@ -198,7 +267,7 @@ impl<'a> ser::Serializer for &'a mut Writer {
         Ok(())
     }
     fn serialize_u128(self, v: u128) -> Result {
-        write_u128(&mut self.out, v);
+        write_int(&mut self.out, v);
         Ok(())
     }
     fn serialize_f32(self, _v: f32) -> Result {
@@ -207,8 +276,8 @@ impl<'a> ser::Serializer for &'a mut Writer {
     fn serialize_f64(self, v: f64) -> Result {
         // serde_json's own shortest round-trip form (`1e-7`, `1e+16`, `25000.0`), `null` when not finite.
         match serde_json::Number::from_f64(v) {
-            Some(n) => self.out.extend_from_slice(n.as_str().as_bytes()),
-            None => self.out.extend_from_slice(b"null"),
+            Some(n) => self.out.push_str(n.as_str()),
+            None => self.out.push_str("null"),
         }
         Ok(())
     }
@@ -235,7 +304,7 @@ impl<'a> ser::Serializer for &'a mut Writer {
         value.serialize(self)
     }
     fn serialize_unit(self) -> Result {
-        self.out.extend_from_slice(b"null");
+        self.out.push_str("null");
         Ok(())
     }
     fn serialize_unit_struct(self, _name: &'static str) -> Result {
@@ -254,16 +323,16 @@ impl<'a> ser::Serializer for &'a mut Writer {
         variant: &'static str,
         value: &T,
     ) -> Result {
-        self.out.push(b'{');
+        self.out.push('{');
         write_str(&mut self.out, variant);
-        self.out.push(b':');
+        self.out.push(':');
         value.serialize(&mut *self)?;
-        self.out.push(b'}');
+        self.out.push('}');
         Ok(())
     }
     fn serialize_seq(self, _len: Option<usize>) -> Result<Compound<'a>> {
-        self.out.push(b'[');
-        Ok(Compound { w: self, first: true, close: b"]", raw: false })
+        self.out.push('[');
+        Ok(Compound { w: self, first: true, close: "]", raw: false })
     }
     fn serialize_tuple(self, len: usize) -> Result<Compound<'a>> {
         self.serialize_seq(Some(len))
@@ -278,18 +347,18 @@ impl<'a> ser::Serializer for &'a mut Writer {
         variant: &'static str,
         _len: usize,
     ) -> Result<Compound<'a>> {
-        self.out.push(b'{');
+        self.out.push('{');
         write_str(&mut self.out, variant);
-        self.out.extend_from_slice(b":[");
-        Ok(Compound { w: self, first: true, close: b"]}", raw: false })
+        self.out.push_str(":[");
+        Ok(Compound { w: self, first: true, close: "]}", raw: false })
     }
     fn serialize_map(self, _len: Option<usize>) -> Result<Compound<'a>> {
-        self.out.push(b'{');
-        Ok(Compound { w: self, first: true, close: b"}", raw: false })
+        self.out.push('{');
+        Ok(Compound { w: self, first: true, close: "}", raw: false })
     }
     fn serialize_struct(self, name: &'static str, _len: usize) -> Result<Compound<'a>> {
         if name == NUMBER_TOKEN {
-            return Ok(Compound { w: self, first: true, close: b"", raw: true });
+            return Ok(Compound { w: self, first: true, close: "", raw: true });
         }
         if name == RAW_TOKEN {
             return Err(Unsupported("raw value".into()));
@@ -303,10 +372,10 @@ impl<'a> ser::Serializer for &'a mut Writer {
         variant: &'static str,
         _len: usize,
     ) -> Result<Compound<'a>> {
-        self.out.push(b'{');
+        self.out.push('{');
         write_str(&mut self.out, variant);
-        self.out.extend_from_slice(b":{");
-        Ok(Compound { w: self, first: true, close: b"}}", raw: false })
+        self.out.push_str(":{");
+        Ok(Compound { w: self, first: true, close: "}}", raw: false })
     }
 }
 
@@ -314,7 +383,7 @@ impl<'a> ser::Serializer for &'a mut Writer {
 pub(crate) struct Compound<'a> {
     w: &'a mut Writer,
     first: bool,
-    close: &'static [u8],
+    close: &'static str,
     raw: bool,
 }
 
@@ -324,23 +393,22 @@ impl Compound<'_> {
         if self.first {
             self.first = false;
         } else {
-            self.w.out.push(b',');
+            self.w.out.push(',');
         }
     }
 
     #[inline]
-    fn field<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) -> Result {
+    fn field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result {
         if self.raw {
             return value.serialize(RawNumber(&mut self.w.out));
         }
         self.comma();
-        write_str(&mut self.w.out, key);
-        self.w.out.push(b':');
+        write_key(&mut self.w.out, key);
         value.serialize(&mut *self.w)
     }
 
     fn finish(self) -> Result {
-        self.w.out.extend_from_slice(self.close);
+        self.w.out.push_str(self.close);
         Ok(())
     }
 }
@@ -398,7 +466,7 @@ impl ser::SerializeMap for Compound<'_> {
         key.serialize(MapKey(&mut self.w.out))
     }
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
-        self.w.out.push(b':');
+        self.w.out.push(':');
         value.serialize(&mut *self.w)
     }
     fn end(self) -> Result {
@@ -429,10 +497,10 @@ impl ser::SerializeStructVariant for Compound<'_> {
 }
 
 /// Writes the digits of an arbitrary-precision number verbatim.
-struct RawNumber<'a>(&'a mut Vec<u8>);
+struct RawNumber<'a>(&'a mut String);
 
 /// Writes a map key: strings as they are, integers quoted (as serde_json does); anything else is unsupported.
-struct MapKey<'a>(&'a mut Vec<u8>);
+struct MapKey<'a>(&'a mut String);
 
 macro_rules! unsupported {
     ($($name:ident($($arg:ty),*)),* $(,)?) => {
@@ -524,7 +592,7 @@ impl ser::Serializer for RawNumber<'_> {
         serialize_unit_variant(&'static str, u32, &'static str),
     );
     fn serialize_str(self, v: &str) -> Result {
-        self.0.extend_from_slice(v.as_bytes());
+        self.0.push_str(v);
         Ok(())
     }
 }
@@ -580,10 +648,10 @@ impl ser::Serializer for MapKey<'_> {
     }
 }
 
-fn quoted<I: Into<i128>>(out: &mut Vec<u8>, n: I) -> Result {
-    out.push(b'"');
+fn quoted<I: itoa::Integer>(out: &mut String, n: I) -> Result {
+    out.push('"');
     write_int(out, n);
-    out.push(b'"');
+    out.push('"');
     Ok(())
 }
 
@@ -592,9 +660,9 @@ mod tests {
     use super::*;
 
     fn check(s: &str) {
-        let mut ours = Vec::new();
+        let mut ours = String::new();
         write_str(&mut ours, s);
-        assert_eq!(String::from_utf8(ours).unwrap(), serde_json::to_string(s).unwrap(), "{s:?}");
+        assert_eq!(ours, serde_json::to_string(s).unwrap(), "{s:?}");
     }
 
     #[test]
@@ -617,11 +685,11 @@ mod tests {
             r#"{"a":[1,-2,1.5,1e-7,1e16,-0.0,9007199254740993,1180591620717411303424,true,false,null],"b":{"c":"d\n"},"":{}}"#,
         )
         .unwrap();
-        let ours = String::from_utf8(write(&v, 0).unwrap()).unwrap();
+        let ours = write(&v, 0).unwrap();
         assert_eq!(ours, serde_json::to_string(&v).unwrap());
         let mut m = std::collections::BTreeMap::new();
         m.insert(3u32, f64::NAN);
-        assert_eq!(String::from_utf8(write(&m, 0).unwrap()).unwrap(), serde_json::to_string(&m).unwrap());
+        assert_eq!(write(&m, 0).unwrap(), serde_json::to_string(&m).unwrap());
         assert!(write(&1.5f32, 0).is_err(), "f32 falls back to serde_json");
     }
 }
