@@ -899,6 +899,94 @@ mod tests {
         }
     }
 
+    /// A third-party store written before `import_record`/`list_agents`: only the required methods.
+    #[derive(Debug)]
+    struct Legacy(as_storage::InMemoryStorage);
+
+    #[async_trait::async_trait]
+    impl as_storage::StorageBase for Legacy {
+        fn backend_name(&self) -> &'static str {
+            "legacy"
+        }
+        fn capabilities(&self) -> as_storage::Capabilities {
+            self.0.capabilities()
+        }
+        async fn open(&self) -> as_storage::Result<()> {
+            self.0.open().await
+        }
+        async fn close(&self) -> as_storage::Result<()> {
+            self.0.close().await
+        }
+        async fn upsert_session(&self, req: UpsertSession) -> as_storage::Result<SessionRecord> {
+            self.0.upsert_session(req).await
+        }
+        async fn update_session_state(
+            &self,
+            key: &SessionKey,
+            state: &AgentState,
+            expected: Option<&as_storage::Revision>,
+        ) -> as_storage::Result<as_storage::Revision> {
+            self.0.update_session_state(key, state, expected).await
+        }
+        async fn get_session(&self, key: &SessionKey) -> as_storage::Result<Option<SessionRecord>> {
+            self.0.get_session(key).await
+        }
+        async fn list_sessions(
+            &self,
+            owner: &Owner,
+            page: &PageRequest,
+        ) -> as_storage::Result<as_storage::SessionPage> {
+            self.0.list_sessions(owner, page).await
+        }
+        async fn delete_session(&self, key: &SessionKey) -> as_storage::Result<bool> {
+            self.0.delete_session(key).await
+        }
+        async fn upsert_message(&self, key: &SessionKey, msg: &Msg) -> as_storage::Result<()> {
+            self.0.upsert_message(key, msg).await
+        }
+        async fn get_message(&self, key: &SessionKey, id: &str) -> as_storage::Result<Option<Msg>> {
+            self.0.get_message(key, id).await
+        }
+        async fn list_messages(&self, key: &SessionKey, offset: i64, limit: i64) -> as_storage::Result<Vec<Msg>> {
+            self.0.list_messages(key, offset, limit).await
+        }
+    }
+
+    #[tokio::test]
+    async fn a_store_without_import_record_still_imports_lossily_and_needs_agent() {
+        let a = store().await;
+        seed(&a, "friday", 2).await;
+        let mut out = Vec::new();
+        export(&a, "alice", &[], &mut out).await.unwrap();
+        let first = String::from_utf8(out).unwrap();
+        let legacy = as_storage::InMemoryStorage::new();
+        as_storage::StorageBase::open(&legacy).await.unwrap();
+        let b: SharedStorage = std::sync::Arc::new(Legacy(legacy));
+        let stats = import(&b, &first, false, false).await;
+        assert_eq!(stats, ImportStats { imported: 2, messages: 4, skipped: 0, failed: 0 });
+        assert_eq!(import(&b, &first, false, false).await.skipped, 2);
+        // Without list_agents, --agent is required, with a message that says so.
+        let err = export(&b, "alice", &[], &mut Vec::new()).await.unwrap_err();
+        assert_eq!(err.kind(), ExitKind::Usage);
+        assert!(err.to_string().contains("name them with --agent"), "{err}");
+        let mut out = Vec::new();
+        export(&b, "alice", &["friday".to_owned()], &mut out).await.unwrap();
+        let second = String::from_utf8(out).unwrap();
+        // Same sessions, states and logs; only the store-set timestamps differ.
+        let strip = |text: &str| -> Vec<(String, String, usize)> {
+            let mut v: Vec<_> = text
+                .lines()
+                .map(|l| {
+                    let item = parse_line(l).unwrap();
+                    (item.record.id.clone(), as_message::to_json(&item.record.state), item.messages.len())
+                })
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(strip(&second), strip(&first));
+    }
+
     #[tokio::test]
     async fn import_counts_bad_lines_and_goes_on() {
         let a = store().await;
