@@ -63,6 +63,72 @@ async fn turn(s: &RedisStorage, key: &SessionKey) {
     s.update_session_state(key, &state, Some(&rev)).await.unwrap();
 }
 
+/// Median microseconds per phase over `iters` turns, each phase timed in the same loop so noise
+/// hits them alike: the two storage calls of a turn, then the raw `GET`, the codec alone
+/// (UTF-8 check + parse, encode) and a raw `SET` of the same bytes.
+fn breakdown(e: &Env, key: &SessionKey, iters: usize) -> [f64; 6] {
+    let rkey = e.storage.session_key(&key.user_id, &key.session_id);
+    let floor_key = format!("{rkey}:floor");
+    let mut t: [Vec<Duration>; 6] = Default::default();
+    e.rt.block_on(async {
+        for _ in 0..iters {
+            let a = Instant::now();
+            let rec = e.storage.get_session(key).await.unwrap().unwrap();
+            let b = Instant::now();
+            let rev = rec.revision();
+            let mut state = rec.state;
+            state.cur_iter += 1;
+            e.storage.update_session_state(key, &state, Some(&rev)).await.unwrap();
+            let c = Instant::now();
+            let raw: Bytes = e.raw.get(&rkey).await.unwrap();
+            let d = Instant::now();
+            let parsed: as_storage::SessionRecord = as_message::from_json(std::str::from_utf8(&raw).unwrap()).unwrap();
+            let f = Instant::now();
+            let json = as_storage::encode_record(&parsed.meta(), &parsed.state);
+            let g = Instant::now();
+            e.raw.set::<(), _, _>(&floor_key, Bytes::from(json), None, None, false).await.unwrap();
+            let h = Instant::now();
+            for (slot, span) in t.iter_mut().zip([b - a, c - b, d - c, f - d, g - f, h - g]) {
+                slot.push(span);
+            }
+        }
+    });
+    t.map(|mut v| {
+        v.sort();
+        v[v.len() / 2].as_secs_f64() * 1e6
+    })
+}
+
+/// `TURN_BREAKDOWN=1 target/release/deps/turn-… --bench turn/`: print where a turn's time goes.
+fn print_breakdown(e: &Env, key: &SessionKey, n: usize) {
+    if std::env::var_os("TURN_BREAKDOWN").is_none() {
+        return;
+    }
+    let iters = if n >= 1000 { 300 } else { 1000 };
+    breakdown(e, key, iters / 4);
+    for run in 0..3 {
+        let port = e._server.port();
+        as_storage_redis::testing::raw_command(port, "CONFIG RESETSTAT").unwrap();
+        let [get, upd, raw_get, parse, encode, raw_set] = breakdown(e, key, iters);
+        println!(
+            "breakdown/{n} run {run}: get_session {get:.1} us (GET {raw_get:.1} + parse {parse:.1} + other {:.1}) | \
+             update {upd:.1} us (encode {encode:.1} + SET {raw_set:.1} + other {:.1}) | turn {:.1} = codec {:.0}% + \
+             GET+SET {:.0}% + other {:.0}%",
+            get - raw_get - parse,
+            upd - encode - raw_set,
+            get + upd,
+            100.0 * (parse + encode) / (get + upd),
+            100.0 * (raw_get + raw_set) / (get + upd),
+            100.0 * (get + upd - parse - encode - raw_get - raw_set) / (get + upd),
+        );
+        let stats = as_storage_redis::testing::raw_command(port, "INFO commandstats").unwrap();
+        for line in stats.lines().filter(|l| l.starts_with("cmdstat_")) {
+            let usec = line.split(',').find_map(|f| f.strip_prefix("usec_per_call=")).unwrap_or("?");
+            println!("  server {}: {usec} us/call", line.split(':').next().unwrap_or(line));
+        }
+    }
+}
+
 fn bench_turns(c: &mut Criterion) {
     let Some(e) = env() else { return };
     let owner = Owner::new("bench-user", "bench-agent");
@@ -74,6 +140,7 @@ fn bench_turns(c: &mut Criterion) {
             e.raw.get::<Bytes, _>(e.storage.session_key(&key.user_id, &key.session_id)).await.unwrap()
         });
         println!("turn/{n}: record of {} bytes", bytes.len());
+        print_breakdown(&e, &key, n);
         group.throughput(Throughput::Bytes(bytes.len() as u64));
         group.bench_with_input(BenchmarkId::new("get_update", n), &key, |b, key| {
             b.iter_custom(|iters| {
