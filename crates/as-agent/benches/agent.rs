@@ -13,7 +13,7 @@ use as_model::{ConstantModel, ScriptedModel, ScriptedTurn};
 use as_state::AgentState;
 use as_storage::{InMemoryStorage, SessionConfig, SessionKey, SharedStorage, UpsertSession};
 use as_tools::{FunctionTool, ToolError, Toolkit};
-use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 
 const ITERS: u64 = 10;
 
@@ -126,5 +126,60 @@ fn runner_turn(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, loop_overhead, runner_turn);
+/// A history of `n` messages of ~250 bytes of text (the storage benches' `plain` shape), alternating user and
+/// assistant.
+fn history(n: usize) -> AgentState {
+    let mut s = AgentState::for_session("bench");
+    for i in 0..n {
+        let text = format!("message {i}: {}", "lorem ipsum dolor sit amet ".repeat(9));
+        s.context.push(if i % 2 == 0 { Msg::user("user", text) } else { Msg::assistant("Friday", text) });
+    }
+    s
+}
+
+/// The runner's own per-turn cost as the history grows (in-memory store): a completed turn, and a turn that
+/// changes nothing (an interrupt while nothing is parked: load, no-op, no write).
+fn runner_turn_by_size(c: &mut Criterion) {
+    let rt = rt();
+    let storage: SharedStorage = Arc::new(InMemoryStorage::new());
+    rt.block_on(storage.open()).unwrap();
+    let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
+    let agent = Agent::builder("Friday", "sys", Arc::new(ConstantModel::new("constant", "Sure."))).build().unwrap();
+    let key = SessionKey::new("u", "a", "bench");
+    let mut g = c.benchmark_group("session_runner_by_size");
+    for n in [10usize, 100, 1000] {
+        let base = history(n);
+        let reset = || {
+            let req = UpsertSession::new(key.owner(), SessionConfig::new("ws"))
+                .with_session_id("bench")
+                .with_state(base.clone());
+            rt.block_on(storage.upsert_session(req)).unwrap();
+        };
+        g.bench_function(BenchmarkId::new("turn_in_memory", n), |b| {
+            b.iter_batched(
+                reset,
+                |()| {
+                    let t = rt.block_on(runner.run_turn(&agent, &key, ReplyInput::user_text("next?"), &mut |e| {
+                        black_box(e);
+                    }));
+                    black_box(t.unwrap())
+                },
+                BatchSize::SmallInput,
+            );
+        });
+        reset();
+        let bad = ReplyInput::Interrupt(as_agent::UserInterruptEvent::new("not-parked"));
+        g.bench_function(BenchmarkId::new("noop_in_memory", n), |b| {
+            b.iter(|| {
+                let t = rt.block_on(runner.run_turn(&agent, &key, bad.clone(), &mut |e| {
+                    black_box(e);
+                }));
+                black_box(t.unwrap())
+            });
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, loop_overhead, runner_turn, runner_turn_by_size);
 criterion_main!(benches);

@@ -156,18 +156,18 @@ impl<'a> Run<'a> {
                     return Ok(ReplyOutcome { status: ReplyStatus::NoOp, message: None });
                 }
                 self.check_reply_id(&ev.reply_id)?;
-                self.g.armed = true;
+                self.start();
                 self.finish_interrupted().await
             }
             ReplyInput::Confirm(ev) => {
                 self.check_confirm(&ev)?;
-                self.g.armed = true;
+                self.start();
                 self.handle_confirm(ev).await?;
                 self.react_loop().await
             }
             ReplyInput::External(ev) => {
                 self.check_external(&ev)?;
-                self.g.armed = true;
+                self.start();
                 self.handle_external(ev).await?;
                 self.react_loop().await
             }
@@ -177,7 +177,7 @@ impl<'a> Run<'a> {
                     return Err(AgentError::Awaiting { confirmations, external });
                 }
                 check_input_messages(&msgs)?;
-                self.g.armed = true;
+                self.start();
                 // A previous reply that could not clean up (process crash mid-reply) left calls without
                 // results: answer them now so the history sent to the model is valid.
                 repair_unanswered_calls(self.g.state, &name);
@@ -190,6 +190,14 @@ impl<'a> Run<'a> {
                 self.react_loop().await
             }
         }
+    }
+
+    /// The input passed its checks: from here on the reply changes the state (every error above this point
+    /// leaves it untouched). Arms the cleanup guard and sets the stream's start flag, which tells the session
+    /// runner that the state must be written.
+    fn start(&mut self) {
+        self.g.armed = true;
+        self.queue.mark_started();
     }
 
     fn check_reply_id(&self, got: &str) -> Result<()> {

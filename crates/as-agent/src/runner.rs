@@ -6,8 +6,11 @@
 //! writer gives [`AgentErrorKind::Conflict`](crate::AgentErrorKind::Conflict), never a silent overwrite) and the
 //! turn's messages to the message log. The state is persisted whatever way the reply ended: completed, parked,
 //! interrupted (cancel token), max iterations, or a reply error (then the error is returned after persisting).
-//! A turn that was rejected before it changed anything (wrong `reply_id`, a message while parked, ...) writes
-//! nothing.
+//! A turn that was rejected before it changed anything (wrong `reply_id`, a message while parked, ...) or was a
+//! no-op (an interrupt while nothing is parked) writes nothing. That is decided from the reply's start flag
+//! ([`crate::ReplyStream::started`]: set once the input passed its checks, the only point from which a reply
+//! changes the state), not by comparing states, so no copy of the state is kept. The error kind alone would
+//! not do: a middleware hook may fail with any kind after the reply changed the state.
 
 use std::fmt;
 use std::sync::Arc;
@@ -23,7 +26,7 @@ use crate::agent::{Agent, ReplyInput};
 use crate::error::{AgentError, Result};
 use crate::event::AgentEvent;
 use crate::reply_msg::MsgEventExt;
-use crate::stream::ReplyStatus;
+use crate::stream::{ReplyStatus, StartFlag};
 
 /// A held session lock; released explicitly (and, best effort, by the implementation when dropped).
 #[async_trait]
@@ -176,7 +179,6 @@ impl SessionRunner {
         let revision = record.revision();
         let mut state = record.state;
         state.session_id.clone_from(&key.session_id);
-        let before = state.clone();
 
         // The reply message of the log: rebuilt from the events (2.0.4's Msg.append_event). A resume continues
         // the stored one (or, if the log lacks it, the context's copy).
@@ -200,7 +202,7 @@ impl SessionRunner {
         let mut pending = PendingWrite {
             armed: true,
             state,
-            before,
+            started: StartFlag::default(),
             revision,
             reply_msg,
             inputs,
@@ -209,6 +211,7 @@ impl SessionRunner {
             background: Arc::clone(&self.background),
         };
         let mut stream = agent.reply_stream_with_cancel(&mut pending.state, input, cancel);
+        pending.started = stream.start_flag();
         let mut reply_error = None;
         while let Some(item) = stream.next().await {
             match item {
@@ -226,13 +229,14 @@ impl SessionRunner {
                 }
             }
         }
+        let started = stream.started();
         let outcome = stream.into_outcome();
         // The stream is gone: the state is consistent (its guard closed what it had to).
         pending.armed = false;
         let write = pending.take();
 
-        if write.state == write.before {
-            // Rejected before it changed anything (or a no-op): write nothing.
+        if !started {
+            // Rejected before it changed anything (or a no-op): the state is as loaded, write nothing.
             if let Some(e) = reply_error {
                 return Err(e);
             }
@@ -269,7 +273,6 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// What a turn writes at its end.
 struct Write {
     state: AgentState,
-    before: AgentState,
     revision: Revision,
     reply_msg: Option<Msg>,
     inputs: Vec<Msg>,
@@ -293,7 +296,8 @@ impl Write {
 struct PendingWrite {
     armed: bool,
     state: AgentState,
-    before: AgentState,
+    /// The reply's start flag: unset, the state is as loaded and there is nothing to write.
+    started: StartFlag,
     revision: Revision,
     reply_msg: Option<Msg>,
     inputs: Vec<Msg>,
@@ -306,7 +310,6 @@ impl PendingWrite {
     fn take(&mut self) -> Write {
         Write {
             state: std::mem::take(&mut self.state),
-            before: std::mem::take(&mut self.before),
             revision: self.revision.clone(),
             reply_msg: self.reply_msg.take(),
             inputs: std::mem::take(&mut self.inputs),
@@ -316,13 +319,10 @@ impl PendingWrite {
 
 impl Drop for PendingWrite {
     fn drop(&mut self) {
-        if !self.armed {
+        if !self.armed || !self.started.get() {
             return;
         }
         let write = self.take();
-        if write.state == write.before {
-            return;
-        }
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
             tracing::error!(session = %self.key, "turn dropped outside a tokio runtime: its state was not saved");
             return;

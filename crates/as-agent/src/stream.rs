@@ -6,6 +6,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 
@@ -48,13 +49,37 @@ struct QueueInner {
     items: VecDeque<AgentEvent>,
 }
 
-/// The events emitted by the reply future and not yet taken by the stream.
+/// Set once a reply got past its input checks: from then on it may change the state. Until then the state
+/// is exactly as it was passed in (a rejected reply, or a no-op, never sets it). A cheap shared flag, so the
+/// session runner can decide whether to write without comparing states.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct EventQueue(Arc<Mutex<QueueInner>>);
+pub(crate) struct StartFlag(Arc<AtomicBool>);
+
+impl StartFlag {
+    pub(crate) fn set(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+
+    pub(crate) fn get(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+/// The events emitted by the reply future and not yet taken by the stream, and the reply's [`StartFlag`].
+#[derive(Clone, Debug, Default)]
+pub(crate) struct EventQueue {
+    inner: Arc<Mutex<QueueInner>>,
+    started: StartFlag,
+}
 
 impl EventQueue {
     fn lock(&self) -> MutexGuard<'_, QueueInner> {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Records that the reply passed its input checks (see [`StartFlag`]).
+    pub(crate) fn mark_started(&self) {
+        self.started.set();
     }
 
     /// Queues `event` without waiting.
@@ -126,6 +151,21 @@ impl<'a> ReplyStream<'a> {
     /// How the reply ended, once the stream is exhausted (`None` before, or after an error).
     pub fn outcome(&self) -> Option<&ReplyOutcome> {
         self.outcome.as_ref()
+    }
+
+    /// Whether the reply got past its input checks, so that it may have changed the state.
+    ///
+    /// `false` means the state is exactly as it was passed in: the stream was not polled yet, the reply was
+    /// rejected (a wrong `reply_id`, a new message while calls are parked, an invalid input, an unexpected
+    /// resume event: see [`crate::AgentErrorKind`]), or it was a no-op ([`ReplyStatus::NoOp`]). `true` means
+    /// the state was (or is being) changed, even if the reply then failed: persist it.
+    pub fn started(&self) -> bool {
+        self.queue.started.get()
+    }
+
+    /// The flag behind [`ReplyStream::started`], to read after the stream is gone.
+    pub(crate) fn start_flag(&self) -> StartFlag {
+        self.queue.started.clone()
     }
 
     /// Takes the outcome (see [`ReplyStream::outcome`]).

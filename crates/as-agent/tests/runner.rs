@@ -300,3 +300,141 @@ async fn a_dropped_turn_future_is_still_persisted() {
     assert_eq!((calls, results), (1, 1), "the cut call is closed as interrupted");
     assert_eq!(storage.list_messages(&k, 0, 0).await.unwrap().len(), 2, "user message and partial reply logged");
 }
+
+/// The stored revision and message-log length of `k`.
+async fn footprint(storage: &SharedStorage, k: &SessionKey) -> (as_storage::Revision, usize) {
+    let rec = storage.get_session(k).await.unwrap().unwrap();
+    (rec.revision(), storage.list_messages(k, 0, 0).await.unwrap().len())
+}
+
+#[tokio::test]
+async fn rejected_and_no_op_turns_write_nothing() {
+    let storage = store().await;
+    let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
+    let agent = agent_with(
+        vec![ScriptedTurn::new().tool_call("c1", "needs_ok", r#"{"text": "a"}"#), ScriptedTurn::new().text("done")],
+        Toolkit::new().with(AllowTool::new("needs_ok").ask().arc()),
+    );
+
+    // A parked session: every resume that does not fit is refused before it changes anything.
+    let k = key("rejects");
+    let parked = turn(&runner, &agent, &k, Msg::user("user", "go")).await.1.unwrap();
+    assert_eq!(parked.status, ReplyStatus::Parked);
+    let before = footprint(&storage, &k).await;
+    let call = as_message::ToolCallBlock::new("c1", "needs_ok", r#"{"text": "a"}"#);
+    let rid = parked.state.reply_id.clone();
+    let external = as_agent::ExternalExecutionResultEvent::new(
+        rid.clone(),
+        vec![as_message::ToolResultBlock::new("c1", "needs_ok", "ran", as_message::ToolResultState::Success)],
+    );
+    let renamed = as_message::ToolCallBlock::new("c1", "other_tool", r#"{"text": "a"}"#);
+    let rejected: Vec<(ReplyInput, AgentErrorKind)> = vec![
+        (Msg::user("user", "a new message while parked").into(), AgentErrorKind::Awaiting),
+        (ReplyInput::none(), AgentErrorKind::Awaiting),
+        (
+            UserConfirmResultEvent::new("wrong", vec![as_agent::ConfirmResult::approve(call.clone())]).into(),
+            AgentErrorKind::ReplyIdMismatch,
+        ),
+        (as_agent::UserInterruptEvent::new("wrong").into(), AgentErrorKind::ReplyIdMismatch),
+        (external.into(), AgentErrorKind::UnexpectedEvent),
+        (
+            UserConfirmResultEvent::new(rid.clone(), vec![as_agent::ConfirmResult::approve(renamed)]).into(),
+            AgentErrorKind::UnexpectedEvent,
+        ),
+    ];
+    for (input, kind) in rejected {
+        let label = format!("{input:?}");
+        let (events, r) = turn(&runner, &agent, &k, input).await;
+        assert_eq!(r.unwrap_err().kind(), kind, "{label}");
+        assert!(events.is_empty(), "{label}");
+        assert_eq!(footprint(&storage, &k).await, before, "{label}: nothing written");
+    }
+    let stored = storage.get_session(&k).await.unwrap().unwrap().state;
+    assert_eq!(stored, parked.state, "the parked state is intact");
+
+    // An idle session: an invalid input is refused, an interrupt is a no-op; neither writes.
+    let k = key("idle");
+    let idle_agent = agent_with(vec![ScriptedTurn::new().text("hi")], Toolkit::new());
+    let done = turn(&runner, &idle_agent, &k, Msg::user("user", "hello")).await.1.unwrap();
+    let before = footprint(&storage, &k).await;
+    assert_eq!(before.0, done.revision);
+    let system = Msg::new("user", as_message::Role::System, vec![ContentBlock::text("no")]);
+    let (_, r) = turn(&runner, &idle_agent, &k, system).await;
+    assert_eq!(r.unwrap_err().kind(), AgentErrorKind::InvalidInput);
+    assert_eq!(footprint(&storage, &k).await, before, "invalid input: nothing written");
+    let (events, r) =
+        turn(&runner, &idle_agent, &k, as_agent::UserInterruptEvent::new(done.state.reply_id.clone())).await;
+    let noop = r.unwrap();
+    assert_eq!(noop.status, ReplyStatus::NoOp);
+    assert!(events.is_empty());
+    assert_eq!(noop.revision, done.revision, "the outcome reports the unchanged revision");
+    assert_eq!(noop.state, done.state);
+    assert_eq!(footprint(&storage, &k).await, before, "no-op: nothing written");
+
+    // None of these left a write behind for the background.
+    assert_eq!(runner.wait_background_writes().await, 0);
+}
+
+/// Fails `on_event` with `error()` at each event of type `at` (by then the reply has changed the state).
+#[derive(Debug)]
+struct FailAt {
+    at: as_agent::EventType,
+    error: fn() -> as_agent::AgentError,
+}
+
+#[async_trait]
+impl as_agent::Middleware for FailAt {
+    fn key(&self) -> &str {
+        "FailAt"
+    }
+
+    async fn on_event(&self, event: &AgentEvent, slot: &mut as_message::JsonValue) -> as_agent::Result<()> {
+        *slot = serde_json::json!({ "seen": slot.get("seen").and_then(|v| v.as_i64()).unwrap_or(0) + 1 });
+        if event.event_type() == self.at { Err((self.error)()) } else { Ok(()) }
+    }
+}
+
+#[tokio::test]
+async fn an_error_after_the_reply_changed_the_state_still_saves_it_whatever_its_kind() {
+    use as_agent::{AgentError, EventType};
+    let storage = store().await;
+    let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
+    // The kinds a rejection uses, raised by a middleware once the reply has started: they must not be taken
+    // for a rejection.
+    let errors: [(fn() -> AgentError, AgentErrorKind); 4] = [
+        (|| AgentError::InvalidInput("middleware says no".into()), AgentErrorKind::InvalidInput),
+        (|| AgentError::Awaiting { confirmations: 1, external: 0 }, AgentErrorKind::Awaiting),
+        (|| AgentError::UnexpectedEvent("middleware".into()), AgentErrorKind::UnexpectedEvent),
+        (|| AgentError::ReplyIdMismatch { expected: "a".into(), got: "b".into() }, AgentErrorKind::ReplyIdMismatch),
+    ];
+    for (i, (error, kind)) in errors.into_iter().enumerate() {
+        for at in [EventType::ReplyStart, EventType::TextBlockEnd] {
+            let k = key(&format!("late-{i}-{at:?}"));
+            // A first, clean turn so that the failing one starts from a stored revision.
+            let agent =
+                agent_with(vec![ScriptedTurn::new().text("one"), ScriptedTurn::new().text("two")], Toolkit::new());
+            let first = turn(&runner, &agent, &k, Msg::user("user", "hi")).await.1.unwrap();
+            let failing = Agent::builder(
+                "Friday",
+                "sys",
+                Arc::new(ScriptedModel::new("m", [ScriptedTurn::new().text("partial answer")])),
+            )
+            .middleware(Arc::new(FailAt { at, error }))
+            .build()
+            .unwrap();
+            let (_, r) = turn(&runner, &failing, &k, Msg::user("user", "again")).await;
+            assert_eq!(r.unwrap_err().kind(), kind, "{kind:?} at {at:?}");
+            let stored = storage.get_session(&k).await.unwrap().unwrap();
+            assert!(stored.revision() > first.revision, "{kind:?} at {at:?}: the changed state was written");
+            assert_ne!(stored.state.reply_id, first.state.reply_id, "{kind:?} at {at:?}: the new reply's id");
+            assert_eq!(stored.state.context[2].get_text_content(""), Some("again".into()), "{kind:?} at {at:?}");
+            assert!(stored.state.middle_context.contains_key("FailAt"), "{kind:?} at {at:?}: middleware data kept");
+            if at == EventType::TextBlockEnd {
+                assert_eq!(stored.state.context.len(), 4, "{kind:?} at {at:?}");
+                assert_eq!(stored.state.context[3].get_text_content(""), Some("partial answer".into()));
+            }
+            let log = storage.list_messages(&k, 0, 0).await.unwrap();
+            assert_eq!(log[2].get_text_content(""), Some("again".into()), "{kind:?} at {at:?}: the input is logged");
+        }
+    }
+}

@@ -220,6 +220,66 @@ fn encode(op: &'static str, inner: &Inner, meta: &SessionMeta, state: &AgentStat
     })
 }
 
+/// A state encoded on the async side, so that only bytes move into the blocking pool (never a copy of the
+/// state): its canonical JSON exactly as [`encode_record`] embeds it in the record of `session_id`.
+struct EncodedState {
+    json: String,
+    message_count: i64,
+}
+
+/// `{"session_id":<id>`: how the state JSON starts (`session_id` is `AgentState`'s first field).
+fn session_id_head(id: &str) -> String {
+    format!("{{\"session_id\":{}", as_message::to_json(id))
+}
+
+fn encoding_bug(op: &'static str, what: &str) -> OpError {
+    err(StorageErrorKind::Backend, op, format!("internal encoding error: {what}; nothing was written"))
+}
+
+impl EncodedState {
+    fn new(op: &'static str, session_id: &str, state: &AgentState) -> Result<Self, OpError> {
+        let mut json = as_message::to_json(state);
+        if state.session_id != session_id {
+            // `encode_record` writes the record's id as `state.session_id`: do the same, in place.
+            let head = session_id_head(&state.session_id);
+            if !json.starts_with(&head) {
+                return Err(encoding_bug(op, "the state JSON does not start with its session_id"));
+            }
+            json.replace_range(..head.len(), &session_id_head(session_id));
+        }
+        Ok(Self { json, message_count: i64::try_from(state.context.len()).unwrap_or(i64::MAX) })
+    }
+}
+
+/// [`encode`] with a state encoded beforehand: `encode_record(meta, state)`, byte for byte. The envelope is
+/// `encode_record` around an empty state with that state's JSON cut off (`state` is the record's last field).
+fn encode_with_state(
+    op: &'static str,
+    inner: &Inner,
+    meta: &SessionMeta,
+    state: &EncodedState,
+) -> Result<Encoded, OpError> {
+    let empty = AgentState { session_id: meta.id.clone(), reply_id: String::new(), ..AgentState::default() };
+    let full = encode_record(meta, &empty);
+    let empty_json = as_message::to_json(&empty);
+    let head = full
+        .strip_suffix('}')
+        .and_then(|f| f.strip_suffix(empty_json.as_str()))
+        .ok_or_else(|| encoding_bug(op, "the record does not end with its state"))?;
+    let mut record = String::with_capacity(head.len() + state.json.len() + 1);
+    record.push_str(head);
+    record.push_str(&state.json);
+    record.push('}');
+    check_size(op, inner.opts.max_record_bytes, "the session record", record.len())?;
+    Ok(Encoded {
+        record,
+        updated_at: meta.updated_at.to_string(),
+        message_count: state.message_count,
+        name: meta.config.name.clone(),
+        config: as_message::to_json(&meta.config),
+    })
+}
+
 fn write_update(conn: &Connection, inner: &Inner, pk: i64, expected_rev: &str, enc: &Encoded) -> Result<bool, OpError> {
     let mut stmt = conn
         .prepare_cached(
@@ -327,7 +387,7 @@ fn update_state_blocking(
     conn: &mut Connection,
     inner: &Inner,
     key: &SessionKey,
-    state: &AgentState,
+    state: &EncodedState,
     expected: Option<&Revision>,
 ) -> Result<Revision, OpError> {
     const OP: &str = "update_session_state";
@@ -341,7 +401,7 @@ fn update_state_blocking(
     }
     let mut meta = row.meta(OP)?;
     meta.updated_at = Timestamp::now_after(&meta.updated_at);
-    let enc = encode(OP, inner, &meta, state)?;
+    let enc = encode_with_state(OP, inner, &meta, state)?;
     if write_update(conn, inner, row.pk, &row.updated_at, &enc)? {
         return Ok(Revision(enc.updated_at));
     }
@@ -354,7 +414,7 @@ fn update_state_blocking(
     }
     let mut meta = row.meta(OP)?;
     meta.updated_at = Timestamp::now_after(&meta.updated_at);
-    let enc = encode(OP, inner, &meta, state)?;
+    let enc = encode_with_state(OP, inner, &meta, state)?;
     if !write_update(&tx, inner, row.pk, &row.updated_at, &enc)? {
         return Err(err(StorageErrorKind::Backend, OP, "the row changed inside a write transaction"));
     }
@@ -479,9 +539,15 @@ fn session_pk(conn: &Connection, inner: &Inner, key: &SessionKey) -> Result<Opti
         .map_err(|e| inner.map(e))?)
 }
 
-fn upsert_message_blocking(conn: &mut Connection, inner: &Inner, key: &SessionKey, msg: &Msg) -> Result<(), OpError> {
+/// `json` is the message's canonical JSON (encoded on the async side), `msg_id` its id.
+fn upsert_message_blocking(
+    conn: &mut Connection,
+    inner: &Inner,
+    key: &SessionKey,
+    msg_id: &str,
+    json: &str,
+) -> Result<(), OpError> {
     const OP: &str = "upsert_message";
-    let json = as_message::to_json(msg);
     check_size(OP, inner.opts.max_record_bytes, "the message", json.len())?;
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| inner.map(e))?;
     let pk = session_pk(&tx, inner, key)?.ok_or_else(|| not_found(OP, key))?;
@@ -490,7 +556,7 @@ fn upsert_message_blocking(conn: &mut Connection, inner: &Inner, key: &SessionKe
         .and_then(|mut s| s.query_row([pk], |r| Ok((r.get(0)?, r.get(1)?))).optional())
         .map_err(|e| inner.map(e))?;
     match last {
-        Some((seq, id)) if id == msg.id => {
+        Some((seq, id)) if id == msg_id => {
             tx.execute("UPDATE messages SET msg = ?1 WHERE session_pk = ?2 AND seq = ?3", params![json, pk, seq])
                 .map_err(|e| inner.map(e))?;
         }
@@ -498,7 +564,7 @@ fn upsert_message_blocking(conn: &mut Connection, inner: &Inner, key: &SessionKe
             let seq = other.map_or(0, |(s, _)| s + 1);
             tx.execute(
                 "INSERT INTO messages (session_pk, seq, msg_id, msg) VALUES (?1, ?2, ?3, ?4)",
-                params![pk, seq, msg.id, json],
+                params![pk, seq, msg_id, json],
             )
             .map_err(|e| inner.map(e))?;
         }
@@ -695,7 +761,8 @@ impl StorageBase for SqliteStorage {
     ) -> Result<Revision> {
         const OP: &str = "update_session_state";
         let key = validated_key(OP, key)?;
-        let state = state.clone();
+        // Encoded here, so only the bytes move to the blocking pool (no copy of the state).
+        let state = EncodedState::new(OP, &key.session_id, state).map_err(|e| e.into_storage(OP))?;
         let expected = expected.cloned();
         self.inner.run(OP, move |conn, inner| update_state_blocking(conn, inner, &key, &state, expected.as_ref())).await
     }
@@ -720,8 +787,11 @@ impl StorageBase for SqliteStorage {
 
     async fn upsert_message(&self, key: &SessionKey, msg: &Msg) -> Result<()> {
         let key = validated_key("upsert_message", key)?;
-        let msg = msg.clone();
-        self.inner.run("upsert_message", move |conn, inner| upsert_message_blocking(conn, inner, &key, &msg)).await
+        // Encoded here, so only the bytes move to the blocking pool (no copy of the message).
+        let (id, json) = (msg.id.clone(), as_message::to_json(msg));
+        self.inner
+            .run("upsert_message", move |conn, inner| upsert_message_blocking(conn, inner, &key, &id, &json))
+            .await
     }
 
     async fn get_message(&self, key: &SessionKey, message_id: &str) -> Result<Option<Msg>> {
