@@ -65,9 +65,11 @@ pub(crate) struct ExportArgs {
 /// Arguments of `sessions import`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
-Example:
-  agentscope --storage sqlite:old.db sessions export --user alice --agent friday > alice.jsonl
+Examples:
+  agentscope --storage sqlite:old.db sessions export --user alice > alice.jsonl
   agentscope --storage redis://127.0.0.1:6379/0 sessions import alice.jsonl
+  agentscope --storage redis://127.0.0.1:6379/0 sessions import --overwrite alice.jsonl
+  cat *.jsonl | agentscope sessions import -
 
 Prints one summary line: `imported N sessions (M messages), skipped K existing, F failed`.
 A progress bar is drawn on stderr when stderr is a terminal. Each session is written verbatim
