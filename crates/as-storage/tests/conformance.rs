@@ -7,8 +7,8 @@ use as_message::Msg;
 use as_state::AgentState;
 use as_storage::conformance::{self, BuildOptions, Outcome, StorageFactory};
 use as_storage::{
-    Capabilities, InMemoryStorage, Owner, PageRequest, Result, Revision, SessionKey, SessionPage, SessionRecord,
-    SharedStorage, StorageBase, StorageError, UpsertSession,
+    Capabilities, ImportMode, ImportOutcome, InMemoryStorage, Owner, PageRequest, Result, Revision, SessionKey,
+    SessionPage, SessionRecord, SharedStorage, StorageBase, StorageError, UpsertSession,
 };
 use async_trait::async_trait;
 
@@ -50,6 +50,13 @@ enum Defect {
     IgnoresAgentId,
     /// Never bumps the revision on `update_session_state` reads: returns a made-up revision.
     StaleRevision,
+    /// `import_record` through `upsert_session` + `upsert_message`: the store sets the timestamps
+    /// and `team_id` is lost (what `sessions import` did before `import_record` existed).
+    LossyImport,
+    /// `import_record` always overwrites, whatever the mode.
+    ImportAlwaysOverwrites,
+    /// `list_agents` in reverse order.
+    AgentsUnsorted,
 }
 
 #[derive(Debug)]
@@ -126,6 +133,30 @@ impl StorageBase for Broken {
     async fn list_messages(&self, key: &SessionKey, offset: i64, limit: i64) -> Result<Vec<Msg>> {
         self.inner.list_messages(&self.key(key), offset, limit).await
     }
+    async fn import_record(&self, record: &SessionRecord, messages: &[Msg], mode: ImportMode) -> Result<ImportOutcome> {
+        match self.defect {
+            Defect::LossyImport => {
+                let owner = Owner::new(record.user_id.clone(), record.agent_id.clone());
+                let req = UpsertSession::new(owner.clone(), record.config.clone())
+                    .with_session_id(record.id.clone())
+                    .with_state(record.state.clone());
+                self.inner.upsert_session(req).await?;
+                for m in messages {
+                    self.inner.upsert_message(&owner.session(record.id.clone()), m).await?;
+                }
+                Ok(ImportOutcome::Created)
+            }
+            Defect::ImportAlwaysOverwrites => self.inner.import_record(record, messages, ImportMode::Overwrite).await,
+            _ => self.inner.import_record(record, messages, mode).await,
+        }
+    }
+    async fn list_agents(&self, user_id: &str) -> Result<Vec<String>> {
+        let mut agents = self.inner.list_agents(user_id).await?;
+        if let Defect::AgentsUnsorted = self.defect {
+            agents.reverse();
+        }
+        Ok(agents)
+    }
 }
 
 struct BrokenFactory(Defect);
@@ -181,4 +212,19 @@ async fn a_wrong_returned_revision_is_caught() {
     assert!(e.details().contains("minimal failing sequence"), "{e}");
     let steps = e.details().lines().filter(|l| l.starts_with("  ")).count();
     assert!(steps <= 4, "not shrunk: {e}");
+}
+
+#[tokio::test]
+async fn a_lossy_or_careless_import_is_caught() {
+    let f = BrokenFactory(Defect::LossyImport);
+    assert_fails("import_record_is_verbatim", conformance::import_record_is_verbatim(&f).await);
+    let f = BrokenFactory(Defect::ImportAlwaysOverwrites);
+    assert_fails("import_record_modes", conformance::import_record_modes(&f).await);
+    assert_eq!(conformance::import_record_is_verbatim(&f).await.unwrap(), Outcome::Passed);
+}
+
+#[tokio::test]
+async fn an_unsorted_agent_listing_is_caught() {
+    let f = BrokenFactory(Defect::AgentsUnsorted);
+    assert_fails("list_agents_is_scoped_and_sorted", conformance::list_agents_is_scoped_and_sorted(&f).await);
 }
