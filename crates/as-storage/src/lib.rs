@@ -47,7 +47,9 @@
 //! module `conformance`) from `tests/conformance.rs` with one macro call,
 //! `as_storage::storage_conformance_tests!(MyFactory)`. The helpers that keep edge cases
 //! identical across backends are [`encode_record`], [`message_range`], [`SessionCursor`],
-//! [`check_size`] and [`Timestamp::now_after`]. The full checklist is `docs/storage-backends.md`;
+//! [`check_size`], [`validate_import`] and [`Timestamp::now_after`]. Two methods are optional
+//! ([`StorageBase::import_record`], [`StorageBase::list_agents`]): their default implementations
+//! report `Unsupported` and the suite then skips their scenarios. The full checklist is `docs/storage-backends.md`;
 //! `examples/custom-storage` is a complete backend (JSON files in a directory).
 
 #[cfg(any(test, feature = "conformance"))]
