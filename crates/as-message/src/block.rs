@@ -62,6 +62,8 @@ impl BlockType {
 
 /// Plain text.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(remote = "Self")]
+#[schemars(rename = "TextBlock")]
 pub struct TextBlock {
     /// The text.
     pub text: String,
@@ -70,6 +72,8 @@ pub struct TextBlock {
     #[schemars(transform = crate::schema::generated_default)]
     pub id: String,
 }
+
+crate::map_only!(TextBlock, "a TextBlock object", Serialize);
 
 impl TextBlock {
     /// A text block with a fresh id.
@@ -123,6 +127,8 @@ fn thinking_from_map<E: serde::de::Error>(mut map: JsonMap) -> Result<ThinkingBl
 
 /// Inline base64 data.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(remote = "Self")]
+#[schemars(rename = "Base64Source")]
 pub struct Base64Source {
     /// Base64 text (not validated, like 2.0.4).
     pub data: String,
@@ -130,8 +136,12 @@ pub struct Base64Source {
     pub media_type: String,
 }
 
+crate::map_only!(Base64Source, "a Base64Source object", Serialize);
+
 /// Data referenced by URL. The URL is normalised by WHATWG rules on construction and on read.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(remote = "Self")]
+#[schemars(rename = "UrlSource")]
 pub struct UrlSource {
     /// The normalised URL.
     #[serde(deserialize_with = "deserialize_url")]
@@ -139,6 +149,8 @@ pub struct UrlSource {
     /// MIME type, free text.
     pub media_type: String,
 }
+
+crate::map_only!(UrlSource, "a UrlSource object", Serialize);
 
 impl UrlSource {
     /// Builds a URL source, normalising the URL (`https://example.com` becomes `https://example.com/`).
@@ -198,6 +210,8 @@ impl<'de> Deserialize<'de> for Source {
 
 /// An image, audio, file or other data.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(remote = "Self")]
+#[schemars(rename = "DataBlock")]
 pub struct DataBlock {
     /// Block id (written before `source`).
     #[serde(default = "generate_id")]
@@ -209,6 +223,8 @@ pub struct DataBlock {
     #[serde(default)]
     pub name: Option<String>,
 }
+
+crate::map_only!(DataBlock, "a DataBlock object", Serialize);
 
 impl DataBlock {
     /// A data block with a fresh id.
@@ -350,6 +366,8 @@ impl<'de> Deserialize<'de> for TextOrBlocks {
 
 /// A system reminder or other hint injected into the conversation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(remote = "Self")]
+#[schemars(rename = "HintBlock")]
 pub struct HintBlock {
     /// The hint: a string or text/data blocks.
     pub hint: TextOrBlocks,
@@ -361,6 +379,8 @@ pub struct HintBlock {
     #[serde(default)]
     pub source: Option<String>,
 }
+
+crate::map_only!(HintBlock, "a HintBlock object", Serialize);
 
 /// Lifecycle of a tool call.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -398,6 +418,8 @@ pub enum ToolResultState {
 
 /// A tool call made by the model. `input` is the raw JSON text of the arguments.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(remote = "Self")]
+#[schemars(rename = "ToolCallBlock")]
 pub struct ToolCallBlock {
     /// Provider tool-call id (required).
     pub id: String,
@@ -412,6 +434,8 @@ pub struct ToolCallBlock {
     #[serde(default)]
     pub suggested_rules: Vec<PermissionRule>,
 }
+
+crate::map_only!(ToolCallBlock, "a ToolCallBlock object", Serialize);
 
 impl ToolCallBlock {
     /// A pending call.
@@ -428,6 +452,8 @@ impl ToolCallBlock {
 
 /// The result of a tool call; `id` equals the call's id.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(remote = "Self")]
+#[schemars(rename = "ToolResultBlock")]
 pub struct ToolResultBlock {
     /// The paired call's id.
     pub id: String,
@@ -442,6 +468,8 @@ pub struct ToolResultBlock {
     #[serde(default, deserialize_with = "crate::json::free_form::deserialize")]
     pub metadata: JsonMap,
 }
+
+crate::map_only!(ToolResultBlock, "a ToolResultBlock object", Serialize);
 
 impl ToolResultBlock {
     /// A finished result with a text output.

@@ -200,6 +200,59 @@ where
     d.deserialize_map(MapOnly(std::marker::PhantomData, expecting))
 }
 
+/// Makes a struct read only from a JSON object, as pydantic does: serde's derived `Deserialize`
+/// also accepts an array of field values (`"usage": [1, 2]`), which pydantic rejects.
+///
+/// The struct derives `Deserialize` (and optionally `Serialize`) with `#[serde(remote = "Self")]`, so
+/// the derived code becomes inherent functions; this macro implements [`DerivedDeserialize`] with
+/// them, a `Deserialize` that goes through [`deserialize_map_only`], and, given `Serialize`, a
+/// `Serialize` that forwards to the derived one. A `JsonSchema` derive needs `#[schemars(rename = "…")]`,
+/// since schemars names a remote type after its remote path (`Self`).
+///
+/// ```
+/// #[derive(serde::Serialize, serde::Deserialize, Debug)]
+/// #[serde(remote = "Self")]
+/// struct Point { x: i64, #[serde(default)] y: i64 }
+/// as_message::map_only!(Point, "a Point object", Serialize);
+///
+/// assert_eq!(serde_json::from_str::<Point>(r#"{"x":1}"#).unwrap().x, 1);
+/// let err = serde_json::from_str::<Point>("[1, 2]").unwrap_err();
+/// assert!(err.to_string().contains("expected a Point object"), "{err}");
+/// assert_eq!(serde_json::to_string(&Point { x: 1, y: 2 }).unwrap(), r#"{"x":1,"y":2}"#);
+/// ```
+///
+/// Inside the defining crate, `Point::deserialize(d)` names the derived (array-accepting) function;
+/// call it only on a deserializer that can hold nothing but a map.
+#[macro_export]
+macro_rules! map_only {
+    ($ty:ty, $expecting:literal) => {
+        impl<'de> $crate::DerivedDeserialize<'de> for $ty {
+            #[inline]
+            fn derived<D: $crate::__serde::Deserializer<'de>>(d: D) -> ::core::result::Result<Self, D::Error> {
+                <$ty>::deserialize(d)
+            }
+        }
+
+        /// Reads only a JSON object (pydantic rejects an array of field values, which serde's derive accepts).
+        impl<'de> $crate::__serde::Deserialize<'de> for $ty {
+            #[inline]
+            fn deserialize<D: $crate::__serde::Deserializer<'de>>(d: D) -> ::core::result::Result<Self, D::Error> {
+                $crate::deserialize_map_only(d, $expecting)
+            }
+        }
+    };
+    ($ty:ty, $expecting:literal, Serialize) => {
+        $crate::map_only!($ty, $expecting);
+
+        impl $crate::__serde::Serialize for $ty {
+            #[inline]
+            fn serialize<S: $crate::__serde::Serializer>(&self, s: S) -> ::core::result::Result<S::Ok, S::Error> {
+                <$ty>::serialize(self, s)
+            }
+        }
+    };
+}
+
 /// Rewrites the numbers inside free-form JSON the way Python's `json.loads` + pydantic's dump would:
 /// floats in their shortest round-trip form (`1e-07` → `1e-7`, `1E2` → `100.0`), non-finite floats
 /// as `null`, `-0` as `0`. Integers keep every digit (big integers are not touched).

@@ -41,5 +41,9 @@ pub use permission::{
     AdditionalWorkingDirectory, PermissionBehavior, PermissionContext, PermissionMode, PermissionRule,
 };
 
+/// serde, for [`map_only!`]'s expansion in other crates.
+#[doc(hidden)]
+pub use serde as __serde;
+
 /// Re-exported so downstream crates use the same JSON value type (with order and precision preserved).
 pub use serde_json::{Value as JsonValue, json};

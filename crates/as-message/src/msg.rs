@@ -32,6 +32,8 @@ impl Role {
 
 /// Token usage of a model call.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(remote = "Self")]
+#[schemars(rename = "Usage")]
 pub struct Usage {
     /// Prompt tokens.
     #[serde(deserialize_with = "crate::json::lax_int::deserialize")]
@@ -40,6 +42,8 @@ pub struct Usage {
     #[serde(deserialize_with = "crate::json::lax_int::deserialize")]
     pub output_tokens: i64,
 }
+
+crate::map_only!(Usage, "a Usage object", Serialize);
 
 /// A message: who, what (content blocks), and when.
 ///
@@ -94,17 +98,7 @@ struct MsgWire {
     usage: Option<Usage>,
 }
 
-impl<'de> crate::json::DerivedDeserialize<'de> for MsgWire {
-    fn derived<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        MsgWire::deserialize(d)
-    }
-}
-
-impl<'de> Deserialize<'de> for MsgWire {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        crate::json::deserialize_map_only(d, "a Msg object")
-    }
-}
+crate::map_only!(MsgWire, "a Msg object");
 
 impl TryFrom<MsgWire> for Msg {
     type Error = String;

@@ -55,6 +55,8 @@ pub enum PermissionBehavior {
 ///
 /// The `rule_content` key is required on the wire (an explicit `null` is needed).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(remote = "Self")]
+#[schemars(rename = "PermissionRule")]
 pub struct PermissionRule {
     /// The tool the rule applies to.
     pub tool_name: String,
@@ -66,6 +68,8 @@ pub struct PermissionRule {
     /// Where the rule came from (`"session"`, `"suggested"`, `"userSettings"`, ...).
     pub source: String,
 }
+
+crate::map_only!(PermissionRule, "a PermissionRule object", Serialize);
 
 impl PermissionRule {
     /// Builds a rule.
@@ -81,6 +85,8 @@ impl PermissionRule {
 
 /// A working directory granted to the session besides the process's current directory.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(remote = "Self")]
+#[schemars(rename = "AdditionalWorkingDirectory")]
 pub struct AdditionalWorkingDirectory {
     /// The directory.
     pub path: String,
@@ -88,8 +94,12 @@ pub struct AdditionalWorkingDirectory {
     pub source: String,
 }
 
+crate::map_only!(AdditionalWorkingDirectory, "an AdditionalWorkingDirectory object", Serialize);
+
 /// The permission state persisted in `AgentState.permission_context`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(remote = "Self")]
+#[schemars(rename = "PermissionContext")]
 pub struct PermissionContext {
     /// The session's mode.
     #[serde(default)]
@@ -107,3 +117,5 @@ pub struct PermissionContext {
     #[serde(default)]
     pub ask_rules: IndexMap<String, Vec<PermissionRule>>,
 }
+
+crate::map_only!(PermissionContext, "a PermissionContext object", Serialize);

@@ -1,10 +1,8 @@
 //! `AgentState` (`agentscope.state._state`).
 
-use as_message::{
-    ContentBlock, DerivedDeserialize, JsonMap, Msg, PermissionContext, Role, TextOrBlocks, ToolCallState, generate_id,
-};
+use as_message::{ContentBlock, JsonMap, Msg, PermissionContext, Role, TextOrBlocks, ToolCallState, generate_id};
 use schemars::JsonSchema;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
 use crate::task::TaskContext;
 use crate::tool_context::ToolContext;
@@ -56,24 +54,7 @@ pub struct AgentState {
     pub middle_context: JsonMap,
 }
 
-impl Serialize for AgentState {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        AgentState::serialize(self, s)
-    }
-}
-
-impl<'de> DerivedDeserialize<'de> for AgentState {
-    fn derived<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        AgentState::deserialize(d)
-    }
-}
-
-/// Reads only a JSON object (pydantic rejects an array of field values, which serde's derive accepts).
-impl<'de> Deserialize<'de> for AgentState {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        as_message::deserialize_map_only(d, "an AgentState object")
-    }
-}
+as_message::map_only!(AgentState, "an AgentState object", Serialize);
 
 impl Default for AgentState {
     fn default() -> Self {

@@ -19,6 +19,8 @@ pub enum TaskState {
 
 /// A plan-mode task.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(remote = "Self")]
+#[schemars(rename = "Task")]
 pub struct Task {
     /// Short title.
     pub subject: String,
@@ -49,6 +51,8 @@ pub struct Task {
     pub blocked_by: Vec<String>,
 }
 
+as_message::map_only!(Task, "a Task object", Serialize);
+
 impl Task {
     /// A pending task with a fresh id and empty metadata.
     pub fn new(subject: impl Into<String>, description: impl Into<String>) -> Self {
@@ -68,8 +72,12 @@ impl Task {
 
 /// The plan-mode task list persisted in `AgentState.tasks_context`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(remote = "Self")]
+#[schemars(rename = "TaskContext")]
 pub struct TaskContext {
     /// Tasks, in creation order.
     #[serde(default)]
     pub tasks: Vec<Task>,
 }
+
+as_message::map_only!(TaskContext, "a TaskContext object", Serialize);

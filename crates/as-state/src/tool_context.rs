@@ -8,6 +8,8 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 /// A cached file read.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(remote = "Self")]
+#[schemars(rename = "ReadCacheEntry")]
 pub struct ReadCacheEntry {
     /// The file's lines as read.
     pub lines: Vec<String>,
@@ -21,6 +23,8 @@ pub struct ReadCacheEntry {
     pub file_path: String,
 }
 
+as_message::map_only!(ReadCacheEntry, "a ReadCacheEntry object", Serialize);
+
 /// Per-session tool state.
 ///
 /// ```
@@ -29,6 +33,8 @@ pub struct ReadCacheEntry {
 /// assert_eq!(as_message::to_json(&ctx), r#"{"max_cache_files":100,"max_cache_bytes":25000.0,"read_file_cache":[],"activated_groups":[]}"#);
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(remote = "Self")]
+#[schemars(rename = "ToolContext")]
 pub struct ToolContext {
     /// Most cached files (must be > 1).
     #[serde(default = "default_max_files", deserialize_with = "max_files")]
@@ -44,6 +50,8 @@ pub struct ToolContext {
     #[serde(default)]
     pub activated_groups: Vec<String>,
 }
+
+as_message::map_only!(ToolContext, "a ToolContext object", Serialize);
 
 fn default_max_files() -> i64 {
     100

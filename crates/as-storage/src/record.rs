@@ -30,6 +30,8 @@ impl SessionSource {
 
 /// A chat model choice stored with a session (no secrets: a credential id only).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(remote = "Self")]
+#[schemars(rename = "ChatModelConfig")]
 pub struct ChatModelConfig {
     /// Credential type (`"openai_credential"`, ...).
     #[serde(rename = "type")]
@@ -43,11 +45,15 @@ pub struct ChatModelConfig {
     pub parameters: JsonMap,
 }
 
+as_message::map_only!(ChatModelConfig, "a ChatModelConfig object", Serialize);
+
 /// A TTS model choice (same shape as [`ChatModelConfig`]).
 pub type TTSModelConfig = ChatModelConfig;
 
 /// Knowledge bases attached to a session.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(remote = "Self")]
+#[schemars(rename = "SessionKnowledgeConfig")]
 pub struct SessionKnowledgeConfig {
     /// Knowledge base ids.
     #[serde(default)]
@@ -57,6 +63,8 @@ pub struct SessionKnowledgeConfig {
     pub parameters: JsonMap,
 }
 
+as_message::map_only!(SessionKnowledgeConfig, "a SessionKnowledgeConfig object", Serialize);
+
 /// The session's configuration. `workspace_id` is required by Python 2.0.4, so
 /// [`SessionConfig::default`] fills it with a fresh id (as the 2.0.4 HTTP router does).
 ///
@@ -65,6 +73,8 @@ pub struct SessionKnowledgeConfig {
 /// assert_eq!(as_message::to_json(&c), r#"{"workspace_id":"ws-1","name":"chat","chat_model_config":null,"fallback_chat_model_config":null,"tts_model_config":null,"knowledge_config":null}"#);
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(remote = "Self")]
+#[schemars(rename = "SessionConfig")]
 pub struct SessionConfig {
     /// Workspace id (required).
     pub workspace_id: String,
@@ -85,6 +95,8 @@ pub struct SessionConfig {
     #[serde(default)]
     pub knowledge_config: Option<SessionKnowledgeConfig>,
 }
+
+as_message::map_only!(SessionConfig, "a SessionConfig object", Serialize);
 
 fn default_name() -> String {
     as_message::now_naive().format("%Y-%m-%d %H:%M:%S").to_string()
@@ -120,6 +132,8 @@ impl Default for SessionConfig {
 ///
 /// JSON field order is `_RecordBase`'s (`id, updated_at, created_at`) then the session fields.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(remote = "Self")]
+#[schemars(rename = "SessionRecord")]
 pub struct SessionRecord {
     /// Session id.
     #[serde(default = "generate_id")]
@@ -153,6 +167,8 @@ pub struct SessionRecord {
     #[schemars(transform = as_message::schema::generated_default)]
     pub state: AgentState,
 }
+
+as_message::map_only!(SessionRecord, "a SessionRecord object", Serialize);
 
 impl SessionRecord {
     /// The revision token of this record (its `updated_at` as written).
@@ -201,6 +217,7 @@ impl SessionRecord {
 /// A session record without its state: what listings and state updates need.
 /// Reading it from a full record's JSON skips the state without building it.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(remote = "Self")]
 pub struct SessionMeta {
     /// Session id.
     #[serde(default = "generate_id")]
@@ -227,6 +244,8 @@ pub struct SessionMeta {
     /// Configuration.
     pub config: SessionConfig,
 }
+
+as_message::map_only!(SessionMeta, "a SessionMeta object");
 
 impl SessionMeta {
     /// The revision token (the `updated_at` text).
