@@ -251,6 +251,7 @@ impl<'de> Deserialize<'de> for TextOrData {
 
 impl<'de> Tagged<'de> for TextOrData {
     fn from_tag<A: MapAccess<'de>>(tag: &str, rest: A) -> Result<Self, A::Error> {
+        // `rest` can only be a map, so the blocks' derived readers (`X::deserialize`, map or array) are called directly.
         let rest = MapAccessDeserializer::new(rest);
         match tag {
             "text" => TextBlock::deserialize(rest).map(Self::Text),
@@ -557,6 +558,7 @@ impl<'de> Tagged<'de> for ContentBlock {
                 ),
             ));
         };
+        // `rest` can only be a map, so the blocks' derived readers (`X::deserialize`, map or array) are called directly.
         let rest = MapAccessDeserializer::new(rest);
         Ok(match kind {
             BlockType::Text => Self::Text(TextBlock::deserialize(rest)?),

@@ -165,6 +165,7 @@ pub trait DerivedDeserialize<'de>: Sized {
 
 /// Deserializes a struct from a JSON object only: serde's derived impls also accept an array of
 /// field values (`[]` would give an all-default `AgentState`), which pydantic rejects.
+/// [`map_only!`] writes these impls in one line.
 ///
 /// ```
 /// use as_message::{DerivedDeserialize, deserialize_map_only};
@@ -182,6 +183,7 @@ pub trait DerivedDeserialize<'de>: Sized {
 /// assert!(serde_json::from_str::<P>("[]").is_err());
 /// assert_eq!(serde_json::from_str::<P>(r#"{"x":1}"#).unwrap().x, 1);
 /// ```
+#[inline]
 pub fn deserialize_map_only<'de, D, T>(d: D, expecting: &'static str) -> Result<T, D::Error>
 where
     D: Deserializer<'de>,
@@ -193,6 +195,7 @@ where
         fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
             f.write_str(self.1)
         }
+        #[inline(always)]
         fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
             T::derived(serde::de::value::MapAccessDeserializer::new(map))
         }
@@ -221,13 +224,16 @@ where
 /// assert_eq!(serde_json::to_string(&Point { x: 1, y: 2 }).unwrap(), r#"{"x":1,"y":2}"#);
 /// ```
 ///
+/// Attributes before the type (`map_only!(#[inline(always)] Usage, …)`) go on the `derived` function:
+/// a small struct read in a hot loop stays as fast as the plain derive.
+///
 /// Inside the defining crate, `Point::deserialize(d)` names the derived (array-accepting) function;
 /// call it only on a deserializer that can hold nothing but a map.
 #[macro_export]
 macro_rules! map_only {
-    ($ty:ty, $expecting:literal) => {
+    ($(#[$derived_attr:meta])* $ty:ty, $expecting:literal) => {
         impl<'de> $crate::DerivedDeserialize<'de> for $ty {
-            #[inline]
+            $(#[$derived_attr])*
             fn derived<D: $crate::__serde::Deserializer<'de>>(d: D) -> ::core::result::Result<Self, D::Error> {
                 <$ty>::deserialize(d)
             }
@@ -235,17 +241,15 @@ macro_rules! map_only {
 
         /// Reads only a JSON object (pydantic rejects an array of field values, which serde's derive accepts).
         impl<'de> $crate::__serde::Deserialize<'de> for $ty {
-            #[inline]
             fn deserialize<D: $crate::__serde::Deserializer<'de>>(d: D) -> ::core::result::Result<Self, D::Error> {
                 $crate::deserialize_map_only(d, $expecting)
             }
         }
     };
-    ($ty:ty, $expecting:literal, Serialize) => {
-        $crate::map_only!($ty, $expecting);
+    ($(#[$derived_attr:meta])* $ty:ty, $expecting:literal, Serialize) => {
+        $crate::map_only!($(#[$derived_attr])* $ty, $expecting);
 
         impl $crate::__serde::Serialize for $ty {
-            #[inline]
             fn serialize<S: $crate::__serde::Serializer>(&self, s: S) -> ::core::result::Result<S::Ok, S::Error> {
                 <$ty>::serialize(self, s)
             }
