@@ -99,6 +99,36 @@ fn breakdown(e: &Env, key: &SessionKey, iters: usize) -> [f64; 6] {
     })
 }
 
+/// CPU time (user + system, all threads) and minor page faults of a process so far, from
+/// `/proc/<pid>/stat`.
+fn cpu_time(pid: &str) -> (Duration, u64) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> =
+        stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
+    let field = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+    // minflt is field 10; utime and stime are fields 14 and 15, in clock ticks (USER_HZ = 100).
+    (Duration::from_millis((field(11) + field(12)) * 10), field(7))
+}
+
+/// Turns for about two seconds: wall time, CPU time of this process and of redis-server, and
+/// this process's page faults, per turn (CPU time and faults are what a shared, noisy machine
+/// distorts least).
+fn cpu_per_turn(e: &Env, key: &SessionKey) -> [f64; 4] {
+    let server = e._server.pid().map(|p| p.to_string()).unwrap_or_default();
+    let ((c0, f0), (s0, _), t0) = (cpu_time("self"), cpu_time(&server), Instant::now());
+    let mut turns = 0u32;
+    e.rt.block_on(async {
+        while t0.elapsed() < Duration::from_secs(2) {
+            turn(&e.storage, key).await;
+            turns += 1;
+        }
+    });
+    let wall = t0.elapsed();
+    let ((c1, f1), (s1, _)) = (cpu_time("self"), cpu_time(&server));
+    let per = |d: Duration| d.as_secs_f64() * 1e6 / f64::from(turns);
+    [per(wall), per(c1 - c0), per(s1 - s0), (f1 - f0) as f64 / f64::from(turns)]
+}
+
 /// `TURN_BREAKDOWN=1 target/release/deps/turn-… --bench turn/`: print where a turn's time goes.
 fn print_breakdown(e: &Env, key: &SessionKey, n: usize) {
     if std::env::var_os("TURN_BREAKDOWN").is_none() {
@@ -120,6 +150,11 @@ fn print_breakdown(e: &Env, key: &SessionKey, n: usize) {
             100.0 * (parse + encode) / (get + upd),
             100.0 * (raw_get + raw_set) / (get + upd),
             100.0 * (get + upd - parse - encode - raw_get - raw_set) / (get + upd),
+        );
+        let [wall, client, server, faults] = cpu_per_turn(e, key);
+        println!(
+            "cpu/{n} run {run}: turn wall {wall:.1} us, client CPU {client:.1} us, redis-server CPU {server:.1} us, \
+             client page faults {faults:.1}"
         );
         let stats = as_storage_redis::testing::raw_command(port, "INFO commandstats").unwrap();
         for line in stats.lines().filter(|l| l.starts_with("cmdstat_")) {

@@ -2,7 +2,8 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use as_message::{Msg, generate_id};
@@ -111,9 +112,26 @@ fn envelope_prefix(meta: &SessionMeta) -> String {
 
 /// The CAS token for a stored value: its canonical envelope prefix, or the whole value when it
 /// is not in canonical form.
+///
+/// The token is a copy: a slice would pin the whole reply buffer (the full record, and fred's
+/// read buffer with it) in the envelope cache, so every large read would have to grow a fresh
+/// buffer from scratch.
 fn token_for(stored: &Bytes, meta: &SessionMeta) -> (Bytes, bool) {
     let prefix = envelope_prefix(meta);
-    if stored.starts_with(prefix.as_bytes()) { (stored.slice(..prefix.len()), false) } else { (stored.clone(), true) }
+    if stored.starts_with(prefix.as_bytes()) {
+        (Bytes::from(prefix), false)
+    } else {
+        (Bytes::copy_from_slice(stored), true)
+    }
+}
+
+/// A suffix no other staged write uses: a random per-process part (so two processes never
+/// share a staging key) and a counter (no system call per write).
+fn stage_suffix() -> String {
+    static PROCESS: OnceLock<String> = OnceLock::new();
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let process = PROCESS.get_or_init(|| uuid::Uuid::new_v4().simple().to_string());
+    format!("{process}-{}", NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
 /// A JSON string literal.
@@ -299,6 +317,14 @@ impl RedisStorage {
         cache.insert(key, c);
     }
 
+    /// Whether the cached envelope of `key` is still the one `stored` begins with (then its
+    /// meta and token are exactly what [`token_for`] would derive from `stored`, without
+    /// re-encoding the envelope).
+    fn cache_matches(&self, key: &str, stored: &[u8]) -> bool {
+        let cache = self.inner.cache.lock().unwrap_or_else(PoisonError::into_inner);
+        cache.get(key).is_some_and(|c| !c.exact && stored.starts_with(&c.token))
+    }
+
     fn cache_forget(&self, key: &str) {
         self.inner.cache.lock().unwrap_or_else(PoisonError::into_inner).remove(key);
     }
@@ -346,7 +372,7 @@ impl RedisStorage {
     ) -> Result<i64, StorageError> {
         let keys = &self.inner.keys;
         // The staging key extends the record key, so it shares its hash tag (cluster slot).
-        let stage = format!("{rkey}:stage:{}", uuid::Uuid::new_v4().simple());
+        let stage = format!("{rkey}:stage:{}", stage_suffix());
         let mut k = vec![
             rkey.to_owned(),
             stage.clone(),
@@ -567,9 +593,13 @@ impl RedisStorage {
             return Ok(None);
         }
         rec.state.session_id.clone_from(&rec.id);
-        let meta = rec.meta();
-        let (token, exact) = token_for(&raw, &meta);
-        self.cache_put(rkey, Cached { meta, token, exact });
+        // Usually the record is still the one this process last wrote or read: the cached
+        // canonical envelope is a prefix of it, so the cache entry is already right.
+        if !self.cache_matches(&rkey, &raw) {
+            let meta = rec.meta();
+            let (token, exact) = token_for(&raw, &meta);
+            self.cache_put(rkey, Cached { meta, token, exact });
+        }
         Ok(Some(rec))
     }
 
@@ -1164,6 +1194,33 @@ mod tests {
         assert_eq!(&tok[..], p.as_bytes());
         let spaced = Bytes::from(json.replacen(',', ", ", 1));
         assert!(token_for(&spaced, &rec.meta()).1);
+    }
+
+    #[test]
+    fn tokens_do_not_pin_the_value_they_came_from() {
+        let text = include_str!("../../../tests/fixtures/agentscope-2.0.4/session_record.compact.json");
+        let rec: SessionRecord = as_message::from_json(text).unwrap();
+        let stored = Bytes::from(rec.to_canonical_json());
+        let within = |tok: &Bytes| stored.as_ptr_range().contains(&tok.as_ptr());
+        let (tok, exact) = token_for(&stored, &rec.meta());
+        assert!(!exact);
+        assert_eq!(&tok[..], &stored[..tok.len()]);
+        assert!(!within(&tok), "the canonical token is its own small buffer");
+        let spaced = Bytes::from(rec.to_canonical_json().replacen(',', ", ", 1));
+        let (tok, exact) = token_for(&spaced, &rec.meta());
+        assert!(exact);
+        assert_eq!(tok, spaced);
+        assert!(!spaced.as_ptr_range().contains(&tok.as_ptr()), "the exact token is a copy");
+    }
+
+    #[test]
+    fn stage_suffixes_are_unique_within_and_across_processes() {
+        let (a, b) = (stage_suffix(), stage_suffix());
+        assert_ne!(a, b);
+        let (pa, _) = a.split_once('-').unwrap();
+        let (pb, _) = b.split_once('-').unwrap();
+        assert_eq!(pa, pb);
+        assert_eq!(pa.len(), 32, "a random 128-bit per-process part: {a}");
     }
 
     #[test]
