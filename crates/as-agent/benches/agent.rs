@@ -137,21 +137,23 @@ fn history(n: usize) -> AgentState {
     s
 }
 
-/// The runner's own per-turn cost as the history grows (in-memory store): a completed turn, and a turn that
-/// changes nothing (an interrupt while nothing is parked: load, no-op, no write).
+/// The runner's own per-turn cost as the history grows (in-memory store): a completed turn (the session and
+/// its message log are reset before each), and a turn the agent rejects before changing anything (an invalid
+/// input: load, reject, no write).
 fn runner_turn_by_size(c: &mut Criterion) {
     let rt = rt();
     let storage: SharedStorage = Arc::new(InMemoryStorage::new());
     rt.block_on(storage.open()).unwrap();
     let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
     let agent = Agent::builder("Friday", "sys", Arc::new(ConstantModel::new("constant", "Sure."))).build().unwrap();
-    let key = SessionKey::new("u", "a", "bench");
     let mut g = c.benchmark_group("session_runner_by_size");
     for n in [10usize, 100, 1000] {
-        let base = history(n);
+        let key = SessionKey::new("u", "a", format!("bench-{n}"));
+        let base = AgentState { session_id: key.session_id.clone(), ..history(n) };
         let reset = || {
+            rt.block_on(storage.delete_session(&key)).unwrap();
             let req = UpsertSession::new(key.owner(), SessionConfig::new("ws"))
-                .with_session_id("bench")
+                .with_session_id(key.session_id.clone())
                 .with_state(base.clone());
             rt.block_on(storage.upsert_session(req)).unwrap();
         };
@@ -168,13 +170,13 @@ fn runner_turn_by_size(c: &mut Criterion) {
             );
         });
         reset();
-        let bad = ReplyInput::Interrupt(as_agent::UserInterruptEvent::new("not-parked"));
-        g.bench_function(BenchmarkId::new("noop_in_memory", n), |b| {
+        let invalid = ReplyInput::from(Msg::new("user", as_message::Role::System, vec![]));
+        g.bench_function(BenchmarkId::new("rejected_in_memory", n), |b| {
             b.iter(|| {
-                let t = rt.block_on(runner.run_turn(&agent, &key, bad.clone(), &mut |e| {
+                let t = rt.block_on(runner.run_turn(&agent, &key, invalid.clone(), &mut |e| {
                     black_box(e);
                 }));
-                black_box(t.unwrap())
+                assert!(t.is_err());
             });
         });
     }
