@@ -218,10 +218,12 @@ where
 /// struct Point { x: i64, #[serde(default)] y: i64 }
 /// as_message::map_only!(Point, "a Point object", Serialize);
 ///
+/// # fn main() {
 /// assert_eq!(serde_json::from_str::<Point>(r#"{"x":1}"#).unwrap().x, 1);
 /// let err = serde_json::from_str::<Point>("[1, 2]").unwrap_err();
 /// assert!(err.to_string().contains("expected a Point object"), "{err}");
 /// assert_eq!(serde_json::to_string(&Point { x: 1, y: 2 }).unwrap(), r#"{"x":1,"y":2}"#);
+/// # }
 /// ```
 ///
 /// Attributes before the type (`map_only!(#[inline(always)] Usage, …)`) go on the `derived` function:
