@@ -110,8 +110,10 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     });
     let out = target.join("bench-report.json");
     std::fs::write(&out, serde_json::to_string_pretty(&report)?)?;
-    let md = render(&report);
-    std::fs::write(root.join("docs/benchmarks.md"), md)?;
+    let doc = root.join("docs/benchmarks.md");
+    let analysis = std::fs::read_to_string(&doc).ok().and_then(|old| kept_analysis(&old));
+    let md = with_analysis(render(&report), analysis.as_deref());
+    std::fs::write(&doc, md)?;
     eprintln!("xtask bench: wrote docs/benchmarks.md and {} in {:.0?}", out.display(), started.elapsed());
     Ok(())
 }
@@ -346,6 +348,25 @@ fn spread(v: Option<&Value>) -> String {
     }
 }
 
+const ANALYSIS_START: &str = "<!-- analysis: written by people, kept by cargo xtask bench -->";
+const ANALYSIS_END: &str = "<!-- /analysis -->";
+
+/// The hand-written analysis block of an earlier report (between the markers), if any.
+fn kept_analysis(old: &str) -> Option<String> {
+    let start = old.find(ANALYSIS_START)?;
+    let end = old[start..].find(ANALYSIS_END)? + start + ANALYSIS_END.len();
+    Some(old[start..end].to_owned())
+}
+
+/// Puts the analysis block after the report's opening paragraphs (before the first table section).
+fn with_analysis(md: String, analysis: Option<&str>) -> String {
+    let Some(analysis) = analysis else { return md };
+    match md.find("\n## ") {
+        Some(at) => format!("{}\n{analysis}\n{}", &md[..at], &md[at..]),
+        None => format!("{md}\n{analysis}\n"),
+    }
+}
+
 fn render(r: &Value) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# Benchmarks\n");
@@ -541,4 +562,21 @@ fn render(r: &Value) -> String {
     }
     let _ = writeln!(s, "\nRaw data: `target/bench-report.json` (not committed).");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_analysis_block_survives_a_new_report() {
+        let old =
+            format!("# Benchmarks\n\nold intro\n\n{ANALYSIS_START}\n## Targets\nwhy\n{ANALYSIS_END}\n\n## Tables\nold");
+        let kept = kept_analysis(&old).unwrap();
+        assert!(kept.starts_with(ANALYSIS_START) && kept.ends_with(ANALYSIS_END), "{kept}");
+        let new = with_analysis("# Benchmarks\n\nnew intro\n\n## Tables\nnew".to_owned(), Some(&kept));
+        assert_eq!(new, format!("# Benchmarks\n\nnew intro\n\n{kept}\n\n## Tables\nnew"));
+        assert_eq!(kept_analysis("no markers"), None);
+        assert_eq!(with_analysis("x".to_owned(), None), "x");
+    }
 }
