@@ -20,8 +20,10 @@ use crate::pool::Inner;
 
 /// Session storage in one SQLite file.
 ///
-/// Cheap to clone (clones share the connection pool). Every call runs on a blocking thread with a
-/// pooled connection, so the async runtime is never blocked. Writes are short transactions
+/// Cheap to clone (clones share the connection pool). Every call runs its SQLite work on a blocking
+/// thread with a pooled connection, so the async runtime never waits on the file. `update_session_state`
+/// and `upsert_message` encode the state (or message) to JSON on the calling task first and move only
+/// those bytes to the blocking thread, never a copy of the state. Writes are short transactions
 /// (`BEGIN IMMEDIATE` for read-modify-write); the compare-and-set of
 /// [`StorageBase::update_session_state`] holds across processes sharing the file.
 #[derive(Clone)]
