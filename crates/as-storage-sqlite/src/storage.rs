@@ -224,6 +224,38 @@ fn encode(op: &'static str, inner: &Inner, meta: &SessionMeta, state: &AgentStat
 
 /// A state encoded on the async side, so that only bytes move into the blocking pool (never a copy of the
 /// state): its canonical JSON exactly as [`encode_record`] embeds it in the record of `session_id`.
+/// Inserts a session row (the record and its listing columns); returns its `pk`.
+fn insert_session_row(
+    tx: &rusqlite::Transaction<'_>,
+    inner: &Inner,
+    meta: &SessionMeta,
+    enc: &Encoded,
+) -> Result<i64, OpError> {
+    tx.query_row(
+        "INSERT INTO sessions (user_id, agent_id, id, created_at, created_sort, updated_at, source, \
+         source_schedule_id, team_id, name, config, message_count, size, record) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) RETURNING pk",
+        params![
+            meta.user_id,
+            meta.agent_id,
+            meta.id,
+            meta.created_at.to_string(),
+            sort_key(&meta.created_at),
+            enc.updated_at,
+            meta.source.as_str(),
+            meta.source_schedule_id,
+            meta.team_id,
+            enc.name,
+            enc.config,
+            enc.message_count,
+            enc.record.len() as i64,
+            enc.record,
+        ],
+        |r| r.get(0),
+    )
+    .map_err(|e| inner.map(e).into())
+}
+
 struct EncodedState {
     json: String,
     message_count: i64,
@@ -357,28 +389,7 @@ fn upsert_blocking(conn: &mut Connection, inner: &Inner, req: UpsertSession) -> 
         };
         let state = req.state.unwrap_or_default();
         let enc = encode(OP, inner, &meta, &state)?;
-        tx.execute(
-            "INSERT INTO sessions (user_id, agent_id, id, created_at, created_sort, updated_at, source, \
-             source_schedule_id, team_id, name, config, message_count, size, record) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-            params![
-                meta.user_id,
-                meta.agent_id,
-                meta.id,
-                meta.created_at.to_string(),
-                sort_key(&meta.created_at),
-                enc.updated_at,
-                meta.source.as_str(),
-                meta.source_schedule_id,
-                meta.team_id,
-                enc.name,
-                enc.config,
-                enc.message_count,
-                enc.record.len() as i64,
-                enc.record,
-            ],
-        )
-        .map_err(|e| inner.map(e))?;
+        insert_session_row(&tx, inner, &meta, &enc)?;
         SessionRecord::from_parts(meta, state)
     };
     tx.commit().map_err(|e| inner.map(e))?;
@@ -668,30 +679,7 @@ fn import_blocking(
             ImportOutcome::Replaced
         }
     };
-    let pk: i64 = tx
-        .query_row(
-            "INSERT INTO sessions (user_id, agent_id, id, created_at, created_sort, updated_at, source, \
-             source_schedule_id, team_id, name, config, message_count, size, record) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) RETURNING pk",
-            params![
-                meta.user_id,
-                meta.agent_id,
-                meta.id,
-                meta.created_at.to_string(),
-                sort_key(&meta.created_at),
-                enc.updated_at,
-                meta.source.as_str(),
-                meta.source_schedule_id,
-                meta.team_id,
-                enc.name,
-                enc.config,
-                enc.message_count,
-                enc.record.len() as i64,
-                enc.record,
-            ],
-            |r| r.get(0),
-        )
-        .map_err(|e| inner.map(e))?;
+    let pk = insert_session_row(&tx, inner, &meta, &enc)?;
     {
         let mut stmt = tx
             .prepare_cached("INSERT INTO messages (session_pk, seq, msg_id, msg) VALUES (?1, ?2, ?3, ?4)")
