@@ -91,6 +91,41 @@ fn text(msg_id: &str, s: &str) -> ContentBlock {
     ContentBlock::Text(TextBlock { text: s.into(), id: format!("{msg_id}-t") })
 }
 
+/// The JSON pointers (RFC 6901) of every object in `doc`, the document itself first, in document order,
+/// not descending into objects under a key listed in `free_form` (whose contents are any JSON).
+/// Tests use it to check that a table of object positions is complete.
+///
+/// ```
+/// let doc = serde_json::json!({"a": {"b": [{}]}, "metadata": {"x": {}}});
+/// let found = as_state::test_utils::object_pointers(&doc, &["metadata"]);
+/// assert_eq!(found, ["", "/a", "/a/b/0", "/metadata"]);
+/// ```
+pub fn object_pointers(doc: &JsonValue, free_form: &[&str]) -> Vec<String> {
+    fn walk(v: &JsonValue, at: &str, free_form: &[&str], out: &mut Vec<String>) {
+        match v {
+            JsonValue::Object(map) => {
+                out.push(at.to_owned());
+                let last = at.rsplit('/').next().unwrap_or("");
+                if free_form.contains(&last) {
+                    return;
+                }
+                for (k, x) in map {
+                    walk(x, &format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")), free_form, out);
+                }
+            }
+            JsonValue::Array(items) => {
+                for (i, x) in items.iter().enumerate() {
+                    walk(x, &format!("{at}/{i}"), free_form, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(doc, "", free_form, &mut out);
+    out
+}
+
 /// proptest strategies for the wire types.
 ///
 /// Generated values are canonical (URLs normalised, free-form numbers in Python's forms, floats

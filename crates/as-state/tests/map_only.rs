@@ -103,28 +103,6 @@ fn golden(name: &str) -> String {
     std::fs::read_to_string(format!("{FIX}{name}")).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
-/// The JSON pointers of every object in `v`, not descending into free-form maps.
-fn object_pointers(v: &JsonValue, at: &str, out: &mut Vec<String>) {
-    match v {
-        JsonValue::Object(map) => {
-            out.push(at.to_owned());
-            let last = at.rsplit('/').next().unwrap_or("");
-            if FREE_FORM.contains(&last) {
-                return;
-            }
-            for (k, x) in map {
-                object_pointers(x, &format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")), out);
-            }
-        }
-        JsonValue::Array(items) => {
-            for (i, x) in items.iter().enumerate() {
-                object_pointers(x, &format!("{at}/{i}"), out);
-            }
-        }
-        _ => {}
-    }
-}
-
 /// `doc` with the object at `pointer` replaced by `[]` and by the array of its values.
 fn as_arrays(doc: &JsonValue, pointer: &str) -> [String; 2] {
     let replaced = |f: &dyn Fn(&JsonValue) -> JsonValue| {
@@ -143,8 +121,7 @@ fn as_arrays(doc: &JsonValue, pointer: &str) -> [String; 2] {
 #[test]
 fn the_table_lists_every_object_of_the_golden() {
     let doc: JsonValue = serde_json::from_str(&golden("rich_agent_state.compact.json")).unwrap();
-    let mut found = Vec::new();
-    object_pointers(&doc, "", &mut found);
+    let found = as_state::test_utils::object_pointers(&doc, FREE_FORM);
     let listed: Vec<String> = CASES.iter().map(|c| c.0.to_owned()).collect();
     assert_eq!(listed, found);
 }

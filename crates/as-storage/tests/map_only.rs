@@ -30,28 +30,6 @@ const CASES: &[(&str, &str, &str)] = &[
     ("/state", "state", "an AgentState object"),
 ];
 
-/// The JSON pointers of every object in `v`, not descending into free-form maps.
-fn object_pointers(v: &JsonValue, at: &str, out: &mut Vec<String>) {
-    match v {
-        JsonValue::Object(map) => {
-            out.push(at.to_owned());
-            let last = at.rsplit('/').next().unwrap_or("");
-            if FREE_FORM.contains(&last) {
-                return;
-            }
-            for (k, x) in map {
-                object_pointers(x, &format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")), out);
-            }
-        }
-        JsonValue::Array(items) => {
-            for (i, x) in items.iter().enumerate() {
-                object_pointers(x, &format!("{at}/{i}"), out);
-            }
-        }
-        _ => {}
-    }
-}
-
 /// The error path of a JSON pointer (`/state/context/0/usage` → `state.context[0].usage`).
 fn error_path(pointer: &str) -> String {
     let mut out = String::new();
@@ -94,8 +72,7 @@ fn rejected(result: Result<impl Sized, MessageError>, what: &str, json: &str) ->
 #[test]
 fn the_table_lists_every_object_of_the_golden_outside_the_state() {
     let doc: JsonValue = from_json(GOLDEN).unwrap();
-    let mut found = Vec::new();
-    object_pointers(&doc, "", &mut found);
+    let mut found = as_state::test_utils::object_pointers(&doc, FREE_FORM);
     found.retain(|p| !p.starts_with("/state/"));
     let listed: Vec<String> = CASES.iter().map(|c| c.0.to_owned()).collect();
     assert_eq!(listed, found);
@@ -127,8 +104,7 @@ fn an_array_in_place_of_any_record_object_is_rejected_at_its_path() {
 #[test]
 fn an_array_in_place_of_any_state_object_is_rejected_at_its_path() {
     let doc: JsonValue = from_json(GOLDEN).unwrap();
-    let mut found = Vec::new();
-    object_pointers(&doc, "", &mut found);
+    let mut found = as_state::test_utils::object_pointers(&doc, FREE_FORM);
     found.retain(|p| p.starts_with("/state/"));
     assert!(found.len() > 60, "the golden's state has its objects: {}", found.len());
     for pointer in &found {
