@@ -17,14 +17,15 @@ fn count(agent: &Agent, msgs: &[Msg], tools: &[ToolSchema]) -> usize {
     agent.model.count_tokens(msgs, tools)
 }
 
+/// The count of `base` followed by `extra`, without concatenating copies.
+fn count_after(agent: &Agent, base: &[Msg], extra: &[Msg], tools: &[ToolSchema]) -> usize {
+    agent.model.count_tokens_of_parts(&[base, extra], tools)
+}
+
 /// Splits `context` so that the reserved (newest) part stays within `budget` tokens together with `base`.
 /// Returns `(to_compress, reserved)`; `to_compress` is empty when nothing would be compressed.
 fn split(agent: &Agent, base: &[Msg], context: &[Msg], budget: usize) -> (Vec<Msg>, Vec<Msg>) {
-    let with = |extra: &[Msg]| {
-        let mut v = base.to_vec();
-        v.extend_from_slice(extra);
-        count(agent, &v, &[])
-    };
+    let with = |extra: &[Msg]| count_after(agent, base, extra, &[]);
     // The newest boundary `i` whose suffix `context[i..]` reaches the budget. A suffix only grows as `i`
     // falls, so binary search finds it in O(log n) token counts (a linear scan was O(n²) clones).
     if context.is_empty() || with(context) < budget {
@@ -103,9 +104,7 @@ pub(crate) async fn compress(run: &mut Run<'_>) -> Result<Compressed> {
     let (agent, state, cancel) = run.parts();
     let cfg = &agent.context_config;
     let size = agent.model.context_size();
-    let mut all = base.clone();
-    all.extend(state.context.iter().cloned());
-    let est = count(agent, &all, &tools);
+    let est = count_after(agent, &base, &state.context, &tools);
     if (est as f64) < cfg.trigger_ratio * size as f64 {
         return Ok(Compressed::No);
     }

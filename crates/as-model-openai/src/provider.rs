@@ -3,10 +3,11 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use as_message::JsonMap;
+use as_message::{JsonMap, Msg};
 use as_model::{
-    ChatChunk, ChatModel, ChatRequest, ChatStream, ModelError, ModelErrorKind, Result, StructuredOutputRequest,
-    StructuredResponse, ToolChoice, ToolChoiceMode, ToolSchema, parse_structured_output, structured_output_request,
+    ChatChunk, ChatModel, ChatRequest, ChatStream, HeuristicTokenCounter, ModelError, ModelErrorKind, Result,
+    StructuredOutputRequest, StructuredResponse, ToolChoice, ToolChoiceMode, ToolSchema, parse_structured_output,
+    structured_output_request,
 };
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -221,6 +222,9 @@ impl ChatModel for OpenAiCompatibleModel {
         self.config.provider
     }
 
+    fn count_tokens_of_parts(&self, parts: &[&[Msg]], tools: &[ToolSchema]) -> usize {
+        HeuristicTokenCounter.count_parts(parts, tools)
+    }
     fn context_size(&self) -> usize {
         self.config.context_size
     }

@@ -1,13 +1,15 @@
 //! [`ConstantModel`]: an offline [`ChatModel`] answering the same text at once (feature `test-utils`).
 
-use as_message::ContentBlock;
+use as_message::{ContentBlock, Msg};
 use async_trait::async_trait;
 
 use crate::error::Result;
 use crate::model::ChatModel;
 use crate::request::ChatRequest;
+use crate::request::ToolSchema;
 use crate::response::ChatResponse;
 use crate::stream::ChatStream;
+use crate::tokens::HeuristicTokenCounter;
 
 /// A model that answers every request with the same text, at once and without I/O.
 ///
@@ -47,6 +49,9 @@ impl ChatModel for ConstantModel {
         &self.name
     }
 
+    fn count_tokens_of_parts(&self, parts: &[&[Msg]], tools: &[ToolSchema]) -> usize {
+        HeuristicTokenCounter.count_parts(parts, tools)
+    }
     fn provider(&self) -> &'static str {
         "constant"
     }

@@ -60,6 +60,15 @@ pub trait ChatModel: Send + Sync + fmt::Debug {
         HeuristicTokenCounter.count_tokens(messages, tools)
     }
 
+    /// The token count of the concatenation of `parts` (compression counts the system prompt, summary and a
+    /// suffix of the context many times). Must equal [`ChatModel::count_tokens`] of the concatenated messages.
+    /// The default concatenates clones; a model that keeps the default [`ChatModel::count_tokens`] should
+    /// override it with [`HeuristicTokenCounter::count_parts`], which copies nothing.
+    fn count_tokens_of_parts(&self, parts: &[&[Msg]], tools: &[ToolSchema]) -> usize {
+        let all: Vec<Msg> = parts.iter().flat_map(|p| p.iter().cloned()).collect();
+        self.count_tokens(&all, tools)
+    }
+
     /// Asks for an object matching `request.schema` (2.0.4's base `generate_structured_output`): forces the tool
     /// [`STRUCTURED_OUTPUT_TOOL`] with the schema as parameters, appends [`STRUCTURED_OUTPUT_REMINDER`] to the last
     /// user message (or adds a user message), parses the call's arguments and checks the schema's `required`
@@ -96,6 +105,9 @@ impl<T: ChatModel + ?Sized> ChatModel for Arc<T> {
     }
     fn count_tokens(&self, messages: &[Msg], tools: &[ToolSchema]) -> usize {
         (**self).count_tokens(messages, tools)
+    }
+    fn count_tokens_of_parts(&self, parts: &[&[Msg]], tools: &[ToolSchema]) -> usize {
+        (**self).count_tokens_of_parts(parts, tools)
     }
     async fn generate_structured_output(&self, request: StructuredOutputRequest) -> Result<StructuredResponse> {
         (**self).generate_structured_output(request).await

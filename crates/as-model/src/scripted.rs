@@ -4,15 +4,17 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use as_message::{ContentBlock, DataBlock, JsonMap, TextBlock, ThinkingBlock, ToolCallBlock, generate_id};
+use as_message::{ContentBlock, DataBlock, JsonMap, Msg, TextBlock, ThinkingBlock, ToolCallBlock, generate_id};
 use async_trait::async_trait;
 use tokio::sync::Notify;
 
 use crate::error::{ModelError, ModelErrorKind, Result};
 use crate::model::ChatModel;
 use crate::request::ChatRequest;
+use crate::request::ToolSchema;
 use crate::response::{ChatChunk, ChatResponse, ChatUsage, FinishReason};
 use crate::stream::ChatStream;
+use crate::tokens::HeuristicTokenCounter;
 
 enum Step {
     Chunk(ChatChunk),
@@ -272,6 +274,9 @@ impl ChatModel for ScriptedModel {
         "scripted"
     }
 
+    fn count_tokens_of_parts(&self, parts: &[&[Msg]], tools: &[ToolSchema]) -> usize {
+        HeuristicTokenCounter.count_parts(parts, tools)
+    }
     fn context_size(&self) -> usize {
         self.context_size
     }

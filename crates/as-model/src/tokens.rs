@@ -33,6 +33,22 @@ pub const DATA_BLOCK_TOKENS: usize = 2000;
 
 impl TokenCounter for HeuristicTokenCounter {
     fn count_tokens(&self, messages: &[Msg], tools: &[ToolSchema]) -> usize {
+        self.count_parts(&[messages], tools)
+    }
+}
+
+impl HeuristicTokenCounter {
+    /// The count of the concatenation of `parts` (exactly `count_tokens` of one slice holding them all, in
+    /// order), without copying any message.
+    ///
+    /// ```
+    /// use as_model::{HeuristicTokenCounter, TokenCounter};
+    /// use as_message::Msg;
+    /// let (a, b) = (vec![Msg::user("u", "hello")], vec![Msg::user("u", "world!")]);
+    /// let joined: Vec<Msg> = a.iter().chain(&b).cloned().collect();
+    /// assert_eq!(HeuristicTokenCounter.count_parts(&[&a, &b], &[]), HeuristicTokenCounter.count_tokens(&joined, &[]));
+    /// ```
+    pub fn count_parts(&self, parts: &[&[Msg]], tools: &[ToolSchema]) -> usize {
         let mut bytes = 0usize;
         let mut data = 0usize;
         let add_parts = |parts: &TextOrBlocks, bytes: &mut usize, data: &mut usize| match parts {
@@ -46,7 +62,7 @@ impl TokenCounter for HeuristicTokenCounter {
                 }
             }
         };
-        for m in messages {
+        for m in parts.iter().flat_map(|p| p.iter()) {
             for b in &m.content {
                 match b {
                     ContentBlock::Text(t) => bytes += t.text.len(),
@@ -180,5 +196,23 @@ mod tests {
             r#"[{"type": "function", "function": {"name": "f", "description": "é\n", "parameters": {"type": "object"}}}]"#
         );
         assert_eq!(count(&[], &[t]), (dumped.len() + 2) / 4);
+    }
+
+    #[test]
+    fn parts_count_as_their_concatenation() {
+        let mut with_data = Msg::new("a", Role::Assistant, vec![ContentBlock::Data(data())]);
+        with_data.content.push(ContentBlock::Thinking(ThinkingBlock::new("xyz")));
+        let msgs =
+            vec![Msg::user("u", "a"), with_data, Msg::user("u", "bcdef"), Msg::user("u", "你好"), Msg::user("u", "g")];
+        let tools = [ToolSchema::new("f", "d", serde_json::json!({"type": "object"}))];
+        // Every split point, with and without tools: rounding happens once, on the whole.
+        for tools in [&tools[..], &[]] {
+            for at in 0..=msgs.len() {
+                let (a, b) = msgs.split_at(at);
+                let parts = HeuristicTokenCounter.count_parts(&[a, b], tools);
+                assert_eq!(parts, count(&msgs, tools), "split at {at}");
+                assert_eq!(HeuristicTokenCounter.count_parts(&[&[], a, &[], b], tools), parts);
+            }
+        }
     }
 }
