@@ -126,6 +126,29 @@ pub fn object_pointers(doc: &JsonValue, free_form: &[&str]) -> Vec<String> {
     out
 }
 
+/// `doc` with the object at `pointer` replaced by `[]` and by the array of its values (in key order),
+/// or `None` when there is no object there. Tests use it to check that a struct rejects an array
+/// where pydantic expects an object.
+///
+/// ```
+/// let doc = serde_json::json!({"usage": {"input_tokens": 1, "output_tokens": 2}});
+/// let [empty, values] = as_state::test_utils::object_as_arrays(&doc, "/usage").unwrap();
+/// assert_eq!(empty["usage"], serde_json::json!([]));
+/// assert_eq!(values["usage"], serde_json::json!([1, 2]));
+/// assert!(as_state::test_utils::object_as_arrays(&doc, "/usage/input_tokens").is_none());
+/// ```
+pub fn object_as_arrays(doc: &JsonValue, pointer: &str) -> Option<[JsonValue; 2]> {
+    let values: Vec<JsonValue> = doc.pointer(pointer)?.as_object()?.values().cloned().collect();
+    let replaced = |with: JsonValue| {
+        let mut d = doc.clone();
+        if let Some(slot) = d.pointer_mut(pointer) {
+            *slot = with;
+        }
+        d
+    };
+    Some([replaced(JsonValue::Array(Vec::new())), replaced(JsonValue::Array(values))])
+}
+
 /// proptest strategies for the wire types.
 ///
 /// Generated values are canonical (URLs normalised, free-form numbers in Python's forms, floats

@@ -105,17 +105,9 @@ fn golden(name: &str) -> String {
 
 /// `doc` with the object at `pointer` replaced by `[]` and by the array of its values.
 fn as_arrays(doc: &JsonValue, pointer: &str) -> [String; 2] {
-    let replaced = |f: &dyn Fn(&JsonValue) -> JsonValue| {
-        let mut d = doc.clone();
-        let slot = d.pointer_mut(pointer).unwrap_or_else(|| panic!("no value at {pointer:?}"));
-        assert!(slot.is_object(), "{pointer:?} is not an object in the golden");
-        *slot = f(slot);
-        as_message::to_json(&d)
-    };
-    [
-        replaced(&|_| JsonValue::Array(Vec::new())),
-        replaced(&|o| JsonValue::Array(o.as_object().map(|m| m.values().cloned().collect()).unwrap_or_default())),
-    ]
+    as_state::test_utils::object_as_arrays(doc, pointer)
+        .unwrap_or_else(|| panic!("{pointer:?} is not an object in the golden"))
+        .map(|d| as_message::to_json(&d))
 }
 
 #[test]
