@@ -14,6 +14,7 @@ use std::time::Instant;
 use anyhow::{Context, bail};
 
 use crate::project_root;
+use crate::test::cargo;
 
 /// The suite's own test binaries (`tests/tests/reliability_*.rs`), in report order.
 const SUITE: &[(&str, &str)] = &[
@@ -96,7 +97,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let root = project_root();
     let started = Instant::now();
     // The CLI isolation test runs the real binary.
-    cargo(&["build", "-p", "as-cli", "--bin", "agentscope"], &[], false)?;
+    cargo(&["build", "-p", "as-cli", "--bin", "agentscope"], &[])?;
     let target = std::env::var("CARGO_TARGET_DIR").map_or_else(|_| root.join("target"), Into::into);
     let bin = target.join("debug").join("agentscope");
     let env = [("AGENTSCOPE_BIN", bin.display().to_string()), ("AS_RELIABILITY_FULL", u8::from(full).to_string())];
@@ -106,7 +107,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     for (test, _) in SUITE {
         build.extend(["--test", test]);
     }
-    cargo(&build, &[], false)?;
+    cargo(&build, &[])?;
     let mut packages: Vec<&str> = REUSED.iter().map(|r| r.0).collect();
     packages.sort_unstable();
     packages.dedup();
@@ -115,7 +116,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         for (_, test, _, _) in REUSED.iter().filter(|r| r.0 == pkg) {
             build.extend(["--test", test]);
         }
-        cargo(&build, &[], false)?;
+        cargo(&build, &[])?;
     }
 
     let mut suite = Vec::new();
@@ -199,23 +200,6 @@ fn render(full: bool, suite: &[(&&str, Run)], reused: &[(&&str, Run)], seconds: 
     s.push('\n');
     s.push_str(NOTES);
     s
-}
-
-fn cargo(base: &[&str], extra: &[String], quiet: bool) -> anyhow::Result<()> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    if !quiet {
-        eprintln!("$ cargo {} {}", base.join(" "), extra.join(" "));
-    }
-    let status = Command::new(&cargo)
-        .args(base)
-        .args(extra)
-        .current_dir(project_root())
-        .status()
-        .with_context(|| format!("cannot run {cargo}"))?;
-    if !status.success() {
-        bail!("`cargo {}` failed ({status})", base.join(" "));
-    }
-    Ok(())
 }
 
 /// `cargo <base> -- <extra>` with `env`, stdout captured (and echoed on failure).

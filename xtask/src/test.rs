@@ -20,7 +20,8 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn cargo(base: &[&str], extra: &[String]) -> anyhow::Result<()> {
+/// Runs `cargo <base> <extra>` in the project root (echoing the command); fails when cargo does.
+pub(crate) fn cargo(base: &[&str], extra: &[String]) -> anyhow::Result<()> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     eprintln!("$ cargo {} {}", base.join(" "), extra.join(" "));
     let status = Command::new(&cargo)

@@ -131,19 +131,7 @@ fn round_trip(target: &str) {
     assert_eq!(stdout(&o).trim(), "checked 3 sessions: 0 bad", "every agent without --agent");
 
     // The parked session reads well.
-    let o = run(&[
-        "--storage",
-        target,
-        "sessions",
-        "show",
-        "--user",
-        "alice",
-        "--agent",
-        "friday",
-        "--session",
-        &ids[2],
-        "--summary",
-    ]);
+    let o = show_summary(target, &ids[2]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let text = stdout(&o);
     for want in [

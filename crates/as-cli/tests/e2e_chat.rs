@@ -346,19 +346,7 @@ fn options_reach_the_agent() {
     assert_eq!(request_messages(&reqs[0].body)[0], "system: You are Zed.");
     // The mode is kept in the session.
     let id = new_session_id(&stderr(&o));
-    let o = run(&[
-        "--storage",
-        &storage,
-        "sessions",
-        "show",
-        "--user",
-        "alice",
-        "--agent",
-        "friday",
-        "--session",
-        &id,
-        "--summary",
-    ]);
+    let o = show_summary(&storage, &id);
     assert!(stdout(&o).contains("permissions: mode explore"), "{}", stdout(&o));
 }
 

@@ -113,19 +113,7 @@ fn quitting_at_a_confirmation_parks_and_the_next_chat_asks_first(storage: &str) 
         .lines()
         .find_map(|l| l.strip_prefix("new session ").and_then(|r| r.split_whitespace().next()).map(str::to_owned))
         .expect("session id printed");
-    let o = run(&[
-        "--storage",
-        storage,
-        "sessions",
-        "show",
-        "--user",
-        "alice",
-        "--agent",
-        "friday",
-        "--session",
-        &session,
-        "--summary",
-    ]);
+    let o = show_summary(storage, &session);
     assert!(stdout(&o).contains("parked tool calls:\n  call_w Write"), "{}", stdout(&o));
 
     // The next chat on that session asks again before anything else; "a" adds the rule.
@@ -152,19 +140,7 @@ fn quitting_at_a_confirmation_parks_and_the_next_chat_asks_first(storage: &str) 
     assert_eq!(pty.wait(), 0);
     assert_eq!(std::fs::read_to_string(&note).unwrap(), "Ada Lovelace\n");
     // "always" put the suggested rule into the session's permission context.
-    let o = run(&[
-        "--storage",
-        storage,
-        "sessions",
-        "show",
-        "--user",
-        "alice",
-        "--agent",
-        "friday",
-        "--session",
-        &session,
-        "--summary",
-    ]);
+    let o = show_summary(storage, &session);
     let summary = stdout(&o);
     assert!(summary.contains("  allow Write "), "{summary}");
 }

@@ -33,6 +33,23 @@ pub fn run(args: &[&str]) -> Output {
     agentscope(args).output().expect("run agentscope")
 }
 
+/// `agentscope --storage STORAGE sessions show --user alice --agent friday --session ID --summary`.
+pub fn show_summary(storage: &str, session: &str) -> Output {
+    run(&[
+        "--storage",
+        storage,
+        "sessions",
+        "show",
+        "--user",
+        "alice",
+        "--agent",
+        "friday",
+        "--session",
+        session,
+        "--summary",
+    ])
+}
+
 /// stdout as text.
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
