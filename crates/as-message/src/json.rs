@@ -226,6 +226,10 @@ where
 /// # }
 /// ```
 ///
+/// Given `FastSerialize` instead, the type also implements [`crate::WriteJson`] (hand-written bytes)
+/// and its `Serialize` is [`crate::serialize_fast`]: the hand-written bytes under [`to_json`], the
+/// derived serialization for every other serializer.
+///
 /// Attributes before the type (`map_only!(#[inline(always)] Usage, …)`) go on the `derived` function:
 /// a small struct read in a hot loop stays as fast as the plain derive.
 ///
@@ -254,6 +258,22 @@ macro_rules! map_only {
         impl $crate::__serde::Serialize for $ty {
             fn serialize<S: $crate::__serde::Serializer>(&self, s: S) -> ::core::result::Result<S::Ok, S::Error> {
                 <$ty>::serialize(self, s)
+            }
+        }
+    };
+    // `Serialize` through the type's hand-written `WriteJson` under `to_json`, derived elsewhere.
+    ($(#[$derived_attr:meta])* $ty:ty, $expecting:literal, FastSerialize) => {
+        $crate::map_only!($(#[$derived_attr])* $ty, $expecting);
+
+        impl $crate::DerivedSerialize for $ty {
+            fn derived_serialize<S: $crate::__serde::Serializer>(&self, s: S) -> ::core::result::Result<S::Ok, S::Error> {
+                <$ty>::serialize(self, s)
+            }
+        }
+
+        impl $crate::__serde::Serialize for $ty {
+            fn serialize<S: $crate::__serde::Serializer>(&self, s: S) -> ::core::result::Result<S::Ok, S::Error> {
+                $crate::serialize_fast(self, s)
             }
         }
     };

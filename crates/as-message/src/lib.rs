@@ -24,6 +24,7 @@ mod json;
 mod msg;
 mod permission;
 pub mod schema;
+mod wire;
 mod writer;
 
 pub use block::{
@@ -39,6 +40,9 @@ pub use json::{
 pub use msg::{Msg, Role, Usage};
 pub use permission::{
     AdditionalWorkingDirectory, PermissionBehavior, PermissionContext, PermissionMode, PermissionRule,
+};
+pub use wire::{
+    DerivedSerialize, WriteJson, serialize_fast, write_json_int, write_json_map, write_json_str, write_json_value,
 };
 
 /// serde, for [`map_only!`]'s expansion in other crates.

@@ -61,7 +61,7 @@ crate::map_only!(
 /// let back: Msg = as_message::from_json(&as_message::to_json(&m)).unwrap();
 /// assert_eq!(back, m);
 /// ```
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Deserialize, JsonSchema)]
 #[serde(try_from = "MsgWire")]
 pub struct Msg {
     /// Sender name.
@@ -80,6 +80,42 @@ pub struct Msg {
     pub finished_at: Option<String>,
     /// Token usage of the model calls behind it.
     pub usage: Option<Usage>,
+}
+
+/// The derived write side of [`Msg`] (its `Serialize` is hand-written, see [`crate::WriteJson`]).
+#[derive(Serialize)]
+#[serde(rename = "Msg")]
+struct MsgOut<'a> {
+    name: &'a str,
+    content: &'a [ContentBlock],
+    role: Role,
+    id: &'a str,
+    metadata: &'a JsonMap,
+    created_at: &'a str,
+    finished_at: &'a Option<String>,
+    usage: &'a Option<Usage>,
+}
+
+impl crate::DerivedSerialize for Msg {
+    fn derived_serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        MsgOut {
+            name: &self.name,
+            content: &self.content,
+            role: self.role,
+            id: &self.id,
+            metadata: &self.metadata,
+            created_at: &self.created_at,
+            finished_at: &self.finished_at,
+            usage: &self.usage,
+        }
+        .serialize(s)
+    }
+}
+
+impl Serialize for Msg {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        crate::serialize_fast(self, s)
+    }
 }
 
 /// The wire form of [`Msg`] (read side: defaults filled, then role rules checked).

@@ -42,6 +42,21 @@ pub(crate) fn write<T: Serialize + ?Sized>(value: &T, capacity: usize) -> Result
     Ok(w.out)
 }
 
+/// Appends `value` to `out` with the fast writer, or with `serde_json` when it declines.
+pub(crate) fn write_into<T: Serialize + ?Sized>(out: &mut String, value: &T) {
+    let start = out.len();
+    let mut w = Writer { out: std::mem::take(out) };
+    match value.serialize(&mut w) {
+        Ok(()) => *out = w.out,
+        Err(_) => {
+            w.out.truncate(start);
+            *out = w.out;
+            // Our wire types always serialize; anything else that fails writes nothing, as `to_json` does.
+            out.push_str(&serde_json::to_string(value).unwrap_or_default());
+        }
+    }
+}
+
 pub(crate) struct Writer {
     out: String,
 }
@@ -126,7 +141,7 @@ fn is_clean(bytes: &[u8]) -> bool {
 
 /// Writes a JSON string literal with serde_json's escaping (raw UTF-8, `\u00XX` lowercase for other controls).
 #[inline]
-fn write_str(out: &mut String, s: &str) {
+pub(crate) fn write_str(out: &mut String, s: &str) {
     let bytes = s.as_bytes();
     out.reserve(bytes.len() + 2);
     out.push('"');
@@ -307,13 +322,29 @@ impl<'a> ser::Serializer for &'a mut Writer {
         self.out.push_str("null");
         Ok(())
     }
-    fn serialize_unit_struct(self, _name: &'static str) -> Result {
+    fn serialize_unit_struct(self, name: &'static str) -> Result {
+        if name == crate::wire::DONE_TOKEN {
+            // A hand-written value has already written itself (see `serialize_newtype_struct`).
+            return Ok(());
+        }
         self.serialize_unit()
     }
     fn serialize_unit_variant(self, _name: &'static str, _index: u32, variant: &'static str) -> Result {
         self.serialize_str(variant)
     }
-    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _name: &'static str, value: &T) -> Result {
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, name: &'static str, value: &T) -> Result {
+        if name == crate::wire::FAST_TOKEN {
+            // `value` is an `as_message::serialize_fast` wrapper: lend it the buffer, it appends its
+            // hand-written bytes and answers with the done token.
+            crate::wire::lend(std::mem::take(&mut self.out));
+            let result = value.serialize(&mut *self);
+            if let Some(mut out) = crate::wire::take_back() {
+                // Empty unless the value did not take the buffer.
+                out.push_str(&self.out);
+                self.out = out;
+            }
+            return result;
+        }
         value.serialize(self)
     }
     fn serialize_newtype_variant<T: Serialize + ?Sized>(

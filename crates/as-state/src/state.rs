@@ -54,7 +54,49 @@ pub struct AgentState {
     pub middle_context: JsonMap,
 }
 
-as_message::map_only!(AgentState, "an AgentState object", Serialize);
+as_message::map_only!(AgentState, "an AgentState object", FastSerialize);
+
+impl as_message::WriteJson for AgentState {
+    fn write_json(&self, out: &mut String) {
+        self.write_json_with_session_id(out, &self.session_id);
+    }
+}
+
+impl AgentState {
+    /// Appends the canonical JSON of this state with `session_id` written in place of
+    /// `self.session_id` (how a stored record keeps one session id without cloning the state).
+    ///
+    /// ```
+    /// use as_message::WriteJson;
+    /// let state = as_state::AgentState::for_session("a");
+    /// let (mut as_b, mut plain) = (String::new(), String::new());
+    /// state.write_json_with_session_id(&mut as_b, "b");
+    /// state.write_json(&mut plain);
+    /// assert_eq!(as_b, plain.replacen(r#""session_id":"a""#, r#""session_id":"b""#, 1));
+    /// ```
+    pub fn write_json_with_session_id(&self, out: &mut String, session_id: &str) {
+        use as_message::{WriteJson, write_json_int, write_json_map, write_json_str, write_json_value};
+        out.push_str("{\"session_id\":");
+        write_json_str(out, session_id);
+        out.push_str(",\"summary\":");
+        self.summary.write_json(out);
+        out.push_str(",\"context\":");
+        self.context.write_json(out);
+        out.push_str(",\"reply_id\":");
+        write_json_str(out, &self.reply_id);
+        out.push_str(",\"cur_iter\":");
+        write_json_int(out, self.cur_iter);
+        out.push_str(",\"permission_context\":");
+        write_json_value(out, &self.permission_context);
+        out.push_str(",\"tool_context\":");
+        write_json_value(out, &self.tool_context);
+        out.push_str(",\"tasks_context\":");
+        write_json_value(out, &self.tasks_context);
+        out.push_str(",\"middle_context\":");
+        write_json_map(out, &self.middle_context);
+        out.push('}');
+    }
+}
 
 impl Default for AgentState {
     fn default() -> Self {

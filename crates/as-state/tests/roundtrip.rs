@@ -8,6 +8,13 @@ use as_state::AgentState;
 use as_state::test_utils::arb;
 use proptest::prelude::*;
 
+/// An internally tagged enum around a message (as events are).
+#[derive(serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum Tagged {
+    Message(Msg),
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
@@ -26,6 +33,31 @@ proptest! {
         prop_assert_eq!(to_json(&state), serde_json::to_string(&state).unwrap());
         let value: serde_json::Value = serde_json::from_str(&to_json(&state)).unwrap();
         prop_assert_eq!(to_json(&value), serde_json::to_string(&value).unwrap());
+    }
+
+    /// The hand-written path (`WriteJson`, taken under `to_json`) gives the derived path's bytes
+    /// (`serde_json` never takes it), also inside other types and for `serde_json::to_value`.
+    #[test]
+    fn hand_written_msg_matches_derived(msg in arb::msg(), state in arb::agent_state()) {
+        use as_message::WriteJson;
+        let derived = serde_json::to_string(&msg).unwrap();
+        let mut hand = String::new();
+        msg.write_json(&mut hand);
+        prop_assert_eq!(&hand, &derived);
+        prop_assert_eq!(to_json(&msg), derived);
+        // Through serde containers: a Vec, an Option, an internally tagged enum (which adds a key
+        // and so must not get the hand-written bytes), a map value.
+        let in_vec = vec![msg.clone(), msg.clone()];
+        prop_assert_eq!(to_json(&in_vec), serde_json::to_string(&in_vec).unwrap());
+        let tagged = Tagged::Message(msg.clone());
+        let tagged_json = to_json(&tagged);
+        prop_assert!(tagged_json.starts_with(r#"{"kind":"message","name":"#), "{}", tagged_json);
+        prop_assert_eq!(tagged_json, serde_json::to_string(&tagged).unwrap());
+        let mut by_name = std::collections::BTreeMap::new();
+        by_name.insert("m", Some(&state));
+        prop_assert_eq!(to_json(&by_name), serde_json::to_string(&by_name).unwrap());
+        let value = serde_json::to_value(&state).unwrap();
+        prop_assert_eq!(value, serde_json::from_str::<serde_json::Value>(&to_json(&state)).unwrap());
     }
 
     #[test]

@@ -278,6 +278,42 @@ struct StateView<'a> {
     middle_context: &'a JsonMap,
 }
 
+/// A state written with another session id: hand-written bytes under `to_json`, [`StateView`] elsewhere.
+struct StateAs<'a> {
+    state: &'a AgentState,
+    session_id: &'a str,
+}
+
+impl as_message::WriteJson for StateAs<'_> {
+    fn write_json(&self, out: &mut String) {
+        self.state.write_json_with_session_id(out, self.session_id);
+    }
+}
+
+impl as_message::DerivedSerialize for StateAs<'_> {
+    fn derived_serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let state = self.state;
+        StateView {
+            session_id: self.session_id,
+            summary: &state.summary,
+            context: &state.context,
+            reply_id: &state.reply_id,
+            cur_iter: state.cur_iter,
+            permission_context: &state.permission_context,
+            tool_context: &state.tool_context,
+            tasks_context: &state.tasks_context,
+            middle_context: &state.middle_context,
+        }
+        .serialize(s)
+    }
+}
+
+impl Serialize for StateAs<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        as_message::serialize_fast(self, s)
+    }
+}
+
 #[derive(Serialize)]
 struct RecordView<'a> {
     id: &'a str,
@@ -289,7 +325,7 @@ struct RecordView<'a> {
     source_schedule_id: &'a Option<String>,
     team_id: &'a Option<String>,
     config: &'a SessionConfig,
-    state: StateView<'a>,
+    state: StateAs<'a>,
 }
 
 /// Serializes the envelope `record` around `state`, with `state.session_id` written as `record.id`
@@ -305,16 +341,6 @@ pub fn encode_record(record: &SessionMeta, state: &AgentState) -> String {
         source_schedule_id: &record.source_schedule_id,
         team_id: &record.team_id,
         config: &record.config,
-        state: StateView {
-            session_id: &record.id,
-            summary: &state.summary,
-            context: &state.context,
-            reply_id: &state.reply_id,
-            cur_iter: state.cur_iter,
-            permission_context: &state.permission_context,
-            tool_context: &state.tool_context,
-            tasks_context: &state.tasks_context,
-            middle_context: &state.middle_context,
-        },
+        state: StateAs { state, session_id: &record.id },
     })
 }
