@@ -7,36 +7,16 @@
 use std::hint::black_box;
 use std::sync::Arc;
 
-use as_agent::{Agent, ReplyInput, SessionRunner};
-use as_message::Msg;
-use as_model::ConstantModel;
-use as_state::AgentState;
-use as_storage::{SessionConfig, SessionKey, SharedStorage, UpsertSession};
+use as_agent::testkit::RunnerTurnBench;
+use as_storage::SharedStorage;
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 
 fn bench_store(c: &mut Criterion, name: &str, rt: &tokio::runtime::Runtime, storage: SharedStorage) {
-    let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
-    let agent = Agent::builder("Friday", "sys", Arc::new(ConstantModel::new("constant", "Sure."))).build().unwrap();
-    let mut base = AgentState::for_session("bench");
-    for i in 0..10 {
-        base.context.push(Msg::user("user", format!("question {i}")));
-        base.context.push(Msg::assistant("Friday", format!("answer {i}")));
-    }
-    let key = SessionKey::new("u", "a", "bench");
+    let fixture = RunnerTurnBench::new(storage).unwrap();
     c.bench_function(&format!("session_runner/turn_{name}_20_msgs"), |b| {
         b.iter_batched(
-            || {
-                let req = UpsertSession::new(key.owner(), SessionConfig::new("ws"))
-                    .with_session_id("bench")
-                    .with_state(base.clone());
-                rt.block_on(storage.upsert_session(req)).unwrap();
-            },
-            |()| {
-                let t = rt.block_on(runner.run_turn(&agent, &key, ReplyInput::user_text("next?"), &mut |e| {
-                    black_box(e);
-                }));
-                black_box(t.unwrap())
-            },
+            || rt.block_on(fixture.reset()).unwrap(),
+            |()| black_box(rt.block_on(fixture.turn()).unwrap()),
             BatchSize::SmallInput,
         );
     });

@@ -95,31 +95,12 @@ fn runner_turn(c: &mut Criterion) {
     let rt = rt();
     let storage: SharedStorage = Arc::new(InMemoryStorage::new());
     rt.block_on(storage.open()).unwrap();
-    let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
-    let agent = Agent::builder("Friday", "sys", Arc::new(ConstantModel::new("constant", "Sure."))).build().unwrap();
-    // A session with 20 messages of history.
-    let mut base = AgentState::for_session("bench");
-    for i in 0..10 {
-        base.context.push(Msg::user("user", format!("question {i}")));
-        base.context.push(Msg::assistant("Friday", format!("answer {i}")));
-    }
-    let key = SessionKey::new("u", "a", "bench");
+    let fixture = as_agent::testkit::RunnerTurnBench::new(storage).unwrap();
     let mut g = c.benchmark_group("session_runner");
     g.bench_function("turn_in_memory_20_msgs", |b| {
         b.iter_batched(
-            || {
-                // Reset the session to the 20-message state.
-                let req = UpsertSession::new(key.owner(), SessionConfig::new("ws"))
-                    .with_session_id("bench")
-                    .with_state(base.clone());
-                rt.block_on(storage.upsert_session(req)).unwrap();
-            },
-            |()| {
-                let t = rt.block_on(runner.run_turn(&agent, &key, ReplyInput::user_text("next?"), &mut |e| {
-                    black_box(e);
-                }));
-                black_box(t.unwrap())
-            },
+            || rt.block_on(fixture.reset()).unwrap(),
+            |()| black_box(rt.block_on(fixture.turn()).unwrap()),
             BatchSize::SmallInput,
         );
     });

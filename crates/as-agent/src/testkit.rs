@@ -21,13 +21,14 @@ use crate::{
     ReplyStatus, SessionRunner, UserConfirmResultEvent,
 };
 
-/// An echo tool: ALLOW (or ASK), optionally concurrency-safe or external.
+/// An echo tool (2.0.4's scripted `AllowTool`): ALLOW (or ASK), optionally concurrency-safe, external or blocking.
 #[derive(Debug)]
 pub struct EchoTool {
     name: String,
     concurrent: bool,
     external: bool,
     ask: bool,
+    blocks: bool,
     params: JsonValue,
 }
 
@@ -39,6 +40,7 @@ impl EchoTool {
             concurrent: false,
             external: false,
             ask: false,
+            blocks: false,
             params: serde_json::json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
         }
     }
@@ -58,6 +60,12 @@ impl EchoTool {
     /// Asks for confirmation.
     pub fn ask(mut self) -> Self {
         self.ask = true;
+        self
+    }
+
+    /// Never finishes by itself (cancel it).
+    pub fn blocking(mut self) -> Self {
+        self.blocks = true;
         self
     }
 
@@ -91,9 +99,57 @@ impl DynTool for EchoTool {
         if self.ask { PermissionDecision::ask("testkit") } else { PermissionDecision::allow("testkit") }
     }
     async fn call(&self, input: JsonMap, _ctx: ToolCallContext) -> Result<ToolStream, ToolError> {
+        if self.blocks {
+            futures::future::pending::<()>().await;
+        }
         tokio::task::yield_now().await;
         let text = input.get("text").and_then(JsonValue::as_str).unwrap_or_default().to_owned();
         Ok(ToolStream::text(format!("echo: {text}")))
+    }
+}
+
+/// The session-runner benchmark's fixture (crates/as-agent/benches and the workspace `tests/` benches): a
+/// constant-model agent and a session reset to a 20-message history before each measured turn.
+pub struct RunnerTurnBench {
+    storage: SharedStorage,
+    runner: SessionRunner,
+    agent: Agent,
+    key: SessionKey,
+    base: AgentState,
+}
+
+impl RunnerTurnBench {
+    /// The fixture over `storage` (opened by the caller).
+    pub fn new(storage: SharedStorage) -> Result<Self, String> {
+        let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
+        let agent = Agent::builder("Friday", "sys", Arc::new(as_model::ConstantModel::new("constant", "Sure.")))
+            .build()
+            .map_err(|e| e.to_string())?;
+        let mut base = AgentState::for_session("bench");
+        for i in 0..10 {
+            base.context.push(Msg::user("user", format!("question {i}")));
+            base.context.push(Msg::assistant("Friday", format!("answer {i}")));
+        }
+        Ok(Self { storage, runner, agent, key: SessionKey::new("u", "a", "bench"), base })
+    }
+
+    /// Resets the session to the 20-message history (not measured).
+    pub async fn reset(&self) -> Result<(), String> {
+        let req = UpsertSession::new(self.key.owner(), SessionConfig::new("ws"))
+            .with_session_id("bench")
+            .with_state(self.base.clone());
+        self.storage.upsert_session(req).await.map(drop).map_err(|e| e.to_string())
+    }
+
+    /// One measured turn: load, reply "Sure.", conditional write, message log.
+    pub async fn turn(&self) -> Result<crate::TurnOutcome, String> {
+        let input = crate::ReplyInput::user_text("next?");
+        self.runner
+            .run_turn(&self.agent, &self.key, input, &mut |e| {
+                std::hint::black_box(e);
+            })
+            .await
+            .map_err(|e| e.to_string())
     }
 }
 

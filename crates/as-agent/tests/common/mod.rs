@@ -2,16 +2,11 @@
 #![allow(dead_code, unreachable_pub)]
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use as_agent::{Agent, AgentEvent, ReplyInput, ReplyOutcome};
-use as_message::{JsonMap, JsonValue, Msg, PermissionBehavior, PermissionRule};
+use as_message::{Msg, PermissionBehavior, PermissionRule};
 use as_state::AgentState;
-use as_tools::{
-    DynTool, FunctionTool, PermissionCheckContext, PermissionDecision, ToolCallContext, ToolChunk, ToolError,
-    ToolStream,
-};
-use async_trait::async_trait;
+use as_tools::{FunctionTool, ToolChunk, ToolError, ToolStream};
 use futures::StreamExt;
 use serde_json::Value;
 
@@ -142,77 +137,4 @@ pub fn stream_numbers() -> FunctionTool {
 }
 
 /// 2.0.4's scripted `AllowTool`: echoes `text`; ALLOW (or ASK); optionally external or blocking.
-#[derive(Debug)]
-pub struct AllowTool {
-    pub name: String,
-    pub concurrent: bool,
-    pub external: bool,
-    pub ask: bool,
-    /// Never finishes by itself (cancel it).
-    pub blocks: bool,
-    params: JsonValue,
-}
-
-impl AllowTool {
-    pub fn new(name: &str) -> Self {
-        Self {
-            name: name.into(),
-            concurrent: false,
-            external: false,
-            ask: false,
-            blocks: false,
-            params: serde_json::json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
-        }
-    }
-    pub fn concurrent(mut self) -> Self {
-        self.concurrent = true;
-        self
-    }
-    pub fn external(mut self) -> Self {
-        self.external = true;
-        self
-    }
-    pub fn ask(mut self) -> Self {
-        self.ask = true;
-        self
-    }
-    pub fn blocking(mut self) -> Self {
-        self.blocks = true;
-        self
-    }
-    pub fn arc(self) -> Arc<dyn DynTool> {
-        Arc::new(self)
-    }
-}
-
-#[async_trait]
-impl DynTool for AllowTool {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn description(&self) -> &str {
-        "Echo the input."
-    }
-    fn parameters(&self) -> &JsonValue {
-        &self.params
-    }
-    fn is_concurrency_safe(&self) -> bool {
-        self.concurrent
-    }
-    fn is_read_only(&self) -> bool {
-        true
-    }
-    fn is_external(&self) -> bool {
-        self.external
-    }
-    async fn check_permissions(&self, _input: &JsonMap, _ctx: &PermissionCheckContext<'_>) -> PermissionDecision {
-        if self.ask { PermissionDecision::ask("scripted") } else { PermissionDecision::allow("scripted") }
-    }
-    async fn call(&self, input: JsonMap, _ctx: ToolCallContext) -> Result<ToolStream, ToolError> {
-        if self.blocks {
-            futures::future::pending::<()>().await;
-        }
-        let text = input.get("text").and_then(Value::as_str).unwrap_or_default().to_owned();
-        Ok(ToolStream::text(format!("echo: {text}")))
-    }
-}
+pub use as_agent::testkit::EchoTool as AllowTool;
