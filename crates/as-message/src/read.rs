@@ -29,6 +29,7 @@
 //! ```
 
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 
 use crate::block::{
     ContentBlock, TextBlock, TextOrBlocks, ToolCallBlock, ToolCallState, ToolResultBlock, ToolResultState,
@@ -138,7 +139,17 @@ impl<'a> Cursor<'a> {
     #[cold]
     fn string_with_escapes(&mut self, start: usize, first_escape: usize) -> Option<String> {
         let bytes = self.text.as_bytes();
-        let mut out = String::with_capacity(first_escape - start + 16);
+        // Find the closing quote first: the decoded string is never longer than its escaped form,
+        // so one allocation of that size holds it.
+        let mut end = first_escape;
+        loop {
+            match bytes.get(end)? {
+                b'"' => break,
+                b'\\' => end = scan_plain(bytes, end + 2),
+                _ => return None,
+            }
+        }
+        let mut out = String::with_capacity(end - start);
         out.push_str(self.text.get(start..first_escape)?);
         let mut i = first_escape;
         loop {
@@ -253,19 +264,60 @@ impl<'a> Cursor<'a> {
         if self.eat("{}") {
             return Some(JsonMap::new());
         }
+        let start = self.pos;
+        if let Some(map) = self.flat_map() {
+            return Some(map);
+        }
+        self.set_position(start);
         let mut map = self.serde::<JsonMap>()?;
         map.values_mut().for_each(canonicalize_numbers);
         Some(map)
     }
 
+    /// A non-empty object of distinct keys whose values are strings, plain integers, booleans or
+    /// `null` (already canonical: `-0` reads as `0`, as canonicalisation makes it).
+    fn flat_map(&mut self) -> Option<JsonMap> {
+        self.expect("{")?;
+        let mut map = JsonMap::new();
+        loop {
+            let key = self.string()?;
+            self.expect(":")?;
+            let value = match self.peek()? {
+                b'"' => Value::String(self.string()?),
+                b'n' => self.expect("null").map(|()| Value::Null)?,
+                b't' => self.expect("true").map(|()| Value::Bool(true))?,
+                b'f' => self.expect("false").map(|()| Value::Bool(false))?,
+                _ => Value::from(self.int()?),
+            };
+            if map.insert(key, value).is_some() {
+                return None;
+            }
+            if self.eat("}") {
+                return Some(map);
+            }
+            self.expect(",")?;
+        }
+    }
+
     /// Reads a JSON array whose items `item` reads, `[]` included.
     #[inline]
-    pub fn array<T>(&mut self, mut item: impl FnMut(&mut Self) -> Option<T>) -> Option<Vec<T>> {
+    pub fn array<T>(&mut self, item: impl FnMut(&mut Self) -> Option<T>) -> Option<Vec<T>> {
+        self.array_with_capacity(0, item)
+    }
+
+    /// [`Cursor::array`] with room for `capacity` items reserved up front.
+    #[inline]
+    pub fn array_with_capacity<T>(
+        &mut self,
+        capacity: usize,
+        mut item: impl FnMut(&mut Self) -> Option<T>,
+    ) -> Option<Vec<T>> {
         self.expect("[")?;
         let mut out = Vec::new();
         if self.eat("]") {
             return Some(out);
         }
+        out.reserve(capacity);
         loop {
             out.push(item(self)?);
             if !self.eat(",") {
@@ -294,19 +346,20 @@ impl<'a> Cursor<'a> {
 fn scan_plain(bytes: &[u8], mut i: usize) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
-    while let Some(chunk) = bytes.get(i..i + 8) {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let v = u64::from_le_bytes(word);
+    let (chunks, _) = bytes.get(i..).unwrap_or_default().as_chunks::<8>();
+    for chunk in chunks {
+        let v = u64::from_le_bytes(*chunk);
         let quote = v ^ (ONES * u64::from(b'"'));
         let backslash = v ^ (ONES * u64::from(b'\\'));
-        // Bit 7 of a byte is set for a zero byte of `quote`/`backslash` or a byte below 0x20 of `v`
-        // (exact for the first such byte; bytes after it may be flagged too, which only ends the skip early).
-        let special = (quote.wrapping_sub(ONES) & !quote)
+        // Bit 7 of a byte is set for a zero byte of `quote`/`backslash` or a byte below 0x20 of `v`.
+        // The lowest flagged byte is exact (a borrow only flags bytes above a true match), and with
+        // little-endian loading the lowest byte is the first in the text.
+        let special = ((quote.wrapping_sub(ONES) & !quote)
             | (backslash.wrapping_sub(ONES) & !backslash)
-            | (v.wrapping_sub(ONES * 0x20) & !v);
-        if special & HIGH != 0 {
-            break;
+            | (v.wrapping_sub(ONES * 0x20) & !v))
+            & HIGH;
+        if special != 0 {
+            return i + (special.trailing_zeros() / 8) as usize;
         }
         i += 8;
     }
@@ -540,6 +593,25 @@ mod tests {
             r#""unterminated escape \"#,
         ] {
             check_string(lit);
+        }
+    }
+
+    /// The word-at-a-time scan finds exactly the first special byte, wherever it is and whatever it is.
+    #[test]
+    fn scan_plain_matches_a_byte_loop() {
+        for special in 0u8..=255 {
+            for at in 0..20 {
+                let mut buf = vec![b'a'; 24];
+                buf[at] = special;
+                buf[(at + 3).min(23)] = 0xC3; // bytes above 0x7F around it
+                let naive = buf.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20).unwrap_or(buf.len());
+                for start in [0, 1, 5] {
+                    let want = buf[start..].iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20);
+                    let want = want.map_or(buf.len(), |p| p + start);
+                    assert_eq!(scan_plain(&buf, start), want, "byte {special:#x} at {at}, start {start}");
+                }
+                assert_eq!(scan_plain(&buf, 0), naive);
+            }
         }
     }
 

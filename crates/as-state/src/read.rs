@@ -40,7 +40,9 @@ pub fn read_state(c: &mut Cursor<'_>) -> Option<AgentState> {
     c.expect(r#","summary":"#)?;
     let summary = if c.peek() == Some(b'"') { TextOrBlocks::Text(c.string()?) } else { c.serde()? };
     c.expect(r#","context":"#)?;
-    let context = c.array(msg)?;
+    // Reserve for one message per ~400 bytes of the remaining text (a typical canonical message is
+    // 300-600 bytes): a long context then grows at most a few times instead of about log2(n) times.
+    let context = c.array_with_capacity(c.rest().len() / 400, msg)?;
     c.expect(r#","reply_id":"#)?;
     let reply_id = c.string()?;
     c.expect(r#","cur_iter":"#)?;
