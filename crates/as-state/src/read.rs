@@ -42,7 +42,11 @@ pub fn read_state(c: &mut Cursor<'_>) -> Option<AgentState> {
     c.expect(r#","context":"#)?;
     // Reserve for one message per ~400 bytes of the remaining text (a typical canonical message is
     // 300-600 bytes): a long context then grows at most a few times instead of about log2(n) times.
-    let context = c.array_with_capacity(c.rest().len() / 400, msg)?;
+    let mut context = c.array_with_capacity(c.rest().len() / 400, msg)?;
+    if context.capacity() > 2 * context.len() + 16 {
+        // Few large messages: give back the room reserved for many small ones.
+        context.shrink_to_fit();
+    }
     c.expect(r#","reply_id":"#)?;
     let reply_id = c.string()?;
     c.expect(r#","cur_iter":"#)?;
