@@ -334,6 +334,17 @@ proptest! {
         check_same(&text);
     }
 
+    /// Arbitrary text, and JSON-ish text from the readers' own alphabet: no panic, same result.
+    #[test]
+    fn arbitrary_text_agrees(
+        text in prop_oneof![
+            any::<String>(),
+            r#"\{"(session_id|summary|context|name|content|role|id|type|text)":("[a-z\\"]{0,3}"|\[|\{|[0-9-]{1,3}|null|,|\}|\])*"#,
+        ]
+    ) {
+        check_same(&text);
+    }
+
     /// Mutations of the golden files.
     #[test]
     fn mutated_goldens_agree(rich in any::<bool>(), m in mutation()) {
