@@ -244,7 +244,8 @@ impl<'a> Cursor<'a> {
 
     /// Reads one value of `T` with its serde `Deserialize` impl (serde_json semantics exactly) and
     /// moves past it. Declines when serde fails, or when the value is nested too deeply to be sure the
-    /// whole-document read would accept it.
+    /// whole-document read would accept it (serde_json's 128-level limit; exact for a cursor at most
+    /// 8 objects/arrays deep into its document, which every reader of this workspace is).
     pub fn serde<T: DeserializeOwned>(&mut self) -> Option<T> {
         let rest = self.rest();
         let mut stream = serde_json::Deserializer::from_str(rest).into_iter::<T>();
