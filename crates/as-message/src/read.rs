@@ -101,8 +101,9 @@ impl<'a> Cursor<'a> {
     // Always inlined: with the literal's length known, the comparison is a few loads instead of a memcmp call.
     #[inline(always)]
     pub fn eat(&mut self, literal: &str) -> bool {
-        if self.rest().as_bytes().starts_with(literal.as_bytes()) {
-            self.pos += literal.len();
+        let end = self.pos + literal.len();
+        if self.text.as_bytes().get(self.pos..end) == Some(literal.as_bytes()) {
+            self.pos = end;
             true
         } else {
             false
@@ -454,18 +455,9 @@ fn msg_canonical(c: &mut Cursor<'_>) -> Option<Msg> {
 }
 
 fn role(c: &mut Cursor<'_>) -> Option<Role> {
-    if c.eat(r#""assistant""#) {
-        return Some(Role::Assistant);
-    }
-    if c.eat(r#""user""#) {
-        return Some(Role::User);
-    }
-    match c.string()?.as_str() {
-        "user" => Some(Role::User),
-        "assistant" => Some(Role::Assistant),
-        "system" => Some(Role::System),
-        _ => None,
-    }
+    const ROLES: [(&str, Role); 3] =
+        [("\"assistant\"", Role::Assistant), ("\"user\"", Role::User), ("\"system\"", Role::System)];
+    enum_value(c, &ROLES)
 }
 
 /// Reads a [`ContentBlock`]: text, tool_call and tool_result blocks in their canonical forms by hand,
@@ -534,25 +526,36 @@ fn tool_result_rest(c: &mut Cursor<'_>) -> Option<ContentBlock> {
 }
 
 fn call_state(c: &mut Cursor<'_>) -> Option<ToolCallState> {
-    Some(match c.string()?.as_str() {
-        "pending" => ToolCallState::Pending,
-        "asking" => ToolCallState::Asking,
-        "allowed" => ToolCallState::Allowed,
-        "submitted" => ToolCallState::Submitted,
-        "finished" => ToolCallState::Finished,
-        _ => return None,
-    })
+    const STATES: [(&str, ToolCallState); 5] = [
+        ("\"finished\"", ToolCallState::Finished),
+        ("\"pending\"", ToolCallState::Pending),
+        ("\"asking\"", ToolCallState::Asking),
+        ("\"allowed\"", ToolCallState::Allowed),
+        ("\"submitted\"", ToolCallState::Submitted),
+    ];
+    enum_value(c, &STATES)
 }
 
 fn result_state(c: &mut Cursor<'_>) -> Option<ToolResultState> {
-    Some(match c.string()?.as_str() {
-        "success" => ToolResultState::Success,
-        "error" => ToolResultState::Error,
-        "interrupted" => ToolResultState::Interrupted,
-        "denied" => ToolResultState::Denied,
-        "running" => ToolResultState::Running,
-        _ => return None,
-    })
+    const STATES: [(&str, ToolResultState); 5] = [
+        ("\"success\"", ToolResultState::Success),
+        ("\"error\"", ToolResultState::Error),
+        ("\"interrupted\"", ToolResultState::Interrupted),
+        ("\"denied\"", ToolResultState::Denied),
+        ("\"running\"", ToolResultState::Running),
+    ];
+    enum_value(c, &STATES)
+}
+
+/// A string naming one of `values` (quoted wire names): matched as literals first (no allocation),
+/// else decoded (escapes) and compared.
+#[inline(always)]
+fn enum_value<T: Copy>(c: &mut Cursor<'_>, values: &[(&str, T)]) -> Option<T> {
+    if let Some(&(_, v)) = values.iter().find(|(lit, _)| c.eat(lit)) {
+        return Some(v);
+    }
+    let s = c.string()?;
+    values.iter().find(|(lit, _)| lit.get(1..lit.len() - 1) == Some(s.as_str())).map(|&(_, v)| v)
 }
 
 #[cfg(test)]
