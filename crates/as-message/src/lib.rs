@@ -23,6 +23,7 @@ mod id;
 mod json;
 mod msg;
 mod permission;
+pub mod read;
 pub mod schema;
 mod wire;
 mod writer;

@@ -1,7 +1,9 @@
 //! Times AgentState serialize and parse without a benchmark harness, for CPU-time measurement
 //! on a busy machine: `perf stat -e task-clock target/release/examples/wire_timing ser 1000 2000`.
 //!
-//! Arguments: `ser|parse`, the number of messages, the number of iterations.
+//! Arguments: `ser|parse|parse-serde`, the number of messages, the number of iterations.
+//! `parse` is [`as_state::state_from_json`] (the fast canonical reader), `parse-serde` the serde path
+//! (`as_message::from_json`) it falls back to.
 
 use std::hint::black_box;
 
@@ -11,7 +13,7 @@ use as_state::test_utils::conversation_state;
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (Some(op), Some(n), Some(iters)) = (args.first(), args.get(1), args.get(2)) else {
-        return Err("usage: wire_timing ser|parse MESSAGES ITERATIONS".into());
+        return Err("usage: wire_timing ser|parse|parse-serde MESSAGES ITERATIONS".into());
     };
     let n: usize = n.parse()?;
     let iters: usize = iters.parse()?;
@@ -23,8 +25,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "ser" => {
                 black_box(as_message::to_json(black_box(&state)));
             }
-            _ => {
+            "parse-serde" => {
                 black_box(as_message::from_json::<AgentState>(black_box(&json))?);
+            }
+            _ => {
+                black_box(as_state::state_from_json(black_box(&json))?);
             }
         }
     }

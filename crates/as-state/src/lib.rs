@@ -14,6 +14,7 @@
 //! assert_eq!(as_message::from_json::<AgentState>(&json).unwrap(), state);
 //! ```
 
+pub mod read;
 mod state;
 mod task;
 mod tool_context;
@@ -21,6 +22,7 @@ mod tool_context;
 #[cfg(feature = "test-utils")]
 pub mod test_utils;
 
+pub use read::state_from_json;
 pub use state::AgentState;
 pub use task::{Task, TaskContext, TaskState};
 pub use tool_context::{ReadCacheEntry, ToolContext};

@@ -498,7 +498,7 @@ impl RedisStorage {
             };
             let text = utf8(OP, &rkey, &raw)?;
             // The update path needs the stored state when none is given.
-            let stored: SessionRecord = as_message::from_json(text).map_err(|e| bad_value(OP, &rkey, e))?;
+            let stored: SessionRecord = as_storage::decode_record(text).map_err(|e| bad_value(OP, &rkey, e))?;
             if stored.user_id != req.owner.user_id || stored.agent_id != req.owner.agent_id {
                 return Err(err(
                     StorageErrorKind::AlreadyExists,
@@ -588,7 +588,7 @@ impl RedisStorage {
         let raw: Option<Bytes> = pool.get(&rkey).await.map_err(|e| map_fred(OP, Some(&rkey), e))?;
         let Some(raw) = raw.filter(|b| !b.is_empty()) else { return Ok(None) };
         let text = utf8(OP, &rkey, &raw)?;
-        let mut rec: SessionRecord = as_message::from_json(text).map_err(|e| bad_value(OP, &rkey, e))?;
+        let mut rec: SessionRecord = as_storage::decode_record(text).map_err(|e| bad_value(OP, &rkey, e))?;
         if rec.user_id != key.user_id || rec.agent_id != key.agent_id {
             return Ok(None);
         }

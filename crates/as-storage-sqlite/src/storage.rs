@@ -363,7 +363,7 @@ fn upsert_blocking(conn: &mut Connection, inner: &Inner, req: UpsertSession) -> 
         let state = match req.state {
             Some(s) => s,
             None => {
-                let old: SessionRecord = as_message::from_json(&text).map_err(|e| corrupt(OP, "record", e))?;
+                let old: SessionRecord = as_storage::decode_record(&text).map_err(|e| corrupt(OP, "record", e))?;
                 old.state
             }
         };
@@ -448,9 +448,14 @@ fn get_blocking(conn: &mut Connection, inner: &Inner, key: &SessionKey) -> Resul
         .prepare_cached("SELECT record FROM sessions WHERE user_id = ?1 AND id = ?2 AND agent_id = ?3")
         .map_err(|e| inner.map(e))?;
     // Parse straight from SQLite's buffer: no copy of a record that may be megabytes long.
+    // Not UTF-8: the byte reader reports the error the JSON text would get.
     let parsed = stmt
         .query_row(params![key.user_id, key.session_id, key.agent_id], |r| {
-            Ok(as_message::from_json_slice::<SessionRecord>(r.get_ref(0)?.as_bytes()?))
+            let bytes = r.get_ref(0)?.as_bytes()?;
+            Ok(match std::str::from_utf8(bytes) {
+                Ok(text) => as_storage::decode_record(text),
+                Err(_) => as_message::from_json_slice::<SessionRecord>(bytes),
+            })
         })
         .optional()
         .map_err(|e| inner.map(e))?;

@@ -54,6 +54,7 @@
 
 #[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
+mod decode;
 mod error;
 mod helpers;
 mod key;
@@ -62,6 +63,7 @@ mod record;
 mod storage;
 mod timestamp;
 
+pub use decode::{decode_record, read_record};
 pub use error::{Result, StorageError, StorageErrorKind};
 pub use helpers::{DEFAULT_MAX_RECORD_BYTES, SessionCursor, check_size, message_range};
 pub use key::{MAX_ID_BYTES, Owner, SessionKey, validate_id};

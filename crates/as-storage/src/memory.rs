@@ -224,7 +224,7 @@ fn not_found(op: &'static str, key: &SessionKey) -> StorageError {
 }
 
 fn parse_record(bytes: &str, op: &'static str) -> Result<SessionRecord> {
-    as_message::from_json(bytes).map_err(|e| err(StorageErrorKind::Serialization, op, e.to_string()).with_source(e))
+    crate::decode_record(bytes).map_err(|e| err(StorageErrorKind::Serialization, op, e.to_string()).with_source(e))
 }
 
 #[async_trait]
