@@ -12,7 +12,13 @@
 //! assert!(!state.has_awaiting_tool_calls("Friday"));
 //! let json = as_message::to_json(&state);
 //! assert_eq!(as_message::from_json::<AgentState>(&json).unwrap(), state);
+//! // The same value, about twice as fast on canonical JSON (what `to_json` and pydantic write):
+//! assert_eq!(as_state::state_from_json(&json).unwrap(), state);
 //! ```
+//!
+//! Reading a state, prefer [`state_from_json`]: it reads the canonical form by hand and falls back
+//! to the tolerant serde reader (`as_message::from_json`) for anything else, with the same value or
+//! the same error either way. Writing, `as_message::to_json` already takes the hand-written path.
 
 pub mod read;
 mod state;

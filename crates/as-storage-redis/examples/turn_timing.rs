@@ -1,0 +1,62 @@
+//! Runs storage turns (get_session + conditional update_session_state) against a private
+//! `redis-server`, for instruction-count profiling without a benchmark harness:
+//! `valgrind --tool=callgrind target/release/examples/turn_timing 1000 21` minus the same with 1.
+//!
+//! Arguments: the number of messages (the `turn` bench's plain shape), the number of turns. Also
+//! prints the bare `GET`+`SET` of the same bytes (the bench's floor) measured in the same process.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // profiling harness
+
+use std::time::Instant;
+
+use as_storage::{Owner, SessionConfig, StorageBase, UpsertSession};
+use as_storage_redis::testing::RedisServer;
+use as_storage_redis::{RedisStorage, RedisStorageConfig};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (Some(n), Some(turns)) = (args.first(), args.get(1)) else {
+        return Err("usage: turn_timing MESSAGES TURNS".into());
+    };
+    let (n, turns): (usize, usize) = (n.parse()?, turns.parse()?);
+    let Some(server) = RedisServer::start() else {
+        return Err("redis-server not found".into());
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    rt.block_on(async {
+        let s = RedisStorage::new(RedisStorageConfig::from_url(&server.url())?)?;
+        s.open().await?;
+        let mut state = as_state::AgentState::default();
+        for i in 0..n {
+            let text = format!("message {i}: {}", "lorem ipsum dolor sit amet ".repeat(9));
+            state.context.push(as_message::Msg::user("user", text));
+        }
+        let owner = Owner::new("bench-user", "bench-agent");
+        let rec =
+            s.upsert_session(UpsertSession::new(owner.clone(), SessionConfig::new("ws-1")).with_state(state)).await?;
+        let key = owner.session(rec.id);
+        let start = Instant::now();
+        for _ in 0..turns {
+            let rec = s.get_session(&key).await?.ok_or("missing")?;
+            let rev = rec.revision();
+            let mut state = rec.state;
+            state.cur_iter += 1;
+            s.update_session_state(&key, &state, Some(&rev)).await?;
+        }
+        let per_turn = start.elapsed() / u32::try_from(turns.max(1))?;
+        let raw = fred::prelude::Builder::from_config(fred::prelude::Config::from_url(&server.url())?).build()?;
+        fred::prelude::ClientLike::init(&raw).await?;
+        let rkey = s.session_key(&key.user_id, &key.session_id);
+        let start = Instant::now();
+        for _ in 0..turns {
+            let v: fred::bytes::Bytes = fred::prelude::KeysInterface::get(&raw, &rkey).await?;
+            fred::prelude::KeysInterface::set::<(), _, _>(&raw, "floor", v, None, None, false).await?;
+        }
+        let floor = start.elapsed() / u32::try_from(turns.max(1))?;
+        eprintln!(
+            "{n} messages: {per_turn:?} per turn, bare GET+SET {floor:?} (wall), ratio {:.2}",
+            per_turn.as_secs_f64() / floor.as_secs_f64()
+        );
+        Ok::<_, Box<dyn std::error::Error>>(())
+    })
+}
