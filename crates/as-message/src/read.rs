@@ -344,9 +344,10 @@ impl<'a> Cursor<'a> {
     }
 }
 
-/// The offset of the first `"`, `\` or control character at or after `i` (or the end).
+/// The offset of the first `"`, `\` or control character at or after `i` (or the end): the bytes
+/// a JSON string cannot hold raw (the reader stops there, the writer escapes them).
 #[inline]
-fn scan_plain(bytes: &[u8], mut i: usize) -> usize {
+pub(crate) fn scan_plain(bytes: &[u8], mut i: usize) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let (chunks, _) = bytes.get(i..).unwrap_or_default().as_chunks::<8>();

@@ -145,43 +145,27 @@ pub(crate) fn write_str(out: &mut String, s: &str) {
     let bytes = s.as_bytes();
     out.reserve(bytes.len() + 2);
     out.push('"');
-    if is_clean(bytes) {
+    let first = crate::read::scan_plain(bytes, 0);
+    if first == bytes.len() {
         out.push_str(s);
     } else {
-        write_escaped(out, s);
+        write_escaped(out, s, first);
     }
     out.push('"');
 }
 
-/// The body of a string that has at least one byte to escape: clean words are skipped, the
-/// rest is looked up byte by byte, and clean runs are copied whole.
+/// The body of a string whose first byte to escape is at `first`: clean runs (found a word at a
+/// time) are copied whole, each byte to escape is written as its escape.
 #[cold]
-fn write_escaped(out: &mut String, s: &str) {
+fn write_escaped(out: &mut String, s: &str, first: usize) {
     let bytes = s.as_bytes();
-    let mut start = 0;
-    let mut i = 0;
-    loop {
-        while let Some(a) = load(bytes, i) {
-            if chunk_needs_escape(a) {
-                break;
-            }
-            i += 8;
-        }
-        let end = (i + 8).min(bytes.len());
-        if i >= end {
-            break;
-        }
-        while i < end {
-            let byte = bytes[i];
-            let short = ESCAPE[usize::from(byte)];
-            if short != 0 {
-                // `start` and `i` sit on ASCII bytes, so both are char boundaries.
-                out.push_str(s.get(start..i).unwrap_or_default());
-                write_escape(out, byte, short);
-                start = i + 1;
-            }
-            i += 1;
-        }
+    let (mut start, mut i) = (0, first);
+    while let Some(&byte) = bytes.get(i) {
+        // `start` and `i` sit on ASCII bytes (or the ends), so both are char boundaries.
+        out.push_str(s.get(start..i).unwrap_or_default());
+        write_escape(out, byte, ESCAPE[usize::from(byte)]);
+        start = i + 1;
+        i = crate::read::scan_plain(bytes, start);
     }
     out.push_str(s.get(start..).unwrap_or_default());
 }

@@ -2,6 +2,7 @@
 //!
 //! * [`conversation_state`]: an `AgentState` shaped like a real conversation, for benchmarks.
 //! * [`arb`]: proptest strategies for every wire type, for round-trip tests.
+//! * [`deterministic`]: a read whose generated defaults (ids, times) compare equal across reads.
 
 use as_message::{
     ContentBlock, JsonMap, JsonValue, Msg, Role, TextBlock, ToolCallBlock, ToolCallState, ToolResultBlock,
@@ -147,6 +148,26 @@ pub fn object_as_arrays(doc: &JsonValue, pointer: &str) -> Option<[JsonValue; 2]
         d
     };
     Some([replaced(JsonValue::Array(Vec::new())), replaced(JsonValue::Array(values))])
+}
+
+/// Runs `read` with a constant id factory (generated default ids become `"<generated>"`) and returns
+/// what it read as JSON with generated default times (strings starting with today's date) masked as
+/// `"<now>"`, so two reads of one text compare equal even where defaults are generated.
+pub fn deterministic<T: serde::Serialize>(
+    read: impl FnOnce() -> Result<T, as_message::MessageError>,
+) -> Result<JsonValue, as_message::MessageError> {
+    fn mask(v: &mut JsonValue, today: &str) {
+        match v {
+            JsonValue::String(s) if s.starts_with(today) => *s = "<now>".into(),
+            JsonValue::Array(items) => items.iter_mut().for_each(|x| mask(x, today)),
+            JsonValue::Object(map) => map.values_mut().for_each(|x| mask(x, today)),
+            _ => {}
+        }
+    }
+    let value = as_message::with_id_factory(std::sync::Arc::new(|| "<generated>".to_owned()), read)?;
+    let mut v: JsonValue = serde_json::from_str(&as_message::to_json(&value)).unwrap_or_default();
+    mask(&mut v, &as_message::now_iso()[..10]);
+    Ok(v)
 }
 
 /// proptest strategies for the wire types.

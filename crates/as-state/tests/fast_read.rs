@@ -4,14 +4,13 @@
 
 #![cfg(test)]
 
+use as_message::JsonValue;
 use as_message::read::Cursor;
-use as_message::{JsonValue, MessageError};
 use as_state::AgentState;
 use as_state::read::read_state;
-use as_state::test_utils::{arb, conversation_state, object_as_arrays, object_pointers};
+use as_state::test_utils::{arb, conversation_state, deterministic, object_as_arrays, object_pointers};
 use proptest::prelude::*;
 use proptest::sample::Index;
-use std::sync::Arc;
 
 const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/agentscope-2.0.4/");
 
@@ -32,27 +31,9 @@ fn fast_path(text: &str) -> Path {
     }
 }
 
-/// Runs `read` with a constant id factory (generated default ids compare equal), and replaces
-/// generated default times (today's date) by a placeholder, so two reads of one text compare equal.
-fn deterministic(read: impl FnOnce() -> Result<AgentState, MessageError>) -> Result<JsonValue, MessageError> {
-    fn mask(v: &mut JsonValue, today: &str) {
-        match v {
-            JsonValue::String(s) if s.starts_with(today) => *s = "<now>".into(),
-            JsonValue::Array(items) => items.iter_mut().for_each(|x| mask(x, today)),
-            JsonValue::Object(map) => map.values_mut().for_each(|x| mask(x, today)),
-            _ => {}
-        }
-    }
-    let state = as_message::with_id_factory(Arc::new(|| "<generated>".to_owned()), read)?;
-    let mut v: JsonValue = serde_json::from_str(&as_message::to_json(&state)).unwrap();
-    let today = as_message::now_iso()[..10].to_owned();
-    mask(&mut v, &today);
-    Ok(v)
-}
-
 /// Both readers agree on `text`; returns which path the fast reader took.
 fn check_same(text: &str) -> Path {
-    let slow = deterministic(|| as_message::from_json(text));
+    let slow = deterministic(|| as_message::from_json::<AgentState>(text));
     let fast = deterministic(|| as_state::state_from_json(text));
     assert_eq!(fast, slow, "readers disagree on {text:?}");
     let path = fast_path(text);

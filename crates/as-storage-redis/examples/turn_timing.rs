@@ -35,6 +35,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let rec =
             s.upsert_session(UpsertSession::new(owner.clone(), SessionConfig::new("ws-1")).with_state(state)).await?;
         let key = owner.session(rec.id);
+        // Each phase of a turn timed separately (median per phase), then whole turns.
+        let mut phases: [Vec<f64>; 3] = Default::default();
+        for _ in 0..turns {
+            let a = Instant::now();
+            let rec = s.get_session(&key).await?.ok_or("missing")?;
+            let b = Instant::now();
+            let rev = rec.revision();
+            let mut state = rec.state;
+            state.cur_iter += 1;
+            s.update_session_state(&key, &state, Some(&rev)).await?;
+            let c = Instant::now();
+            drop(state);
+            let d = Instant::now();
+            for (v, span) in phases.iter_mut().zip([b - a, c - b, d - c]) {
+                v.push(span.as_secs_f64() * 1e6);
+            }
+        }
+        let [get, update, dropped] = phases.map(|mut v| {
+            v.sort_by(f64::total_cmp);
+            v.get(v.len() / 2).copied().unwrap_or_default()
+        });
+        eprintln!("median us: get_session {get:.0}, update_session_state {update:.0}, drop of the state {dropped:.0}");
         let start = Instant::now();
         for _ in 0..turns {
             let rec = s.get_session(&key).await?.ok_or("missing")?;
@@ -53,6 +75,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             fred::prelude::KeysInterface::set::<(), _, _>(&raw, "floor", v, None, None, false).await?;
         }
         let floor = start.elapsed() / u32::try_from(turns.max(1))?;
+        let start = Instant::now();
+        for _ in 0..turns {
+            let v: fred::bytes::Bytes = fred::prelude::KeysInterface::get(&raw, &rkey).await?;
+            std::hint::black_box(v);
+        }
+        let bare_get = start.elapsed() / u32::try_from(turns.max(1))?;
+        eprintln!("bare GET alone {bare_get:?}");
         eprintln!(
             "{n} messages: {per_turn:?} per turn, bare GET+SET {floor:?} (wall), ratio {:.2}",
             per_turn.as_secs_f64() / floor.as_secs_f64()

@@ -4,11 +4,8 @@
 
 #![cfg(test)]
 
-use std::sync::Arc;
-
 use as_message::read::Cursor;
-use as_message::{JsonValue, MessageError};
-use as_state::test_utils::{arb, conversation_state};
+use as_state::test_utils::{arb, conversation_state, deterministic};
 use as_storage::{SessionMeta, SessionRecord, decode_record, encode_record, read_record};
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -21,26 +18,9 @@ fn fast_fallbacks(text: &str) -> Option<usize> {
     read_record(&mut c).filter(|_| c.is_at_end()).map(|_| c.fallbacks())
 }
 
-/// Runs `read` with a constant id factory and masks generated times (today's date), so that two reads
-/// of one text compare equal even where defaults are generated.
-fn deterministic(read: impl FnOnce() -> Result<SessionRecord, MessageError>) -> Result<JsonValue, MessageError> {
-    fn mask(v: &mut JsonValue, today: &str) {
-        match v {
-            JsonValue::String(s) if s.starts_with(today) => *s = "<now>".into(),
-            JsonValue::Array(items) => items.iter_mut().for_each(|x| mask(x, today)),
-            JsonValue::Object(map) => map.values_mut().for_each(|x| mask(x, today)),
-            _ => {}
-        }
-    }
-    let record = as_message::with_id_factory(Arc::new(|| "<generated>".to_owned()), read)?;
-    let mut v: JsonValue = serde_json::from_str(&as_message::to_json(&record)).unwrap();
-    mask(&mut v, &as_message::now_iso()[..10]);
-    Ok(v)
-}
-
 /// Both readers agree on `text`; returns the fast reader's fallbacks (`None`: declined).
 fn check_same(text: &str) -> Option<usize> {
-    let slow = deterministic(|| as_message::from_json(text));
+    let slow = deterministic(|| as_message::from_json::<SessionRecord>(text));
     let fast = deterministic(|| decode_record(text));
     assert_eq!(fast, slow, "readers disagree on {text:?}");
     let path = fast_fallbacks(text);
