@@ -165,7 +165,7 @@ pub trait DerivedDeserialize<'de>: Sized {
 
 /// Deserializes a struct from a JSON object only: serde's derived impls also accept an array of
 /// field values (`[]` would give an all-default `AgentState`), which pydantic rejects.
-/// [`map_only!`] writes these impls in one line.
+/// [`map_only!`](crate::map_only!) writes these impls in one line.
 ///
 /// ```
 /// use as_message::{DerivedDeserialize, deserialize_map_only};
