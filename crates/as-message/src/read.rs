@@ -605,13 +605,13 @@ mod tests {
     /// The word-at-a-time scan finds exactly the first special byte, wherever it is and whatever it is.
     #[test]
     fn scan_plain_matches_a_byte_loop() {
-        for special in 0u8..=255 {
-            for at in 0..20 {
-                let mut buf = vec![b'a'; 24];
+        for (special, len) in (0u8..=255).flat_map(|s| (1..=40).map(move |len| (s, len))) {
+            for at in 0..len {
+                let mut buf = vec![b'a'; len];
                 buf[at] = special;
-                buf[(at + 3).min(23)] = 0xC3; // bytes above 0x7F around it
+                buf[(at + 3).min(len - 1)] = 0xC3; // bytes above 0x7F around it
                 let naive = buf.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20).unwrap_or(buf.len());
-                for start in [0, 1, 5] {
+                for start in [0, 1, 5, 9, 17].into_iter().filter(|&s| s <= len) {
                     let want = buf[start..].iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20);
                     let want = want.map_or(buf.len(), |p| p + start);
                     assert_eq!(scan_plain(&buf, start), want, "byte {special:#x} at {at}, start {start}");
