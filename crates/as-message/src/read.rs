@@ -416,6 +416,30 @@ fn nesting_depth(json: &str) -> usize {
     max
 }
 
+/// Reads a whole document with `read` (a hand-written reader of the canonical form) and, when it
+/// declines or leaves anything but whitespace, with [`crate::from_json`]: the same value, or the same
+/// error, as `from_json::<T>(text)`.
+///
+/// ```
+/// use as_message::read::{fast_or_from_json, msg};
+/// let json = as_message::to_json(&as_message::Msg::user("alice", "hi"));
+/// assert_eq!(fast_or_from_json(&json, msg)?, as_message::from_json(&json)?);
+/// assert!(fast_or_from_json("{}", msg).is_err());
+/// # Ok::<(), as_message::MessageError>(())
+/// ```
+pub fn fast_or_from_json<T: DeserializeOwned>(
+    text: &str,
+    read: impl FnOnce(&mut Cursor<'_>) -> Option<T>,
+) -> Result<T, crate::MessageError> {
+    let mut cursor = Cursor::new(text);
+    if let Some(value) = read(&mut cursor)
+        && cursor.is_at_end()
+    {
+        return Ok(value);
+    }
+    crate::from_json(text)
+}
+
 /// Reads a [`Msg`] in its canonical form
 /// `{"name":…,"content":[…],"role":…,"id":…,"metadata":{…},"created_at":…,"finished_at":…,"usage":…}`,
 /// or, when its keys differ, with `Msg`'s serde impl. The role rules are checked as serde checks them.

@@ -21,13 +21,7 @@ use crate::AgentState;
 /// Reads an [`AgentState`] from JSON text: the canonical form fast, anything else with
 /// [`as_message::from_json`]. Same value, same errors as `as_message::from_json::<AgentState>(text)`.
 pub fn state_from_json(text: &str) -> Result<AgentState, MessageError> {
-    let mut cursor = Cursor::new(text);
-    if let Some(state) = read_state(&mut cursor)
-        && cursor.is_at_end()
-    {
-        return Ok(state);
-    }
-    as_message::from_json(text)
+    as_message::read::fast_or_from_json(text, read_state)
 }
 
 /// Reads one `AgentState` object at the cursor in its canonical key order

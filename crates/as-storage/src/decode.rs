@@ -27,13 +27,7 @@ use crate::record::{SessionRecord, SessionSource};
 /// # Ok::<(), as_message::MessageError>(())
 /// ```
 pub fn decode_record(text: &str) -> Result<SessionRecord, MessageError> {
-    let mut cursor = Cursor::new(text);
-    if let Some(record) = read_record(&mut cursor)
-        && cursor.is_at_end()
-    {
-        return Ok(record);
-    }
-    as_message::from_json(text)
+    as_message::read::fast_or_from_json(text, read_record)
 }
 
 /// Reads one `SessionRecord` object at the cursor in its canonical key order (`id, updated_at,
