@@ -22,7 +22,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let Some(server) = RedisServer::start() else {
         return Err("redis-server not found".into());
     };
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    // TURN_TIMING_RUNTIME=current measures on a current-thread runtime (no cross-thread wakeups).
+    let rt = if std::env::var("TURN_TIMING_RUNTIME").is_ok_and(|v| v == "current") {
+        tokio::runtime::Builder::new_current_thread().enable_all().build()?
+    } else {
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?
+    };
     rt.block_on(async {
         let s = RedisStorage::new(RedisStorageConfig::from_url(&server.url())?)?;
         s.open().await?;

@@ -51,6 +51,21 @@ end
 return 1
 "#;
 
+/// KEYS: record, messages, agent index, [schedule index]. ARGV: token, exact, id, mode, ttl, value.
+/// The update for small records: the value travels in `ARGV` (one command, no staging key).
+/// Returns 1 (written), 0 (missing), -1 (token mismatch: someone else wrote).
+const UPDATE_INLINE: &str = r#"
+local s = token_state(KEYS[1], ARGV[1], ARGV[2])
+if s ~= 1 then return s end
+set_record(KEYS[1], ARGV[6], ARGV[4], ARGV[5])
+apply_ttl(KEYS[2], ARGV[4], ARGV[5])
+for i = 3, #KEYS do
+  redis.call('SADD', KEYS[i], ARGV[3])
+  apply_ttl(KEYS[i], ARGV[4], ARGV[5])
+end
+return 1
+"#;
+
 /// KEYS: record, staged value, messages, agent index, [schedule index]. ARGV: token, exact, id, mode, ttl.
 /// The new record was written to the staging key (same hash slot) just before, in the same
 /// pipeline; the script moves it into place with `RENAME` (O(1)) instead of carrying a large
@@ -210,6 +225,7 @@ impl Lua {
 pub(crate) struct Scripts {
     pub(crate) create: Lua,
     pub(crate) update: Lua,
+    pub(crate) update_inline: Lua,
     pub(crate) delete: Lua,
     pub(crate) upsert_message: Lua,
     pub(crate) list_messages: Lua,
@@ -223,6 +239,7 @@ impl Scripts {
         Self {
             create: Lua::with_prelude(CREATE),
             update: Lua::with_prelude(UPDATE),
+            update_inline: Lua::with_prelude(UPDATE_INLINE),
             delete: Lua::with_prelude(DELETE),
             upsert_message: Lua::with_prelude(UPSERT_MESSAGE),
             list_messages: Lua::with_prelude(LIST_MESSAGES),

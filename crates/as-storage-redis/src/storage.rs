@@ -33,6 +33,10 @@ const MAX_CAS_ATTEMPTS: usize = 32;
 const MAX_CACHED: usize = 4096;
 /// How long a staged record value may wait for its script (it is moved or deleted at once).
 const STAGE_TTL_MS: i64 = 60_000;
+/// Records up to this size are written by one `EVALSHA` carrying the value; larger ones are
+/// staged with a `SET` and moved into place by the script (a value in `ARGV` is copied into Lua
+/// and back, which costs more than the second command above about 16 KiB).
+const INLINE_UPDATE_MAX_BYTES: usize = 16 * 1024;
 /// Keys per `MGET` in a listing (all sent in one pipeline).
 const MGET_CHUNK: usize = 512;
 
@@ -371,6 +375,29 @@ impl RedisStorage {
         json: String,
     ) -> Result<i64, StorageError> {
         let keys = &self.inner.keys;
+        let (mode, ttl) = self.ttl_args();
+        let exact_arg = str_value(if exact { "1" } else { "0" });
+        if json.len() <= INLINE_UPDATE_MAX_BYTES {
+            let mut k = vec![
+                rkey.to_owned(),
+                keys.messages(&meta.user_id, &meta.id),
+                keys.session_index(&meta.user_id, &meta.agent_id),
+            ];
+            if let Some(s) = meta.source_schedule_id.as_deref().filter(|s| !s.is_empty()) {
+                k.push(keys.schedule_session_index(&meta.user_id, s));
+            }
+            let args = vec![
+                bytes_value(token),
+                exact_arg,
+                str_value(meta.id.clone()),
+                mode,
+                ttl,
+                bytes_value(Bytes::from(json)),
+            ];
+            return Self::eval(pool, &self.inner.scripts.update_inline, k, args)
+                .await
+                .map_err(|e| map_fred(op, Some(rkey), e));
+        }
         // The staging key extends the record key, so it shares its hash tag (cluster slot).
         let stage = format!("{rkey}:stage:{}", stage_suffix());
         let mut k = vec![
@@ -382,9 +409,7 @@ impl RedisStorage {
         if let Some(s) = meta.source_schedule_id.as_deref().filter(|s| !s.is_empty()) {
             k.push(keys.schedule_session_index(&meta.user_id, s));
         }
-        let (mode, ttl) = self.ttl_args();
-        let args =
-            vec![bytes_value(token), str_value(if exact { "1" } else { "0" }), str_value(meta.id.clone()), mode, ttl];
+        let args = vec![bytes_value(token), exact_arg, str_value(meta.id.clone()), mode, ttl];
         let lua = &self.inner.scripts.update;
         let fail = |e| map_fred(op, Some(rkey), e);
         // One round trip: stage the value (expiring on its own if we die here), then the script.

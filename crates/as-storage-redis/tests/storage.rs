@@ -139,22 +139,68 @@ async fn ttl_policies_match_2_0_4_and_cover_index_sets() {
         let ttl: i64 = r.ttl(&k).await.unwrap();
         assert!((3590..=3600).contains(&ttl), "{k}: ttl {ttl}");
     }
-    // A sliding write refreshes; the record never exists without a TTL.
-    r.expire::<(), _>(&rkey, 100, None).await.unwrap();
-    sliding.update_session_state(&key, &rich_state(), None).await.unwrap();
-    assert!(r.ttl::<i64, _>(&rkey).await.unwrap() > 3000);
-
-    // KEEPTTL keeps whatever TTL is there.
     let keep = store(&server.url(), KeyLayout::Compat, TtlPolicy::Keep).await;
-    r.expire::<(), _>(&rkey, 500, None).await.unwrap();
-    keep.update_session_state(&key, &rich_state(), None).await.unwrap();
-    let t: i64 = r.ttl(&rkey).await.unwrap();
-    assert!((490..=500).contains(&t), "{t}");
-
-    // Persist behaves like a 2.0.4 writer without key_ttl: SET clears the TTL.
     let persist = compat(&server).await;
-    persist.update_session_state(&key, &rich_state(), None).await.unwrap();
-    assert_eq!(r.ttl::<i64, _>(&rkey).await.unwrap(), -1);
+    // Small records are written inline by the script, large ones through a staging key: both
+    // paths apply each policy the same way.
+    for state in [rich_state(), common::state_with(60)] {
+        // A sliding write refreshes; the record never exists without a TTL.
+        r.expire::<(), _>(&rkey, 100, None).await.unwrap();
+        r.expire::<(), _>(format!("{rkey}:messages"), 100, None).await.unwrap();
+        sliding.update_session_state(&key, &state, None).await.unwrap();
+        assert!(r.ttl::<i64, _>(&rkey).await.unwrap() > 3000);
+        assert!(r.ttl::<i64, _>(format!("{rkey}:messages")).await.unwrap() > 3000);
+
+        // KEEPTTL keeps whatever TTL is there.
+        r.expire::<(), _>(&rkey, 500, None).await.unwrap();
+        keep.update_session_state(&key, &state, None).await.unwrap();
+        let t: i64 = r.ttl(&rkey).await.unwrap();
+        assert!((490..=500).contains(&t), "{t}");
+
+        // Persist behaves like a 2.0.4 writer without key_ttl: SET clears the TTL.
+        persist.update_session_state(&key, &state, None).await.unwrap();
+        assert_eq!(r.ttl::<i64, _>(&rkey).await.unwrap(), -1);
+        let got = persist.get_session(&key).await.unwrap().unwrap();
+        assert_eq!(got.state.context, state.context);
+    }
+}
+
+#[tokio::test]
+async fn small_and_large_updates_store_exact_bytes_and_leave_no_staging_keys() {
+    let Some(server) = RedisServer::start() else { return };
+    let s = compat(&server).await;
+    let r = raw(&server.url()).await;
+    let o = owner();
+    let rec = s.upsert_session(req(&o).with_schedule("sched-1")).await.unwrap();
+    let key = o.session(rec.id.clone());
+    let rkey = format!("agentscope:user:user-1:session:{}", rec.id);
+    // 2 messages: about 1 KiB, inline; 60: about 30 KiB, staged; 33 straddles the 16 KiB line.
+    for n in [2, 60, 33, 31, 2] {
+        let state = common::state_with(n);
+        let rev = s.update_session_state(&key, &state, None).await.unwrap();
+        let got = s.get_session(&key).await.unwrap().unwrap();
+        assert_eq!(got.revision(), rev);
+        let stored: String = r.get(&rkey).await.unwrap();
+        assert_eq!(stored, encode_record(&got.meta(), &state), "{n} messages");
+        let keys = common::all_keys(&r).await;
+        assert!(keys.iter().all(|k| !k.contains(":stage:")), "{n} messages: {keys:?}");
+        for index in
+            ["agentscope:user:user-1:agent:agent-1:sessions", "agentscope:user:user-1:schedule:sched-1:sessions"]
+        {
+            let members: Vec<String> = r.smembers(index).await.unwrap();
+            assert_eq!(members, vec![rec.id.clone()], "{index}");
+        }
+    }
+    // A writer that read an older record conflicts on both paths and writes nothing.
+    let other = compat(&server).await;
+    let seen = other.get_session(&key).await.unwrap().unwrap();
+    for n in [2, 60] {
+        s.update_session_state(&key, &common::state_with(n), None).await.unwrap();
+        let before: String = r.get(&rkey).await.unwrap();
+        let e = other.update_session_state(&key, &common::state_with(5), Some(&seen.revision())).await.unwrap_err();
+        assert_eq!(e.kind(), StorageErrorKind::Conflict, "{n} messages");
+        assert_eq!(r.get::<String, _>(&rkey).await.unwrap(), before);
+    }
 }
 
 #[tokio::test]
