@@ -344,36 +344,66 @@ impl<'a> Cursor<'a> {
     }
 }
 
-/// The offset of the first `"`, `\` or control character at or after `i` (or the end): the bytes
-/// a JSON string cannot hold raw (the reader stops there, the writer escapes them).
+/// Bit 7 of byte k is set when byte k of the little-endian word `v` is `"`, `\\` or below 0x20, or
+/// (borrow) lies above such a byte. So the lowest flagged byte is exactly the first special one.
 #[inline]
-pub(crate) fn scan_plain(bytes: &[u8], mut i: usize) -> usize {
+fn special_bytes(v: u64) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
-    let (chunks, _) = bytes.get(i..).unwrap_or_default().as_chunks::<8>();
+    let quote = v ^ (ONES * u64::from(b'"'));
+    let backslash = v ^ (ONES * u64::from(b'\\'));
+    ((quote.wrapping_sub(ONES) & !quote)
+        | (backslash.wrapping_sub(ONES) & !backslash)
+        | (v.wrapping_sub(ONES * 0x20) & !v))
+        & HIGH
+}
+
+/// The bytes of `b` (shorter than a word) as a little-endian word, padded with spaces: at most
+/// three loads, no per-byte loop.
+#[inline]
+fn short_word(b: &[u8]) -> u64 {
+    const SPACES: u64 = 0x2020_2020_2020_2020;
+    let len = b.len();
+    let word = if len >= 4 {
+        let lo = b.first_chunk::<4>().map_or(0, |c| u32::from_le_bytes(*c));
+        let hi = b.last_chunk::<4>().map_or(0, |c| u32::from_le_bytes(*c));
+        u64::from(lo) | u64::from(hi) << (8 * (len - 4))
+    } else if let (Some(&a), Some(&m), Some(&z)) = (b.first(), b.get(len / 2), b.last()) {
+        u64::from(a) | u64::from(m) << (8 * (len / 2)) | u64::from(z) << (8 * (len - 1))
+    } else {
+        0
+    };
+    // `len < 8`, so the shift is in range.
+    word | SPACES.checked_shl(8 * len as u32).unwrap_or(0)
+}
+
+/// The offset of the first `"`, `\` or control character at or after `i` (or the end): the bytes
+/// a JSON string cannot hold raw (the reader stops there, the writer escapes them).
+///
+/// Whole words only: the bytes after the last full word are read as one word, overlapping the
+/// word before it when there is one (those bytes were just found clean, so they flag nothing), or
+/// padded with spaces.
+#[inline]
+pub(crate) fn scan_plain(bytes: &[u8], i: usize) -> usize {
+    let rest = bytes.get(i..).unwrap_or_default();
+    let (chunks, tail) = rest.as_chunks::<8>();
+    let mut at = i;
     for chunk in chunks {
-        let v = u64::from_le_bytes(*chunk);
-        let quote = v ^ (ONES * u64::from(b'"'));
-        let backslash = v ^ (ONES * u64::from(b'\\'));
-        // Bit 7 of a byte is set for a zero byte of `quote`/`backslash` or a byte below 0x20 of `v`.
-        // The lowest flagged byte is exact (a borrow only flags bytes above a true match), and with
-        // little-endian loading the lowest byte is the first in the text.
-        let special = ((quote.wrapping_sub(ONES) & !quote)
-            | (backslash.wrapping_sub(ONES) & !backslash)
-            | (v.wrapping_sub(ONES * 0x20) & !v))
-            & HIGH;
+        let special = special_bytes(u64::from_le_bytes(*chunk));
         if special != 0 {
-            return i + (special.trailing_zeros() / 8) as usize;
+            return at + (special.trailing_zeros() / 8) as usize;
         }
-        i += 8;
+        at += 8;
     }
-    while let Some(&b) = bytes.get(i) {
-        if b == b'"' || b == b'\\' || b < 0x20 {
-            break;
-        }
-        i += 1;
+    if tail.is_empty() {
+        return at;
     }
-    i
+    let (base, word) = match rest.last_chunk::<8>() {
+        Some(last) => (bytes.len() - 8, u64::from_le_bytes(*last)),
+        None => (at, short_word(tail)),
+    };
+    let special = special_bytes(word);
+    if special == 0 { bytes.len() } else { base + (special.trailing_zeros() / 8) as usize }
 }
 
 fn hex4(bytes: &[u8], i: usize) -> Option<u32> {
@@ -641,6 +671,23 @@ mod tests {
                     assert_eq!(scan_plain(&buf, start), want, "byte {special:#x} at {at}, start {start}");
                 }
                 assert_eq!(scan_plain(&buf, 0), naive);
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// Any mix of special bytes, bytes just above them (where a borrow could flag), spaces and
+        /// non-ASCII bytes, from every start: the scan agrees with a byte loop.
+        #[test]
+        fn scan_plain_matches_a_byte_loop_on_mixed_text(
+            buf in proptest::collection::vec(
+                proptest::sample::select(vec![b'a', b' ', b'"', b'#', b'\\', b']', 0, 1, 0x1f, 0x20, 0x21, 0x7f, 0xc3, 0xff]),
+                0..48,
+            ),
+        ) {
+            for start in 0..=buf.len() {
+                let want = buf[start..].iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20);
+                proptest::prop_assert_eq!(scan_plain(&buf, start), want.map_or(buf.len(), |p| p + start), "start {}", start);
             }
         }
     }

@@ -62,21 +62,6 @@ pub(crate) struct Writer {
 }
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
-const ONES: u64 = 0x0101_0101_0101_0101;
-const HIGHS: u64 = 0x8080_8080_8080_8080;
-
-/// True when any of the eight bytes is a control character, `"` or `\` (may also be true for a
-/// clean chunk after such a byte; never false for a chunk that has one).
-#[inline]
-fn chunk_needs_escape(x: u64) -> bool {
-    let below_space = x.wrapping_sub(ONES * 0x20) & !x & HIGHS;
-    let q = x ^ (ONES * u64::from(b'"'));
-    let quote = q.wrapping_sub(ONES) & !q & HIGHS;
-    let b = x ^ (ONES * u64::from(b'\\'));
-    let backslash = b.wrapping_sub(ONES) & !b & HIGHS;
-    (below_space | quote | backslash) != 0
-}
-
 /// For each byte: 0 when it is written as is, else the character after the backslash
 /// (`u` for the `\u00XX` form).
 static ESCAPE: [u8; 256] = {
@@ -107,36 +92,10 @@ fn write_escape(out: &mut String, byte: u8, short: u8) {
     }
 }
 
-#[inline]
-fn load(bytes: &[u8], at: usize) -> Option<u64> {
-    let chunk: [u8; 8] = bytes.get(at..at + 8)?.try_into().ok()?;
-    Some(u64::from_le_bytes(chunk))
-}
-
-/// True when no byte of `bytes` must be escaped. Checks whole words; the last word overlaps
-/// the one before it (the check is a pure predicate, so overlap is harmless), and a string
-/// shorter than a word is padded with spaces.
+/// True when no byte of `bytes` must be escaped.
 #[inline]
 fn is_clean(bytes: &[u8]) -> bool {
-    let len = bytes.len();
-    if len < 8 {
-        let mut word = [b' '; 8];
-        word[..len].copy_from_slice(bytes);
-        return !chunk_needs_escape(u64::from_le_bytes(word));
-    }
-    let mut i = 0;
-    while let (Some(a), Some(b)) = (load(bytes, i), load(bytes, i + 8)) {
-        if chunk_needs_escape(a) | chunk_needs_escape(b) {
-            return false;
-        }
-        i += 16;
-    }
-    if let Some(a) = load(bytes, i)
-        && chunk_needs_escape(a)
-    {
-        return false;
-    }
-    load(bytes, len - 8).is_none_or(|a| !chunk_needs_escape(a))
+    crate::read::scan_plain(bytes, 0) == bytes.len()
 }
 
 /// Writes a JSON string literal with serde_json's escaping (raw UTF-8, `\u00XX` lowercase for other controls).
