@@ -49,6 +49,26 @@ async fn cluster_layout_spreads_users_and_compat_is_refused() {
         assert!(n > 0, "node {port} holds no keys");
     }
 
+    // A large state goes through the staging key, which shares the record's slot.
+    let o = as_storage::Owner::new("user-big", "agent-1");
+    let rec = s.upsert_session(req(&o)).await.unwrap();
+    let key = o.session(rec.id.clone());
+    let big = common::state_with(60);
+    s.update_session_state(&key, &big, Some(&rec.revision())).await.unwrap();
+    assert_eq!(s.get_session(&key).await.unwrap().unwrap().state.context, big.context);
+
+    // Agents of a user: found on the node owning the user's slot, or on every primary when the
+    // user id holds a `\` (escaped in the SCAN pattern, so the pattern's hash tag differs).
+    for user in ["user-agents", r"user\agents"] {
+        for agent in ["agent-a", "agent-b", "agent-c"] {
+            let o = as_storage::Owner::new(user, agent);
+            s.upsert_session(req(&o)).await.unwrap();
+        }
+        let mut agents = s.list_agents(user).await.unwrap();
+        agents.sort();
+        assert_eq!(agents, ["agent-a", "agent-b", "agent-c"], "{user}");
+    }
+
     // The session lock on a cluster.
     let locks = SessionLock::new(&s).unwrap();
     let g = locks.try_acquire("sess-1").await.unwrap().unwrap();
