@@ -52,7 +52,11 @@
 //!   concurrent writer (Python included) is never overwritten blindly, and a session deleted
 //!   meanwhile is never re-created. A plain update re-reads and retries; a conditional one
 //!   (`expected = Some(rev)`) fails with `Conflict`. The envelope of the last record this process
-//!   read or wrote is cached, so a turn (`get_session` + `update_session_state`) reads it once;
+//!   read or wrote is cached, so a turn (`get_session` + `update_session_state`) reads it once.
+//!   A record up to 16 KiB travels in the script's arguments (one `EVALSHA`); a larger one is
+//!   first `SET` under a staging key in the same slot, in the same pipeline, and the script moves
+//!   it into place with `RENAME` (a large value copied through Lua costs more than that second
+//!   command);
 //! * delete: record, message list and index entries in one step (checked against the owner);
 //! * `upsert_message`: the tail id is checked and `LSET`/`RPUSH` done in the same step;
 //! * `import_record` (`agentscope sessions import`): the record's bytes as given (timestamps and
