@@ -34,7 +34,7 @@ const CRITERION: &[(&str, &str)] = &[
     ("as-tests", "agent_turn"),
 ];
 
-const SIZES: [u64; 3] = [10, 100, 1000];
+pub(crate) const SIZES: [u64; 3] = [10, 100, 1000];
 
 /// Python 2.0.4 figures measured on this kind of machine (from the issues), used when no live
 /// Python is available: (scenario, messages) -> ms.
@@ -118,7 +118,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn cargo(root: &Path, args: &[&str]) -> anyhow::Result<String> {
+pub(crate) fn cargo(root: &Path, args: &[&str]) -> anyhow::Result<String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     eprintln!("$ cargo {}", args.join(" "));
     let out = Command::new(&cargo)
@@ -134,12 +134,12 @@ fn cargo(root: &Path, args: &[&str]) -> anyhow::Result<String> {
     Ok(stdout)
 }
 
-fn bench_json_lines(stdout: &str) -> Vec<Value> {
+pub(crate) fn bench_json_lines(stdout: &str) -> Vec<Value> {
     stdout.lines().filter_map(|l| l.strip_prefix("BENCH_JSON ")).filter_map(|l| serde_json::from_str(l).ok()).collect()
 }
 
 /// Builds the load bench and returns its executable (run directly: no cargo lock held while measuring).
-fn build_load_bench(root: &Path) -> anyhow::Result<PathBuf> {
+pub(crate) fn build_load_bench(root: &Path) -> anyhow::Result<PathBuf> {
     let out = cargo(root, &["bench", "-q", "-p", "as-tests", "--bench", "load", "--no-run", "--message-format=json"])?;
     out.lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
@@ -148,7 +148,7 @@ fn build_load_bench(root: &Path) -> anyhow::Result<PathBuf> {
         .context("cargo did not report the load bench executable")
 }
 
-fn load_bench(exe: &Path, args: &[&str]) -> anyhow::Result<Vec<Value>> {
+pub(crate) fn load_bench(exe: &Path, args: &[&str]) -> anyhow::Result<Vec<Value>> {
     eprintln!("$ load {}", args.join(" "));
     let out = Command::new(exe)
         .args(args)
@@ -249,13 +249,13 @@ fn python_side(root: &Path, load_exe: &Path, quick: bool) -> anyhow::Result<Resu
 }
 
 /// A private redis-server for the Python side, killed on drop.
-struct RedisProcess {
+pub(crate) struct RedisProcess {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
 }
 
 impl RedisProcess {
-    fn start(dir: &Path) -> Option<Self> {
+    pub(crate) fn start(dir: &Path) -> Option<Self> {
         let port = std::net::TcpListener::bind("127.0.0.1:0").ok()?.local_addr().ok()?.port();
         let child = Command::new("redis-server")
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])

@@ -4,6 +4,7 @@
 
 mod bench;
 mod interop;
+mod paired;
 mod reliability;
 mod schema;
 mod test;
@@ -23,6 +24,7 @@ const TASKS: &[Task] = &[
     ("schema", "write docs/schemas/*.schema.json; `--check` only verifies they are fresh", schema::run),
     ("interop", "live two-way Redis check with AgentScope Python 2.0.4 (AGENTSCOPE_PYTHON)", interop::run),
     ("bench", "run every benchmark and write docs/benchmarks.md (`--quick`: < 5 min; `--no-python`)", bench::run),
+    ("paired", "Rust vs AgentScope Python 2.0.4 in alternating rounds (AGENTSCOPE_PYTHON); `--rounds N`", paired::run),
     (
         "reliability",
         "concurrency, faults, cancellation, hostile input, isolation figures; `--full` writes docs/reliability.md",

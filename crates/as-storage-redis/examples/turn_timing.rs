@@ -2,8 +2,10 @@
 //! `redis-server`, for instruction-count profiling without a benchmark harness:
 //! `valgrind --tool=callgrind target/release/examples/turn_timing 1000 21` minus the same with 1.
 //!
-//! Arguments: the number of messages (the `turn` bench's plain shape), the number of turns. Also
-//! prints the bare `GET`+`SET` of the same bytes (the bench's floor) measured in the same process.
+//! Arguments: the number of messages (the `turn` bench's plain shape), the number of turns, and
+//! optionally a state JSON file to use instead (as `cargo xtask paired` does, with the state the
+//! Python side uses). Also prints the bare `GET`+`SET` of the same bytes (the bench's floor)
+//! measured in the same process.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // profiling harness
 
@@ -16,7 +18,7 @@ use as_storage_redis::{RedisStorage, RedisStorageConfig};
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (Some(n), Some(turns)) = (args.first(), args.get(1)) else {
-        return Err("usage: turn_timing MESSAGES TURNS".into());
+        return Err("usage: turn_timing MESSAGES TURNS [STATE_FILE]".into());
     };
     let (n, turns): (usize, usize) = (n.parse()?, turns.parse()?);
     let Some(server) = RedisServer::start() else {
@@ -31,11 +33,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     rt.block_on(async {
         let s = RedisStorage::new(RedisStorageConfig::from_url(&server.url())?)?;
         s.open().await?;
-        let mut state = as_state::AgentState::default();
-        for i in 0..n {
-            let text = format!("message {i}: {}", "lorem ipsum dolor sit amet ".repeat(9));
-            state.context.push(as_message::Msg::user("user", text));
-        }
+        let state = match args.get(2) {
+            Some(path) => as_state::state_from_json(&std::fs::read_to_string(path)?)?,
+            None => {
+                let mut state = as_state::AgentState::default();
+                for i in 0..n {
+                    let text = format!("message {i}: {}", "lorem ipsum dolor sit amet ".repeat(9));
+                    state.context.push(as_message::Msg::user("user", text));
+                }
+                state
+            }
+        };
         let owner = Owner::new("bench-user", "bench-agent");
         let rec =
             s.upsert_session(UpsertSession::new(owner.clone(), SessionConfig::new("ws-1")).with_state(state)).await?;
