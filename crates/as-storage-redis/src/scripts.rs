@@ -24,6 +24,12 @@ local function set_record(key, value, mode, ttl)
     redis.call('SET', key, value)
   end
 end
+local function add_to_indexes(first, id, mode, ttl)
+  for i = first, #KEYS do
+    redis.call('SADD', KEYS[i], id)
+    apply_ttl(KEYS[i], mode, ttl)
+  end
+end
 local function owner_ok(key, frag, user, agent)
   local head = redis.call('GETRANGE', key, 0, 4095)
   if head == '' then return false end
@@ -44,10 +50,7 @@ end
 const CREATE: &str = r#"
 if redis.call('GETRANGE', KEYS[1], 0, 0) ~= '' then return 0 end
 set_record(KEYS[1], ARGV[1], ARGV[3], ARGV[4])
-for i = 2, #KEYS do
-  redis.call('SADD', KEYS[i], ARGV[2])
-  apply_ttl(KEYS[i], ARGV[3], ARGV[4])
-end
+add_to_indexes(2, ARGV[2], ARGV[3], ARGV[4])
 return 1
 "#;
 
@@ -59,10 +62,7 @@ local s = token_state(KEYS[1], ARGV[1], ARGV[2])
 if s ~= 1 then return s end
 set_record(KEYS[1], ARGV[6], ARGV[4], ARGV[5])
 apply_ttl(KEYS[2], ARGV[4], ARGV[5])
-for i = 3, #KEYS do
-  redis.call('SADD', KEYS[i], ARGV[3])
-  apply_ttl(KEYS[i], ARGV[4], ARGV[5])
-end
+add_to_indexes(3, ARGV[3], ARGV[4], ARGV[5])
 return 1
 "#;
 
@@ -89,10 +89,7 @@ else
   redis.call('PERSIST', KEYS[1])
 end
 apply_ttl(KEYS[3], ARGV[4], ARGV[5])
-for i = 4, #KEYS do
-  redis.call('SADD', KEYS[i], ARGV[3])
-  apply_ttl(KEYS[i], ARGV[4], ARGV[5])
-end
+add_to_indexes(4, ARGV[3], ARGV[4], ARGV[5])
 return 1
 "#;
 

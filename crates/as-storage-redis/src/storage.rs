@@ -361,6 +361,24 @@ impl RedisStorage {
         (str_value(mode), int_value(secs))
     }
 
+    /// The keys a write to a session touches, in the scripts' order: the record, its message list,
+    /// the agent index, and the schedule index when the session has a schedule.
+    fn write_keys(
+        &self,
+        rkey: &str,
+        user_id: &str,
+        agent_id: &str,
+        session_id: &str,
+        schedule: Option<&str>,
+    ) -> Vec<String> {
+        let keys = &self.inner.keys;
+        let mut k = vec![rkey.to_owned(), keys.messages(user_id, session_id), keys.session_index(user_id, agent_id)];
+        if let Some(s) = schedule.filter(|s| !s.is_empty()) {
+            k.push(keys.schedule_session_index(user_id, s));
+        }
+        k
+    }
+
     /// Writes `json` over the record if its envelope still matches `token`.
     /// Returns 1 written, 0 missing, -1 changed meanwhile.
     #[allow(clippy::too_many_arguments)]
@@ -374,18 +392,10 @@ impl RedisStorage {
         exact: bool,
         json: String,
     ) -> Result<i64, StorageError> {
-        let keys = &self.inner.keys;
         let (mode, ttl) = self.ttl_args();
         let exact_arg = str_value(if exact { "1" } else { "0" });
         if json.len() <= INLINE_UPDATE_MAX_BYTES {
-            let mut k = vec![
-                rkey.to_owned(),
-                keys.messages(&meta.user_id, &meta.id),
-                keys.session_index(&meta.user_id, &meta.agent_id),
-            ];
-            if let Some(s) = meta.source_schedule_id.as_deref().filter(|s| !s.is_empty()) {
-                k.push(keys.schedule_session_index(&meta.user_id, s));
-            }
+            let k = self.write_keys(rkey, &meta.user_id, &meta.agent_id, &meta.id, meta.source_schedule_id.as_deref());
             let args = vec![
                 bytes_value(token),
                 exact_arg,
@@ -400,15 +410,8 @@ impl RedisStorage {
         }
         // The staging key extends the record key, so it shares its hash tag (cluster slot).
         let stage = format!("{rkey}:stage:{}", stage_suffix());
-        let mut k = vec![
-            rkey.to_owned(),
-            stage.clone(),
-            keys.messages(&meta.user_id, &meta.id),
-            keys.session_index(&meta.user_id, &meta.agent_id),
-        ];
-        if let Some(s) = meta.source_schedule_id.as_deref().filter(|s| !s.is_empty()) {
-            k.push(keys.schedule_session_index(&meta.user_id, s));
-        }
+        let mut k = self.write_keys(rkey, &meta.user_id, &meta.agent_id, &meta.id, meta.source_schedule_id.as_deref());
+        k.insert(1, stage.clone());
         let args = vec![bytes_value(token), exact_arg, str_value(meta.id.clone()), mode, ttl];
         let lua = &self.inner.scripts.update;
         let fail = |e| map_fred(op, Some(rkey), e);
@@ -718,15 +721,8 @@ impl RedisStorage {
         let Some((meta, _, _)) = self.read_meta(&pool, OP, &rkey, &owner).await? else {
             return Ok(false);
         };
-        let keys = &self.inner.keys;
-        let mut k = vec![
-            rkey.clone(),
-            keys.messages(&key.user_id, &key.session_id),
-            keys.session_index(&key.user_id, &key.agent_id),
-        ];
-        if let Some(s) = meta.source_schedule_id.as_deref().filter(|s| !s.is_empty()) {
-            k.push(keys.schedule_session_index(&key.user_id, s));
-        }
+        let k =
+            self.write_keys(&rkey, &key.user_id, &key.agent_id, &key.session_id, meta.source_schedule_id.as_deref());
         let args = vec![
             str_value(owner_fragment(&key.user_id, &key.agent_id)),
             str_value(key.user_id.clone()),
