@@ -11,7 +11,8 @@ use as_state::AgentState;
 use as_storage::{
     Capabilities, ImportMode, ImportOutcome, ListError, Owner, PageRequest, Revision, SessionConfig, SessionCursor,
     SessionKey, SessionMeta, SessionPage, SessionRecord, SessionSource, SessionSummary, StorageBase, StorageError,
-    StorageErrorKind, Timestamp, UpsertSession, encode_record, validate_id, validate_import,
+    StorageErrorKind, Timestamp, UpsertSession, encode_envelope, encode_record, encode_record_split, validate_id,
+    validate_import,
 };
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -20,7 +21,7 @@ use fred::prelude::{
     ServerConfig, SetsInterface, Value,
 };
 use fred::types::scan::{ScanResult, ScanType, Scanner};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::config::{Connection, RedisStorageConfig, TtlPolicy};
 use crate::error::{BACKEND, bad_value, err, map_fred, utf8};
@@ -83,37 +84,6 @@ pub struct RedisStorage {
     inner: Arc<Inner>,
 }
 
-#[derive(Serialize)]
-struct EnvelopeView<'a> {
-    id: &'a str,
-    updated_at: &'a Timestamp,
-    created_at: &'a Timestamp,
-    user_id: &'a str,
-    agent_id: &'a str,
-    source: SessionSource,
-    source_schedule_id: &'a Option<String>,
-    team_id: &'a Option<String>,
-    config: &'a SessionConfig,
-}
-
-/// The canonical bytes of a record up to and including `"state":`.
-fn envelope_prefix(meta: &SessionMeta) -> String {
-    let mut s = as_message::to_json(&EnvelopeView {
-        id: &meta.id,
-        updated_at: &meta.updated_at,
-        created_at: &meta.created_at,
-        user_id: &meta.user_id,
-        agent_id: &meta.agent_id,
-        source: meta.source,
-        source_schedule_id: &meta.source_schedule_id,
-        team_id: &meta.team_id,
-        config: &meta.config,
-    });
-    s.pop();
-    s.push_str(",\"state\":");
-    s
-}
-
 /// The CAS token for a stored value: its canonical envelope prefix, or the whole value when it
 /// is not in canonical form.
 ///
@@ -121,7 +91,7 @@ fn envelope_prefix(meta: &SessionMeta) -> String {
 /// read buffer with it) in the envelope cache, so every large read would have to grow a fresh
 /// buffer from scratch.
 fn token_for(stored: &Bytes, meta: &SessionMeta) -> (Bytes, bool) {
-    let prefix = envelope_prefix(meta);
+    let prefix = encode_envelope(meta);
     if stored.starts_with(prefix.as_bytes()) {
         (Bytes::from(prefix), false)
     } else {
@@ -446,22 +416,19 @@ impl RedisStorage {
         Ok(if code == -3 { -1 } else { code })
     }
 
-    /// Encodes `meta` + `state`, returning the JSON and its CAS token.
+    /// Encodes `meta` + `state`, returning the JSON and its CAS token (the envelope: a canonical record
+    /// always begins with it).
     fn encode(
         &self,
         op: &'static str,
         meta: &SessionMeta,
         state: &AgentState,
-    ) -> Result<(String, Bytes, bool), StorageError> {
-        let json = encode_record(meta, state);
+    ) -> Result<(String, Bytes), StorageError> {
+        let (json, head) = encode_record_split(meta, state);
         self.check_size(op, &json)?;
-        let prefix = envelope_prefix(meta);
-        let (token, exact) = if json.starts_with(&prefix) {
-            (Bytes::from(prefix), false)
-        } else {
-            (Bytes::copy_from_slice(json.as_bytes()), true)
-        };
-        Ok((json, token, exact))
+        // The envelope was found while writing: no second encoding of it.
+        let token = Bytes::copy_from_slice(json.as_bytes().get(..head).unwrap_or_default());
+        Ok((json, token))
     }
 
     async fn create(&self, pool: &Pool, req: &UpsertSession, id: &str) -> Result<Option<SessionRecord>, StorageError> {
@@ -480,7 +447,7 @@ impl RedisStorage {
             config: req.config.clone(),
         };
         let state = req.state.clone().unwrap_or_default();
-        let (json, token, exact) = self.encode(OP, &meta, &state)?;
+        let (json, token) = self.encode(OP, &meta, &state)?;
         let keys = &self.inner.keys;
         let rkey = keys.session(&meta.user_id, id);
         let mut k = vec![rkey.clone(), keys.session_index(&meta.user_id, &meta.agent_id)];
@@ -494,7 +461,7 @@ impl RedisStorage {
         if created != 1 {
             return Ok(None);
         }
-        self.cache_put(rkey, Cached { meta: meta.clone(), token, exact });
+        self.cache_put(rkey, Cached { meta: meta.clone(), token, exact: false });
         Ok(Some(SessionRecord::from_parts(meta, state)))
     }
 
@@ -540,10 +507,10 @@ impl RedisStorage {
             meta.updated_at = Timestamp::now_after(&old_meta.updated_at);
             meta.config = req.config.clone();
             let state = req.state.clone().unwrap_or(stored.state);
-            let (json, new_token, new_exact) = self.encode(OP, &meta, &state)?;
+            let (json, new_token) = self.encode(OP, &meta, &state)?;
             match self.cas_write(&pool, OP, &rkey, &meta, token, exact, json).await? {
                 1 => {
-                    self.cache_put(rkey, Cached { meta: meta.clone(), token: new_token, exact: new_exact });
+                    self.cache_put(rkey, Cached { meta: meta.clone(), token: new_token, exact: false });
                     return Ok(SessionRecord::from_parts(meta, state));
                 }
                 _ => continue,
@@ -590,11 +557,11 @@ impl RedisStorage {
             };
             let mut meta = old.clone();
             meta.updated_at = Timestamp::now_after(&old.updated_at);
-            let (json, new_token, new_exact) = self.encode(OP, &meta, state)?;
+            let (json, new_token) = self.encode(OP, &meta, state)?;
             match self.cas_write(&pool, OP, &rkey, &meta, token, exact, json).await? {
                 1 => {
                     let rev = meta.revision();
-                    self.cache_put(rkey, Cached { meta, token: new_token, exact: new_exact });
+                    self.cache_put(rkey, Cached { meta, token: new_token, exact: false });
                     return Ok(rev);
                 }
                 0 => {
@@ -1203,11 +1170,11 @@ mod tests {
     }
 
     #[test]
-    fn envelope_prefix_is_a_prefix_of_the_record() {
+    fn the_envelope_is_a_prefix_of_the_record() {
         let text = include_str!("../../../tests/fixtures/agentscope-2.0.4/session_record.compact.json");
         let rec: SessionRecord = as_message::from_json(text).unwrap();
         let json = rec.to_canonical_json();
-        let p = envelope_prefix(&rec.meta());
+        let p = encode_envelope(&rec.meta());
         assert!(json.starts_with(&p));
         assert!(p.ends_with(",\"state\":"));
         let (tok, exact) = token_for(&Bytes::from(json.clone()), &rec.meta());

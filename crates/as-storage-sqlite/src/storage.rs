@@ -9,7 +9,7 @@ use as_state::AgentState;
 use as_storage::{
     Capabilities, ImportMode, ImportOutcome, Owner, PageRequest, Result, Revision, SessionConfig, SessionKey,
     SessionMeta, SessionPage, SessionRecord, SessionSource, SessionSummary, StorageBase, StorageError,
-    StorageErrorKind, Timestamp, UpsertSession, encode_record, validate_id, validate_import,
+    StorageErrorKind, Timestamp, UpsertSession, encode_envelope, encode_record, validate_id, validate_import,
 };
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
@@ -285,23 +285,17 @@ impl EncodedState {
     }
 }
 
-/// [`encode`] with a state encoded beforehand: `encode_record(meta, state)`, byte for byte. The envelope is
-/// `encode_record` around an empty state with that state's JSON cut off (`state` is the record's last field).
+/// [`encode`] with a state encoded beforehand: `encode_record(meta, state)`, byte for byte (the
+/// envelope, then the state, which is the record's last field).
 fn encode_with_state(
     op: &'static str,
     inner: &Inner,
     meta: &SessionMeta,
     state: &EncodedState,
 ) -> Result<Encoded, OpError> {
-    let empty = AgentState { session_id: meta.id.clone(), reply_id: String::new(), ..AgentState::default() };
-    let full = encode_record(meta, &empty);
-    let empty_json = as_message::to_json(&empty);
-    let head = full
-        .strip_suffix('}')
-        .and_then(|f| f.strip_suffix(empty_json.as_str()))
-        .ok_or_else(|| encoding_bug(op, "the record does not end with its state"))?;
+    let head = encode_envelope(meta);
     let mut record = String::with_capacity(head.len() + state.json.len() + 1);
-    record.push_str(head);
+    record.push_str(&head);
     record.push_str(&state.json);
     record.push('}');
     check_size(op, inner.opts.max_record_bytes, "the session record", record.len())?;

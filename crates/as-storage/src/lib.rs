@@ -46,7 +46,8 @@
 //! kinds, declare [`Capabilities`], and run the conformance suite (feature `conformance`,
 //! module `conformance`) from `tests/conformance.rs` with one macro call,
 //! `as_storage::storage_conformance_tests!(MyFactory)`. The helpers that keep edge cases
-//! identical across backends are [`encode_record`], [`message_range`], [`SessionCursor`],
+//! identical across backends are [`encode_record`] (with [`encode_record_split`] and
+//! [`encode_envelope`] for the envelope bytes a compare-and-set checks), [`message_range`], [`SessionCursor`],
 //! [`check_size`], [`validate_import`] and [`Timestamp::now_after`]. Two methods are optional
 //! ([`StorageBase::import_record`], [`StorageBase::list_agents`]): their default implementations
 //! report `Unsupported` and the suite then skips their scenarios. The full checklist is `docs/storage-backends.md`;
@@ -70,7 +71,7 @@ pub use key::{MAX_ID_BYTES, Owner, SessionKey, validate_id};
 pub use memory::InMemoryStorage;
 pub use record::{
     ChatModelConfig, Revision, SessionConfig, SessionKnowledgeConfig, SessionMeta, SessionRecord, SessionSource,
-    TTSModelConfig, encode_record,
+    TTSModelConfig, encode_envelope, encode_record, encode_record_split,
 };
 pub use storage::{
     Capabilities, ImportMode, ImportOutcome, ListError, PageRequest, SessionPage, SessionSummary, SharedStorage,

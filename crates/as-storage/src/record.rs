@@ -1,5 +1,7 @@
 //! Session records and configuration (`agentscope.app.storage._model`), wire-exact.
 
+use std::cell::Cell;
+
 use as_message::{JsonMap, generate_id};
 use as_state::AgentState;
 use schemars::JsonSchema;
@@ -282,10 +284,13 @@ struct StateView<'a> {
 struct StateAs<'a> {
     state: &'a AgentState,
     session_id: &'a str,
+    /// Where the hand-written state began in the output (the length of the record's envelope).
+    start: Cell<usize>,
 }
 
 impl as_message::WriteJson for StateAs<'_> {
     fn write_json(&self, out: &mut String) {
+        self.start.set(out.len());
         self.state.write_json_with_session_id(out, self.session_id);
     }
 }
@@ -314,8 +319,9 @@ impl Serialize for StateAs<'_> {
     }
 }
 
+/// A record's wire form; `state` is its last field (the envelope is everything before it).
 #[derive(Serialize)]
-struct RecordView<'a> {
+struct RecordView<'a, St> {
     id: &'a str,
     updated_at: &'a Timestamp,
     created_at: &'a Timestamp,
@@ -325,22 +331,67 @@ struct RecordView<'a> {
     source_schedule_id: &'a Option<String>,
     team_id: &'a Option<String>,
     config: &'a SessionConfig,
-    state: StateAs<'a>,
+    state: St,
+}
+
+impl<'a, St> RecordView<'a, St> {
+    fn new(record: &'a SessionMeta, state: St) -> Self {
+        Self {
+            id: &record.id,
+            updated_at: &record.updated_at,
+            created_at: &record.created_at,
+            user_id: &record.user_id,
+            agent_id: &record.agent_id,
+            source: record.source,
+            source_schedule_id: &record.source_schedule_id,
+            team_id: &record.team_id,
+            config: &record.config,
+            state,
+        }
+    }
+}
+
+thread_local! {
+    /// The size of this thread's last encoded record: the next one starts with that capacity
+    /// (`to_json`'s own hint follows every small value written in between).
+    static RECORD_LEN: Cell<usize> = const { Cell::new(0) };
 }
 
 /// Serializes the envelope `record` around `state`, with `state.session_id` written as `record.id`
 /// (without cloning the state). This is how every backend keeps the one-session-id invariant.
 pub fn encode_record(record: &SessionMeta, state: &AgentState) -> String {
-    as_message::to_json(&RecordView {
-        id: &record.id,
-        updated_at: &record.updated_at,
-        created_at: &record.created_at,
-        user_id: &record.user_id,
-        agent_id: &record.agent_id,
-        source: record.source,
-        source_schedule_id: &record.source_schedule_id,
-        team_id: &record.team_id,
-        config: &record.config,
-        state: StateAs { state, session_id: &record.id },
-    })
+    encode_record_split(record, state).0
+}
+
+/// [`encode_record`], and the length of the record's envelope: its first bytes, up to and
+/// including `"state":`, which are [`encode_envelope`]`(record)` (found while writing, not encoded
+/// twice). A backend that compares-and-sets on the envelope takes its token from here.
+///
+/// ```
+/// use as_storage::{SessionRecord, encode_envelope, encode_record_split};
+/// # let text = include_str!("../../../tests/fixtures/agentscope-2.0.4/session_record.compact.json");
+/// let rec: SessionRecord = as_message::from_json(text)?;
+/// let (json, head) = encode_record_split(&rec.meta(), &rec.state);
+/// assert_eq!(json[..head], encode_envelope(&rec.meta()));
+/// assert!(json[..head].ends_with(r#","state":"#));
+/// # Ok::<(), as_message::MessageError>(())
+/// ```
+pub fn encode_record_split(record: &SessionMeta, state: &AgentState) -> (String, usize) {
+    let view = RecordView::new(record, StateAs { state, session_id: &record.id, start: Cell::new(0) });
+    let mut out = String::with_capacity(RECORD_LEN.with(Cell::get));
+    as_message::write_json_value(&mut out, &view);
+    RECORD_LEN.with(|c| c.set(out.len()));
+    if out.capacity() > 2 * out.len() + 4096 {
+        out.shrink_to_fit();
+    }
+    (out, view.state.start.get())
+}
+
+/// The canonical bytes of a record up to and including `"state":` (the record's last field).
+/// Every record [`encode_record`] writes for `record` begins with them.
+pub fn encode_envelope(record: &SessionMeta) -> String {
+    // With a unit state the record ends `"state":null}`: cut the value and the closing brace.
+    let mut out = as_message::to_json(&RecordView::new(record, ()));
+    out.truncate(out.len().saturating_sub("null}".len()));
+    out
 }

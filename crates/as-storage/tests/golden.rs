@@ -23,6 +23,10 @@ proptest::proptest! {
         let text = include_str!("../../../tests/fixtures/agentscope-2.0.4/session_record.compact.json");
         let rec: SessionRecord = as_message::from_json(text).unwrap();
         let encoded = as_storage::encode_record(&rec.meta(), &state);
+        // The split form is the same bytes, cut exactly after the envelope.
+        let (split, head) = as_storage::encode_record_split(&rec.meta(), &state);
+        proptest::prop_assert_eq!(&split, &encoded);
+        proptest::prop_assert_eq!(&split[..head], as_storage::encode_envelope(&rec.meta()));
         let joined = SessionRecord::from_parts(rec.meta(), state);
         proptest::prop_assert_eq!(encoded, serde_json::to_string(&joined).unwrap());
     }
