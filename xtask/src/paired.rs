@@ -12,6 +12,9 @@
 //!   (`as-storage-redis`), mean time per turn, each side against its own private `redis-server`,
 //!   plus the bare `GET`+`SET` of the same record in the same process (the floor).
 //!
+//! Every Rust figure is measured twice per round: on the system allocator (what a library user
+//! gets by default) and on mimalloc (what the `agentscope` binary uses), each its own row.
+//!
 //! Needs `AGENTSCOPE_PYTHON` naming an interpreter with `agentscope==2.0.4`. Prints a Markdown
 //! table and writes `target/paired-report.json`.
 
@@ -28,6 +31,9 @@ use crate::project_root;
 /// One round of one figure: Python ms, Rust ms, and the floor's ms (Redis turn only).
 type Round = (f64, f64, Option<f64>);
 
+/// The Rust side's global allocators, each measured in every round.
+const ALLOCATORS: [&str; 2] = ["system", "mimalloc"];
+
 /// Python iterations per figure and round.
 const PY_REPEAT: &str = "40";
 
@@ -43,16 +49,23 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let python = std::env::var("AGENTSCOPE_PYTHON")
         .context("AGENTSCOPE_PYTHON must name a Python with agentscope==2.0.4 (see docs/benchmarks.md)")?;
     let root = project_root();
-    cargo(
-        &root,
-        &["build", "-q", "--release", "-p", "as-state", "--features", "test-utils", "--example", "wire_timing"],
-    )?;
-    cargo(
-        &root,
-        &["build", "-q", "--release", "-p", "as-storage-redis", "--features", "test-utils", "--example", "turn_timing"],
-    )?;
     let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
-    let examples = target.join("release/examples");
+    // Each example twice: on the system allocator and on mimalloc (the `agentscope` binary's).
+    let mut variants = Vec::new();
+    for alloc in ALLOCATORS {
+        let dir = target.join("paired").join(alloc);
+        std::fs::create_dir_all(&dir)?;
+        for (package, features, example) in
+            [("as-state", "test-utils", "wire_timing"), ("as-storage-redis", "test-utils", "turn_timing")]
+        {
+            let features =
+                if alloc == "mimalloc" { format!("{features},timing-mimalloc") } else { features.to_owned() };
+            cargo(&root, &["build", "-q", "--release", "-p", package, "--features", &features, "--example", example])?;
+            let built = target.join("release/examples").join(example);
+            std::fs::copy(&built, dir.join(example)).with_context(|| format!("copying {}", built.display()))?;
+        }
+        variants.push((alloc, dir));
+    }
     let load_exe = build_load_bench(&root)?;
 
     let tmp = std::env::temp_dir().join(format!("agentscope-paired-{}", std::process::id()));
@@ -65,25 +78,27 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     }
     let redis = RedisProcess::start(&tmp).context("cannot start redis-server for the Python side")?;
 
-    let mut samples: BTreeMap<(String, u64), Vec<Round>> = BTreeMap::new();
+    let mut samples: BTreeMap<(String, String, u64), Vec<Round>> = BTreeMap::new();
     for round in 1..=rounds {
         eprintln!("round {round}/{rounds}");
         let py = python_round(&root, &python, redis.port, &files)?;
         for (n, path) in &files {
             let iters = |budget: u64| (budget / n).max(20).to_string();
-            let ser = timing(&examples.join("wire_timing"), &["ser", &n.to_string(), &iters(2_000_000)])?;
-            let parse = timing(&examples.join("wire_timing"), &["parse", &n.to_string(), &iters(600_000)])?;
-            let turn_out =
-                run_capture(&examples.join("turn_timing"), &[&n.to_string(), &iters(20_000), &path.to_string_lossy()])?;
-            let (turn, floor) = turn_figures(&turn_out).with_context(|| format!("turn_timing said: {turn_out}"))?;
-            for (figure, rust, floor) in
-                [("serialize", ser, None), ("parse", parse, None), ("turn_redis", turn, Some(floor))]
-            {
-                let py_ms = py
-                    .get(&(format!("python_{figure}"), *n))
-                    .copied()
-                    .with_context(|| format!("bench_python.py gave no python_{figure} for {n} messages"))?;
-                samples.entry((figure.to_owned(), *n)).or_default().push((py_ms, rust, floor));
+            for (alloc, dir) in &variants {
+                let ser = timing(&dir.join("wire_timing"), &["ser", &n.to_string(), &iters(2_000_000)])?;
+                let parse = timing(&dir.join("wire_timing"), &["parse", &n.to_string(), &iters(600_000)])?;
+                let turn_out =
+                    run_capture(&dir.join("turn_timing"), &[&n.to_string(), &iters(20_000), &path.to_string_lossy()])?;
+                let (turn, floor) = turn_figures(&turn_out).with_context(|| format!("turn_timing said: {turn_out}"))?;
+                for (figure, rust, floor) in
+                    [("serialize", ser, None), ("parse", parse, None), ("turn_redis", turn, Some(floor))]
+                {
+                    let py_ms = py
+                        .get(&(format!("python_{figure}"), *n))
+                        .copied()
+                        .with_context(|| format!("bench_python.py gave no python_{figure} for {n} messages"))?;
+                    samples.entry((figure.to_owned(), (*alloc).to_owned(), *n)).or_default().push((py_ms, rust, floor));
+                }
             }
         }
     }
@@ -92,10 +107,10 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
 
     let mut rows = Vec::new();
     println!(
-        "| figure | messages | Python (median of rounds) | Rust (median of rounds) | ratio: median round | lowest–highest round | Rust / floor (median) |"
+        "| figure | Rust allocator | messages | Python (median of rounds) | Rust (median of rounds) | ratio: median round | lowest–highest round | Rust / floor (median) |"
     );
-    println!("|---|---|---|---|---|---|---|");
-    for ((figure, n), v) in &samples {
+    println!("|---|---|---|---|---|---|---|---|");
+    for ((figure, alloc, n), v) in &samples {
         let ratios: Vec<f64> = v.iter().map(|(p, r, _)| p / r).collect();
         let over_floor: Vec<f64> = v.iter().filter_map(|(_, r, f)| f.map(|f| r / f)).collect();
         let (lo, hi) = ratios.iter().fold((f64::MAX, 0f64), |(lo, hi), &r| (lo.min(r), hi.max(r)));
@@ -104,13 +119,13 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         let ratio = median(ratios.clone());
         let floor = (!over_floor.is_empty()).then(|| median(over_floor.clone()));
         println!(
-            "| {figure} | {n} | {} | {} | {ratio:.1}x | {lo:.1}x–{hi:.1}x | {} |",
+            "| {figure} | {alloc} | {n} | {} | {} | {ratio:.1}x | {lo:.1}x–{hi:.1}x | {} |",
             show_ms(py),
             show_ms(rust),
             floor.map_or_else(|| "–".to_owned(), |f| format!("{f:.2}x"))
         );
         rows.push(json!({
-            "figure": figure, "messages": n, "python_ms": py, "rust_ms": rust, "ratio_median": ratio,
+            "figure": figure, "allocator": alloc, "messages": n, "python_ms": py, "rust_ms": rust, "ratio_median": ratio,
             "ratios": ratios, "rust_over_floor": over_floor,
             "rounds": v.iter().map(|(p, r, f)| json!({"python_ms": p, "rust_ms": r, "floor_ms": f})).collect::<Vec<_>>(),
         }));

@@ -16,6 +16,12 @@ use clap::{Parser, Subcommand};
 
 use crate::exit::{CliResult, EXIT_CODES_HELP};
 
+/// mimalloc instead of the system allocator: loading and dropping a state is mostly small
+/// allocations (a few per message), and mimalloc does them in about a third fewer instructions
+/// than glibc's malloc (callgrind, parse and drop of a 1000-message state: 7.2M -> 4.7M).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Options every command sees.
 #[derive(Clone, Debug, Default, clap::Args)]
 pub(crate) struct GlobalArgs {

@@ -10,6 +10,11 @@ use std::hint::black_box;
 use as_state::AgentState;
 use as_state::test_utils::conversation_state;
 
+/// With `--features timing-mimalloc`: mimalloc, the `agentscope` binary's allocator.
+#[cfg(feature = "timing-mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (Some(op), Some(n), Some(iters)) = (args.first(), args.get(1), args.get(2)) else {

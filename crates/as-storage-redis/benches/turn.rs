@@ -17,6 +17,11 @@ use bytes::Bytes;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use fred::prelude::{Builder, ClientLike, Config, KeysInterface};
 
+/// With `--features timing-mimalloc`: mimalloc, the `agentscope` binary's allocator.
+#[cfg(feature = "timing-mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn state_with(n: usize) -> as_state::AgentState {
     let mut s = as_state::AgentState::default();
     for i in 0..n {

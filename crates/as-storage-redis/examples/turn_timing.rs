@@ -15,6 +15,11 @@ use as_storage::{Owner, SessionConfig, StorageBase, UpsertSession};
 use as_storage_redis::testing::RedisServer;
 use as_storage_redis::{RedisStorage, RedisStorageConfig};
 
+/// With `--features timing-mimalloc`: mimalloc, the `agentscope` binary's allocator.
+#[cfg(feature = "timing-mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (Some(n), Some(turns)) = (args.first(), args.get(1)) else {
