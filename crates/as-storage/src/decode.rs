@@ -4,6 +4,7 @@ use as_message::MessageError;
 use as_message::read::Cursor;
 use as_state::read::read_state;
 
+use crate::Timestamp;
 use crate::record::{SessionRecord, SessionSource};
 
 /// Reads a [`SessionRecord`] from JSON text: the canonical form (what [`crate::encode_record`] and
@@ -30,6 +31,12 @@ pub fn decode_record(text: &str) -> Result<SessionRecord, MessageError> {
     as_message::read::fast_or_from_json(text, read_record)
 }
 
+/// Reads a [`Timestamp`]: a JSON string with the cursor (then read exactly as its `Deserialize`
+/// reads a string; `None` when that would fail, so serde reports the error), anything else with serde.
+fn timestamp(c: &mut Cursor<'_>) -> Option<Timestamp> {
+    if c.peek() == Some(b'"') { c.string()?.parse().ok() } else { c.serde() }
+}
+
 /// Reads one `SessionRecord` object at the cursor in its canonical key order (`id, updated_at,
 /// created_at, user_id, agent_id, source, source_schedule_id, team_id, config, state`); the envelope's
 /// small values are read by serde, the state by [`as_state::read::read_state`]. `None` when it
@@ -38,9 +45,9 @@ pub fn read_record(c: &mut Cursor<'_>) -> Option<SessionRecord> {
     c.expect(r#"{"id":"#)?;
     let id = c.string()?;
     c.expect(r#","updated_at":"#)?;
-    let updated_at = c.serde()?;
+    let updated_at = timestamp(c)?;
     c.expect(r#","created_at":"#)?;
-    let created_at = c.serde()?;
+    let created_at = timestamp(c)?;
     c.expect(r#","user_id":"#)?;
     let user_id = c.string()?;
     c.expect(r#","agent_id":"#)?;

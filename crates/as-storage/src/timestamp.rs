@@ -118,6 +118,42 @@ fn from_unix(secs: f64) -> Option<Timestamp> {
 
 fn parse(s: &str) -> Option<Timestamp> {
     let s = s.trim();
+    match canonical_naive(s) {
+        Some(n) => Some(Timestamp::Naive(n)),
+        None => parse_general(s),
+    }
+}
+
+/// The forms every writer of records produces, `YYYY-MM-DDTHH:MM:SS` with an optional `.ffffff`
+/// (or a space for the `T`), read digit by digit. `None` for anything else, including what
+/// [`parse_general`] would reject; when this returns a time, it is the one `parse_general` returns.
+fn canonical_naive(s: &str) -> Option<NaiveDateTime> {
+    let b = s.as_bytes();
+    if b.len() != 19 && b.len() != 26 {
+        return None;
+    }
+    let at = |i: usize| b.get(i).copied();
+    let separators = at(4) == Some(b'-')
+        && at(7) == Some(b'-')
+        && matches!(at(10), Some(b'T' | b' '))
+        && at(13) == Some(b':')
+        && at(16) == Some(b':')
+        && (b.len() == 19 || at(19) == Some(b'.'));
+    if !separators {
+        return None;
+    }
+    let num = |from: usize, to: usize| -> Option<u32> {
+        b.get(from..to)?.iter().try_fold(0u32, |acc, &d| d.is_ascii_digit().then(|| acc * 10 + u32::from(d - b'0')))
+    };
+    let micros = if b.len() == 26 { num(20, 26)? } else { 0 };
+    let second = num(17, 19).filter(|s| *s < 60)?; // a leap second: the general reader
+    let date = NaiveDate::from_ymd_opt(i32::try_from(num(0, 4)?).ok()?, num(5, 7)?, num(8, 10)?)?;
+    date.and_hms_micro_opt(num(11, 13)?, num(14, 16)?, second, micros)
+}
+
+/// Every form pydantic accepts for a `datetime`: Unix seconds (or milliseconds), RFC 3339 and
+/// other ISO 8601 variants with or without an offset, and a bare date.
+fn parse_general(s: &str) -> Option<Timestamp> {
     if let Ok(n) = s.parse::<f64>() {
         return from_unix(n);
     }
@@ -169,5 +205,72 @@ impl JsonSchema for Timestamp {
 
     fn inline_schema() -> bool {
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_forms_take_the_fast_path_and_agree_with_the_general_reader() {
+        for s in [
+            "2025-06-01T10:00:00",
+            "2025-06-01 10:00:00",
+            "2025-06-01T10:00:01.250000",
+            "0000-01-01T00:00:00.000001",
+            "9999-12-31T23:59:59.999999",
+            "2024-02-29T12:30:45",
+        ] {
+            assert!(canonical_naive(s).is_some(), "{s}");
+            assert_eq!(parse(s), parse_general(s), "{s}");
+        }
+        // Not canonical (or not valid): left to the general reader, with its answer.
+        for s in [
+            "2025-06-01T10:00:60",
+            "2023-02-29T10:00:00",
+            "2025-13-01T10:00:00",
+            "2025-06-01T24:00:00",
+            "2025-06-01T10:00:00.25",
+            "2025-06-01T10:00:00Z",
+            "2025-06-01X10:00:00",
+            "2025-06-01T10:00:0a",
+            "+2025-06-01T10:00:00",
+            "1717236000",
+        ] {
+            assert!(canonical_naive(s).is_none(), "{s}");
+            assert_eq!(parse(s), parse_general(s), "{s}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Strings shaped like the canonical form, digits drawn freely (so months 00–99, days that
+        /// do not exist, leap seconds), separators sometimes wrong: the fast path never disagrees.
+        #[test]
+        fn fast_path_never_disagrees_with_the_general_reader(
+            digits in proptest::collection::vec(0u8..10, 20),
+            sep in proptest::sample::select(vec!['T', ' ', 'x', '-']),
+            fraction in proptest::bool::ANY,
+            plausible in proptest::bool::ANY,
+        ) {
+            let d: Vec<char> = digits.iter().map(|d| char::from(b'0' + d)).collect();
+            let two = |i: usize, max: u8| if plausible { char::from(b'0' + digits[i] % max) } else { d[i] };
+            let mut s: String = [d[0], d[1], d[2], d[3], '-', two(4, 2), d[5], '-', two(6, 3), d[7], sep,
+                two(8, 3), d[9], ':', two(10, 6), d[11], ':', two(12, 6), d[13]].iter().collect();
+            if fraction {
+                s.push('.');
+                s.extend(&d[14..20]);
+            }
+            proptest::prop_assert_eq!(parse(&s), parse_general(&s), "{}", s);
+        }
+
+        #[test]
+        fn written_timestamps_read_back(days in 0i64..3_000_000, secs in 0u32..86_400, micros in 0u32..1_000_000) {
+            let date = NaiveDate::from_ymd_opt(1, 1, 1).unwrap() + chrono::Duration::days(days);
+            let t = Timestamp::Naive(date.and_hms_micro_opt(secs / 3600, secs / 60 % 60, secs % 60, micros).unwrap());
+            let text = t.to_string();
+            proptest::prop_assert!(canonical_naive(&text).is_some(), "{}", text);
+            proptest::prop_assert_eq!(parse(&text), Some(t));
+        }
     }
 }
