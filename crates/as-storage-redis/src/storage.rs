@@ -30,6 +30,21 @@ use crate::scripts::{Lua, Scripts};
 
 /// Most attempts of an optimistic (CAS) write before giving up with `Conflict`.
 const MAX_CAS_ATTEMPTS: usize = 32;
+
+/// Waits before the next read of a CAS retry loop, after `failures` attempts that read the record
+/// and still lost: not at all after the first, then a random 0–1, 0–2, 0–4, 0–8, 0–16 ms. Two
+/// writers of one session that retry at once can fall into lockstep (each re-reads just as the
+/// other writes, and the same one wins every time); the random wait breaks it.
+async fn cas_backoff(failures: usize) {
+    if failures == 0 {
+        return;
+    }
+    let cap_ms = 1u64 << (failures - 1).min(4);
+    match fastrand::u64(0..=cap_ms) {
+        0 => tokio::task::yield_now().await,
+        ms => tokio::time::sleep(Duration::from_millis(ms)).await,
+    }
+}
 /// Most cached record envelopes (the cache is cleared when it grows past this).
 const MAX_CACHED: usize = 4096;
 /// How long a staged record value may wait for its script (it is moved or deleted at once).
@@ -489,7 +504,8 @@ impl RedisStorage {
         };
         validate_id("session_id", &id)?;
         let rkey = self.inner.keys.session(&req.owner.user_id, &id);
-        for _ in 0..MAX_CAS_ATTEMPTS {
+        for attempt in 0..MAX_CAS_ATTEMPTS {
+            cas_backoff(attempt).await;
             let raw: Option<Bytes> = pool.get(&rkey).await.map_err(|e| map_fred(OP, Some(&rkey), e))?;
             let Some(raw) = raw.filter(|b| !b.is_empty()) else {
                 match self.create(&pool, &req, &id).await? {
@@ -541,10 +557,14 @@ impl RedisStorage {
                 && c.meta.agent_id == key.agent_id
                 && expected.is_none_or(|rev| c.meta.revision() == *rev)
         });
+        // Attempts that read the record and still lost (a stale cache entry alone is no contention).
+        let mut lost_after_reading = 0;
         for _ in 0..MAX_CAS_ATTEMPTS {
+            let from_cache = cached.is_some();
             let (old, token, exact) = match cached.take() {
                 Some(c) => (c.meta, c.token, c.exact),
                 None => {
+                    cas_backoff(lost_after_reading).await;
                     let Some((meta, token, exact)) = self.read_meta(&pool, OP, &rkey, &owner).await? else {
                         self.cache_forget(&rkey);
                         return Err(not_found(OP, key));
@@ -575,7 +595,11 @@ impl RedisStorage {
                     return Err(not_found(OP, key));
                 }
                 // Changed meanwhile: re-read (a conditional write then reports the conflict).
-                _ => continue,
+                _ => {
+                    if !from_cache {
+                        lost_after_reading += 1;
+                    }
+                }
             }
         }
         Err(err(StorageErrorKind::Conflict, OP, format!("session {key} kept changing; gave up")))
@@ -820,7 +844,8 @@ impl RedisStorage {
         let keys = &self.inner.keys;
         let rkey = keys.session(&meta.user_id, &meta.id);
         let new_schedule = meta.source_schedule_id.as_deref().filter(|s| !s.is_empty());
-        for _ in 0..MAX_CAS_ATTEMPTS {
+        for attempt in 0..MAX_CAS_ATTEMPTS {
+            cas_backoff(attempt).await;
             let raw: Option<Bytes> = pool.get(&rkey).await.map_err(|e| map_fred(OP, Some(&rkey), e))?;
             let (token, exact, old_schedule, outcome) = match raw.filter(|b| !b.is_empty()) {
                 None => (Bytes::new(), false, None, ImportOutcome::Created),
