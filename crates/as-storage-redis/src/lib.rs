@@ -50,8 +50,10 @@
 //! * update (`update_session_state`, `upsert_session` on an existing id): a compare-and-set on
 //!   the stored envelope (the record's bytes up to `"state":`, which hold `updated_at`), so a
 //!   concurrent writer (Python included) is never overwritten blindly, and a session deleted
-//!   meanwhile is never re-created. A plain update re-reads and retries; a conditional one
-//!   (`expected = Some(rev)`) fails with `Conflict`. The envelope of the last record this process
+//!   meanwhile is never re-created. A plain update re-reads and retries (after a lost retry, with
+//!   a random wait of up to 1, 2, 4, 8, then 16 ms, so two writers cannot starve each other in
+//!   lockstep; `Conflict` after 32 attempts); a conditional one (`expected = Some(rev)`) fails
+//!   with `Conflict`. The envelope of the last record this process
 //!   read or wrote is cached, so a turn (`get_session` + `update_session_state`) reads it once.
 //!   A record up to 16 KiB travels in the script's arguments (one `EVALSHA`); a larger one is
 //!   first `SET` under a staging key in the same slot, in the same pipeline, and the script moves
