@@ -214,31 +214,27 @@ mod tests {
 
     #[test]
     fn canonical_forms_take_the_fast_path_and_agree_with_the_general_reader() {
-        for s in [
-            "2025-06-01T10:00:00",
-            "2025-06-01 10:00:00",
-            "2025-06-01T10:00:01.250000",
-            "0000-01-01T00:00:00.000001",
-            "9999-12-31T23:59:59.999999",
-            "2024-02-29T12:30:45",
+        // (input, read by the fast path); the others (not canonical, or not valid) are left to the
+        // general reader. Either way the answer is the general reader's.
+        for (s, fast) in [
+            ("2025-06-01T10:00:00", true),
+            ("2025-06-01 10:00:00", true),
+            ("2025-06-01T10:00:01.250000", true),
+            ("0000-01-01T00:00:00.000001", true),
+            ("9999-12-31T23:59:59.999999", true),
+            ("2024-02-29T12:30:45", true),
+            ("2025-06-01T10:00:60", false),
+            ("2023-02-29T10:00:00", false),
+            ("2025-13-01T10:00:00", false),
+            ("2025-06-01T24:00:00", false),
+            ("2025-06-01T10:00:00.25", false),
+            ("2025-06-01T10:00:00Z", false),
+            ("2025-06-01X10:00:00", false),
+            ("2025-06-01T10:00:0a", false),
+            ("+2025-06-01T10:00:00", false),
+            ("1717236000", false),
         ] {
-            assert!(canonical_naive(s).is_some(), "{s}");
-            assert_eq!(parse(s), parse_general(s), "{s}");
-        }
-        // Not canonical (or not valid): left to the general reader, with its answer.
-        for s in [
-            "2025-06-01T10:00:60",
-            "2023-02-29T10:00:00",
-            "2025-13-01T10:00:00",
-            "2025-06-01T24:00:00",
-            "2025-06-01T10:00:00.25",
-            "2025-06-01T10:00:00Z",
-            "2025-06-01X10:00:00",
-            "2025-06-01T10:00:0a",
-            "+2025-06-01T10:00:00",
-            "1717236000",
-        ] {
-            assert!(canonical_naive(s).is_none(), "{s}");
+            assert_eq!(canonical_naive(s).is_some(), fast, "{s}");
             assert_eq!(parse(s), parse_general(s), "{s}");
         }
     }
