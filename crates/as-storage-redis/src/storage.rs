@@ -564,7 +564,10 @@ impl RedisStorage {
             let (old, token, exact) = match cached.take() {
                 Some(c) => (c.meta, c.token, c.exact),
                 None => {
-                    cas_backoff(lost_after_reading).await;
+                    // A conditional write never waits: its re-read only confirms the conflict.
+                    if expected.is_none() {
+                        cas_backoff(lost_after_reading).await;
+                    }
                     let Some((meta, token, exact)) = self.read_meta(&pool, OP, &rkey, &owner).await? else {
                         self.cache_forget(&rkey);
                         return Err(not_found(OP, key));
@@ -595,11 +598,7 @@ impl RedisStorage {
                     return Err(not_found(OP, key));
                 }
                 // Changed meanwhile: re-read (a conditional write then reports the conflict).
-                _ => {
-                    if !from_cache {
-                        lost_after_reading += 1;
-                    }
-                }
+                _ => lost_after_reading += usize::from(!from_cache),
             }
         }
         Err(err(StorageErrorKind::Conflict, OP, format!("session {key} kept changing; gave up")))
