@@ -31,6 +31,18 @@ use crate::scripts::{Lua, Scripts};
 /// Most attempts of an optimistic (CAS) write before giving up with `Conflict`.
 const MAX_CAS_ATTEMPTS: usize = 32;
 
+/// Most cached record envelopes (the cache is cleared when it grows past this).
+const MAX_CACHED: usize = 4096;
+/// How long a staged record value may wait for its script (it is moved or deleted at once).
+const STAGE_TTL_MS: i64 = 60_000;
+/// Records up to this size are written by one `EVALSHA` carrying the value; larger ones are
+/// staged with a `SET` and moved into place by the script (a value in `ARGV` is copied into Lua
+/// and back, which costs more than the second command above about 16 KiB).
+const INLINE_UPDATE_MAX_BYTES: usize = 16 * 1024;
+
+/// Keys per `MGET` in a listing (all sent in one pipeline).
+const MGET_CHUNK: usize = 512;
+
 /// Waits before the next read of a CAS retry loop, after `failures` attempts that read the record
 /// and still lost: not at all after the first, then a random 0–1, 0–2, 0–4, 0–8, 0–16 ms. Two
 /// writers of one session that retry at once can fall into lockstep (each re-reads just as the
@@ -45,16 +57,6 @@ async fn cas_backoff(failures: usize) {
         ms => tokio::time::sleep(Duration::from_millis(ms)).await,
     }
 }
-/// Most cached record envelopes (the cache is cleared when it grows past this).
-const MAX_CACHED: usize = 4096;
-/// How long a staged record value may wait for its script (it is moved or deleted at once).
-const STAGE_TTL_MS: i64 = 60_000;
-/// Records up to this size are written by one `EVALSHA` carrying the value; larger ones are
-/// staged with a `SET` and moved into place by the script (a value in `ARGV` is copied into Lua
-/// and back, which costs more than the second command above about 16 KiB).
-const INLINE_UPDATE_MAX_BYTES: usize = 16 * 1024;
-/// Keys per `MGET` in a listing (all sent in one pipeline).
-const MGET_CHUNK: usize = 512;
 
 #[derive(Debug)]
 enum State {
