@@ -78,29 +78,23 @@ pub fn with_id_factory<R>(factory: IdFactory, body: impl FnOnce() -> R) -> R {
 /// assert_eq!(as_message::format_naive(&t), "2025-06-01T10:00:00");
 /// ```
 pub fn format_naive(t: &NaiveDateTime) -> String {
+    // Years 0–9999 (all Python can write) digit by digit; other years and leap seconds through
+    // chrono's formatter, which gives the same text.
     let mut out = String::with_capacity(26);
-    push_naive(&mut out, t);
-    out
-}
-
-/// [`format_naive`] appended to `out`. Years 0–9999 (all Python can write) are formatted digit by
-/// digit; other years and leap seconds go through chrono's formatter, which gives the same text.
-pub fn push_naive(out: &mut String, t: &NaiveDateTime) {
     let micros = t.nanosecond() / 1_000 % 1_000_000;
-    let year = u32::try_from(t.year()).ok().filter(|y| *y <= 9999);
-    match year {
+    match u32::try_from(t.year()).ok().filter(|y| *y <= 9999) {
         Some(year) if t.nanosecond() < 1_000_000_000 => {
-            push_digits(out, year, 4);
+            push_digits(&mut out, year, 4);
             out.push('-');
-            push_digits(out, t.month(), 2);
+            push_digits(&mut out, t.month(), 2);
             out.push('-');
-            push_digits(out, t.day(), 2);
+            push_digits(&mut out, t.day(), 2);
             out.push('T');
-            push_digits(out, t.hour(), 2);
+            push_digits(&mut out, t.hour(), 2);
             out.push(':');
-            push_digits(out, t.minute(), 2);
+            push_digits(&mut out, t.minute(), 2);
             out.push(':');
-            push_digits(out, t.second(), 2);
+            push_digits(&mut out, t.second(), 2);
         }
         _ => {
             use std::fmt::Write as _;
@@ -109,8 +103,9 @@ pub fn push_naive(out: &mut String, t: &NaiveDateTime) {
     }
     if micros != 0 {
         out.push('.');
-        push_digits(out, micros, 6);
+        push_digits(&mut out, micros, 6);
     }
+    out
 }
 
 /// The last `width` decimal digits of `v`, zero-padded.

@@ -33,7 +33,7 @@ pub use block::{
     ThinkingBlock, ToolCallBlock, ToolCallState, ToolResultBlock, ToolResultState, UrlSource, normalize_url,
 };
 pub use error::{MessageError, MessageErrorKind, Result};
-pub use id::{IdFactory, format_naive, generate_id, now_iso, now_naive, push_naive, set_id_factory, with_id_factory};
+pub use id::{IdFactory, format_naive, generate_id, now_iso, now_naive, set_id_factory, with_id_factory};
 pub use json::{
     DerivedDeserialize, JsonMap, canonicalize_numbers, deserialize_map_only, free_form, from_json, from_json_slice,
     from_value, lax_float, lax_int, required_nullable, to_json, to_json_vec,

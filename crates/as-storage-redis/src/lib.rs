@@ -106,7 +106,9 @@
 //! # Testing
 //!
 //! The `test-utils` feature exposes the `testing` module (private `redis-server`s and a local 3-master
-//! cluster). `cargo xtask interop` runs a live check against AgentScope Python 2.0.4.
+//! cluster). `timing-mimalloc` runs the `turn_timing` example and the `turn` bench on mimalloc (the
+//! `agentscope` binary's allocator); it does not change the library. `cargo xtask interop` runs a live
+//! check against AgentScope Python 2.0.4.
 
 mod config;
 mod error;
