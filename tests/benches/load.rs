@@ -12,7 +12,11 @@
 //! * `rss-reply MESSAGES`: peak RSS of one reply over a MESSAGES-message state (SQLite, constant model).
 //! * `dump-state MESSAGES PATH`: writes the conversation-shaped state as JSON (for the Python comparison).
 //!
-//! Run by `cargo xtask bench`; by hand: `cargo bench -p as-tests --bench load -- throughput sqlite 64 10 2`.
+//! Every figure names the global allocator it ran on: the system allocator, or mimalloc (the
+//! `agentscope` binary's) with `--features timing-mimalloc`.
+//!
+//! Run by `cargo xtask bench` (both allocators); by hand:
+//! `cargo bench -p as-tests --bench load -- throughput sqlite 64 10 2`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // bench harness code
 
@@ -56,7 +60,18 @@ async fn open_store(kind: &str) -> Option<(SharedStorage, Backing)> {
     }
 }
 
-fn emit(value: serde_json::Value) {
+/// With `--features timing-mimalloc`: mimalloc, the `agentscope` binary's allocator.
+#[cfg(feature = "timing-mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// The global allocator this build measures (every figure names it).
+const ALLOCATOR: &str = if cfg!(feature = "timing-mimalloc") { "mimalloc" } else { "system" };
+
+fn emit(mut value: serde_json::Value) {
+    if let Some(figure) = value.as_object_mut() {
+        figure.insert("allocator".to_owned(), ALLOCATOR.into());
+    }
     println!("BENCH_JSON {value}");
 }
 

@@ -74,25 +74,30 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
     let criterion = collect_criterion(&target.join("criterion"), since)?;
 
-    let load_exe = build_load_bench(&root)?;
+    // Every load figure on both allocators: the system one (a library user's default) and
+    // mimalloc (the `agentscope` binary's). Both builds first, so no build runs between figures.
+    let load_exe = build_load_bench(&root, false)?;
+    let load_exes = [load_exe.clone(), build_load_bench(&root, true)?];
     let mut load = Vec::new();
     let secs = if opts.quick { "0.5" } else { "2" };
     let levels: &[&str] = if opts.quick { &["1", "64"] } else { &["1", "16", "64", "256"] };
-    for store in ["sqlite", "redis"] {
-        for sessions in levels {
-            for n in SIZES {
-                load.extend(load_bench(&load_exe, &["throughput", store, sessions, &n.to_string(), secs])?);
+    let iters = if opts.quick { "10" } else { "40" };
+    for exe in &load_exes {
+        for store in ["sqlite", "redis"] {
+            for sessions in levels {
+                for n in SIZES {
+                    load.extend(load_bench(exe, &["throughput", store, sessions, &n.to_string(), secs])?);
+                }
             }
         }
-    }
-    let iters = if opts.quick { "10" } else { "40" };
-    for store in ["memory", "sqlite", "redis"] {
-        for n in SIZES {
-            load.extend(load_bench(&load_exe, &["runner", store, &n.to_string(), iters])?);
+        for store in ["memory", "sqlite", "redis"] {
+            for n in SIZES {
+                load.extend(load_bench(exe, &["runner", store, &n.to_string(), iters])?);
+            }
         }
+        load.extend(load_bench(exe, &["rss-parked", "1000"])?);
+        load.extend(load_bench(exe, &["rss-reply", "1000"])?);
     }
-    load.extend(load_bench(&load_exe, &["rss-parked", "1000"])?);
-    load.extend(load_bench(&load_exe, &["rss-reply", "1000"])?);
 
     let python = if opts.python {
         python_side(&root, &load_exe, opts.quick)?
@@ -139,8 +144,14 @@ pub(crate) fn bench_json_lines(stdout: &str) -> Vec<Value> {
 }
 
 /// Builds the load bench and returns its executable (run directly: no cargo lock held while measuring).
-pub(crate) fn build_load_bench(root: &Path) -> anyhow::Result<PathBuf> {
-    let out = cargo(root, &["bench", "-q", "-p", "as-tests", "--bench", "load", "--no-run", "--message-format=json"])?;
+/// `mimalloc` builds it with `--features timing-mimalloc` (the `agentscope` binary's allocator);
+/// the two builds are different executables, so both can be kept and run.
+pub(crate) fn build_load_bench(root: &Path, mimalloc: bool) -> anyhow::Result<PathBuf> {
+    let mut args = vec!["bench", "-q", "-p", "as-tests", "--bench", "load", "--no-run", "--message-format=json"];
+    if mimalloc {
+        args.extend(["--features", "timing-mimalloc"]);
+    }
+    let out = cargo(root, &args)?;
     out.lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter(|v| v["reason"] == "compiler-artifact" && v["target"]["name"] == "load")
@@ -478,17 +489,24 @@ fn render(r: &Value) -> String {
         s,
         "Each session is driven by its own task doing get + conditional update in a loop (one process, 2 worker threads).\n"
     );
-    let _ = writeln!(s, "| store | sessions | messages | turns/s | errors |");
-    let _ = writeln!(s, "|---|---|---|---|---|");
+    let _ = writeln!(s, "| store | allocator | sessions | messages | turns/s | errors |");
+    let _ = writeln!(s, "|---|---|---|---|---|---|");
     for f in load.iter().filter(|f| f["mode"] == "throughput") {
         if f.get("skipped").is_some() {
-            let _ = writeln!(s, "| {} | skipped: {} | | | |", f["store"].as_str().unwrap_or(""), f["skipped"]);
+            let _ = writeln!(
+                s,
+                "| {} | {} | skipped: {} | | | |",
+                f["store"].as_str().unwrap_or(""),
+                allocator(f),
+                f["skipped"]
+            );
             continue;
         }
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {:.0} | {} |",
+            "| {} | {} | {} | {} | {:.0} | {} |",
             f["store"].as_str().unwrap_or(""),
+            allocator(f),
             f["sessions"],
             f["messages"],
             f["turns_per_sec"].as_f64().unwrap_or(0.0),
@@ -497,17 +515,18 @@ fn render(r: &Value) -> String {
     }
     let _ =
         writeln!(s, "\n## A full runner turn (load, reply with a constant model, conditional write, message log)\n");
-    let _ = writeln!(s, "| store | messages | median | quartiles |");
-    let _ = writeln!(s, "|---|---|---|---|");
+    let _ = writeln!(s, "| store | allocator | messages | median | quartiles |");
+    let _ = writeln!(s, "|---|---|---|---|---|");
     for f in load.iter().filter(|f| f["mode"] == "runner") {
         if f.get("skipped").is_some() {
-            let _ = writeln!(s, "| {} | skipped | | |", f["store"].as_str().unwrap_or(""));
+            let _ = writeln!(s, "| {} | {} | skipped | | |", f["store"].as_str().unwrap_or(""), allocator(f));
             continue;
         }
         let _ = writeln!(
             s,
-            "| {} | {} | {:.3} ms | {:.3}–{:.3} ms |",
+            "| {} | {} | {} | {:.3} ms | {:.3}–{:.3} ms |",
             f["store"].as_str().unwrap_or(""),
+            allocator(f),
             f["messages"],
             f["median_ms"].as_f64().unwrap_or(0.0),
             f["q1_ms"].as_f64().unwrap_or(0.0),
@@ -519,7 +538,8 @@ fn render(r: &Value) -> String {
         if f["mode"] == "rss-parked" {
             let _ = writeln!(
                 s,
-                "* {} parked sessions loaded at once: peak RSS {:.1} MiB; {:.1} KiB per loaded session ({:.1} KiB of JSON each).",
+                "* {}: {} parked sessions loaded at once: peak RSS {:.1} MiB; {:.1} KiB per loaded session ({:.1} KiB of JSON each).",
+                allocator(f),
                 f["sessions"],
                 f["peak_rss_kib"].as_f64().unwrap_or(0.0) / 1024.0,
                 f["kib_per_session"].as_f64().unwrap_or(0.0),
@@ -529,7 +549,8 @@ fn render(r: &Value) -> String {
         if f["mode"] == "rss-reply" {
             let _ = writeln!(
                 s,
-                "* One reply over a {}-message state ({:.0} KiB of JSON): peak RSS {:.1} MiB (RSS before the turn {:.1} MiB).",
+                "* {}: one reply over a {}-message state ({:.0} KiB of JSON): peak RSS {:.1} MiB (RSS before the turn {:.1} MiB).",
+                allocator(f),
                 f["messages"],
                 f["state_bytes"].as_f64().unwrap_or(0.0) / 1024.0,
                 f["peak_rss_kib"].as_f64().unwrap_or(0.0) / 1024.0,
@@ -562,6 +583,11 @@ fn render(r: &Value) -> String {
     }
     let _ = writeln!(s, "\nRaw data: `target/bench-report.json` (not committed).");
     s
+}
+
+/// The allocator a load figure ran on (reports made before figures named it were all `system`).
+fn allocator(figure: &Value) -> &str {
+    figure["allocator"].as_str().unwrap_or("system")
 }
 
 #[cfg(test)]

@@ -71,7 +71,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         }
         variants.push((alloc, dir));
     }
-    let load_exe = build_load_bench(&root)?;
+    let load_exe = build_load_bench(&root, false)?;
 
     let tmp = std::env::temp_dir().join(format!("agentscope-paired-{}", std::process::id()));
     std::fs::create_dir_all(&tmp)?;
