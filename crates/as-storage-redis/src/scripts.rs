@@ -7,7 +7,10 @@
 //! * A CAS token is a prefix of the stored record (its envelope up to `"state":`); with
 //!   `exact = 1` it is the whole stored value.
 //! * Ownership is checked on the record's envelope: the canonical `"user_id":…,"agent_id":…,`
-//!   fragment within the first 4 KiB, else a full `cjson` decode (non-canonical records).
+//!   fragment at the record's first `"user_id":` within the first 4 KiB, and only when no object
+//!   or array opens before it (so it is the record's own top-level field, never one quoted inside
+//!   free-form data such as a config's `parameters`); else a full `cjson` decode. A quote inside
+//!   a JSON string is escaped, so `"user_id":` cannot start inside an earlier string value.
 
 use fred::types::scripts::Script;
 
@@ -33,7 +36,11 @@ end
 local function owner_ok(key, frag, user, agent)
   local head = redis.call('GETRANGE', key, 0, 4095)
   if head == '' then return false end
-  if string.find(head, frag, 1, true) then return true end
+  local at = string.find(head, '"user_id":', 1, true)
+  if at and string.sub(head, at, at + #frag - 1) == frag then
+    local nested = string.find(head, '[{[]', 2)
+    if nested == nil or nested > at then return true end
+  end
   local ok, doc = pcall(cjson.decode, redis.call('GET', key))
   return ok and type(doc) == 'table' and doc.user_id == user and doc.agent_id == agent
 end

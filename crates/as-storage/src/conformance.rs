@@ -740,45 +740,72 @@ pub async fn state_session_id_is_forced<F: StorageFactory>(factory: &F) -> Res {
     Ok(Outcome::Passed)
 }
 
-/// A wrong `agent_id` or `user_id` sees nothing and changes nothing.
+/// A wrong `agent_id` or `user_id` sees nothing and changes nothing, also when the record quotes
+/// the stranger's ids inside its own free-form data (a backend that matches the owner as text must
+/// match only the record's own fields).
 pub async fn ownership_is_exact<F: StorageFactory>(factory: &F) -> Res {
     let c = Ctx { name: "ownership_is_exact" };
     let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
     let o = owner("user-1", "agent-1");
-    let rec = c.create(&s, req(&o, "mine").with_state(conversation_state(1, "mine"))).await?;
-    let k = o.session(rec.id.clone());
-    c.ok("upsert_message", s.upsert_message(&k, &msg("m1", "hello")).await)?;
-    for stranger in [owner("user-1", "agent-2"), owner("user-2", "agent-1")] {
-        let sk = stranger.session(rec.id.clone());
-        let who = format!("{}/{}", stranger.user_id, stranger.agent_id);
-        c.ensure(c.get(&s, &sk).await?.is_none(), || format!("{who} can read the session"))?;
-        c.kind(
-            &format!("update by {who}"),
-            s.update_session_state(&sk, &conversation_state(1, "evil"), None).await,
-            StorageErrorKind::NotFound,
-        )?;
-        c.kind(
-            &format!("cas update by {who}"),
-            s.update_session_state(&sk, &AgentState::default(), Some(&rec.revision())).await,
-            StorageErrorKind::NotFound,
-        )?;
-        c.ensure(!c.ok("delete", s.delete_session(&sk).await)?, || format!("{who} deleted the session"))?;
-        c.kind(
-            &format!("upsert_message by {who}"),
-            s.upsert_message(&sk, &msg("m2", "evil")).await,
-            StorageErrorKind::NotFound,
-        )?;
-        c.ensure(c.ok("get_message", s.get_message(&sk, "m1").await)?.is_none(), || {
-            format!("{who} can read a message")
-        })?;
-        c.ensure(c.ok("list_messages", s.list_messages(&sk, 0, 0).await)?.is_empty(), || {
-            format!("{who} can list messages")
-        })?;
+    let strangers = [owner("user-1", "agent-2"), owner("user-2", "agent-1")];
+    // Free-form parameters that spell each stranger's owner fields exactly as a record does.
+    let mut parameters = as_message::JsonMap::new();
+    for (i, stranger) in strangers.iter().enumerate() {
+        let mut quoted = as_message::JsonMap::new();
+        quoted.insert("user_id".into(), JsonValue::from(stranger.user_id.clone()));
+        quoted.insert("agent_id".into(), JsonValue::from(stranger.agent_id.clone()));
+        quoted.insert("source".into(), JsonValue::from("user"));
+        parameters.insert(format!("quoted-{i}"), JsonValue::Object(quoted));
     }
-    let got = c.must_get(&s, &k).await?;
-    c.ensure(got == rec, || "the owner's session changed".into())?;
-    let msgs = c.ok("list_messages", s.list_messages(&k, 0, 0).await)?;
-    c.ensure(texts(&msgs) == ["hello"], || format!("the owner's messages changed: {:?}", texts(&msgs)))?;
+    let mut quoting = config("quoting");
+    quoting.chat_model_config = Some(crate::ChatModelConfig {
+        kind: "openai_credential".into(),
+        credential_id: "cred-1".into(),
+        model: "gpt-4o".into(),
+        parameters,
+    });
+    let mut mine = Vec::new();
+    for request in [req(&o, "mine"), UpsertSession::new(o.clone(), quoting)] {
+        let rec = c.create(&s, request.with_state(conversation_state(1, "mine"))).await?;
+        let k = o.session(rec.id.clone());
+        c.ok("upsert_message", s.upsert_message(&k, &msg("m1", "hello")).await)?;
+        mine.push((rec, k));
+    }
+    for (rec, _) in &mine {
+        for stranger in &strangers {
+            let sk = stranger.session(rec.id.clone());
+            let who = format!("{}/{} on {}", stranger.user_id, stranger.agent_id, rec.config.name);
+            c.ensure(c.get(&s, &sk).await?.is_none(), || format!("{who} can read the session"))?;
+            c.kind(
+                &format!("update by {who}"),
+                s.update_session_state(&sk, &conversation_state(1, "evil"), None).await,
+                StorageErrorKind::NotFound,
+            )?;
+            c.kind(
+                &format!("cas update by {who}"),
+                s.update_session_state(&sk, &AgentState::default(), Some(&rec.revision())).await,
+                StorageErrorKind::NotFound,
+            )?;
+            c.ensure(!c.ok("delete", s.delete_session(&sk).await)?, || format!("{who} deleted the session"))?;
+            c.kind(
+                &format!("upsert_message by {who}"),
+                s.upsert_message(&sk, &msg("m2", "evil")).await,
+                StorageErrorKind::NotFound,
+            )?;
+            c.ensure(c.ok("get_message", s.get_message(&sk, "m1").await)?.is_none(), || {
+                format!("{who} can read a message")
+            })?;
+            c.ensure(c.ok("list_messages", s.list_messages(&sk, 0, 0).await)?.is_empty(), || {
+                format!("{who} can list messages")
+            })?;
+        }
+    }
+    for (rec, k) in &mine {
+        let got = c.must_get(&s, k).await?;
+        c.ensure(got == *rec, || format!("the owner's session {} changed", rec.config.name))?;
+        let msgs = c.ok("list_messages", s.list_messages(k, 0, 0).await)?;
+        c.ensure(texts(&msgs) == ["hello"], || format!("the owner's messages changed: {:?}", texts(&msgs)))?;
+    }
     Ok(Outcome::Passed)
 }
 
