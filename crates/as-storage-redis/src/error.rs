@@ -74,6 +74,16 @@ pub(crate) fn bad_value(op: &'static str, key: &str, why: impl std::fmt::Display
     err(StorageErrorKind::Serialization, op, format!("invalid value at key {key:?}: {why}"))
 }
 
+/// The error for a script's record check code (`owner_check` in the scripts): -4 the record is
+/// not a session record, -5 its key holds another Redis type. Other codes are not errors here.
+pub(crate) fn bad_record(op: &'static str, rkey: &str, code: i64) -> Result<(), StorageError> {
+    match code {
+        -4 => Err(bad_value(op, rkey, "not a session record (not a JSON object with string user_id and agent_id)")),
+        -5 => Err(err(StorageErrorKind::Serialization, op, format!("wrong Redis type (key {rkey:?}): not a string"))),
+        _ => Ok(()),
+    }
+}
+
 /// The value as UTF-8 text, or a serialization error naming the key.
 pub(crate) fn utf8<'a>(op: &'static str, key: &str, bytes: &'a [u8]) -> Result<&'a str, StorageError> {
     std::str::from_utf8(bytes).map_err(|e| {

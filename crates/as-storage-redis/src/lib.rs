@@ -73,8 +73,10 @@
 //! extra index is kept, so agents written by Python 2.0.4 are found too. It is an administration
 //! call: its cost grows with the size of the scanned keyspace.
 //!
-//! Listing is `SMEMBERS` plus pipelined `MGET`s (no round trip per session); ids whose record is
-//! gone are pruned (`SREM`, re-checked in a script); an unreadable record is reported in
+//! Listing is `SMEMBERS` plus one `MGET` per 256 sessions (no round trip per session; each batch
+//! is summarised and dropped before the next, so memory stays bounded by the batch, not by the
+//! agent's session count); ids whose record is gone are pruned (`SREM`, re-checked in a script);
+//! an unreadable record (not UTF-8, not a record, or a key of another Redis type) is reported in
 //! [`as_storage::SessionPage::errors`] instead of failing the page.
 //!
 //! # TTL

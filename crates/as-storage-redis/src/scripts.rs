@@ -33,16 +33,23 @@ local function add_to_indexes(first, id, mode, ttl)
     apply_ttl(KEYS[i], mode, ttl)
   end
 end
-local function owner_ok(key, frag, user, agent)
-  local head = redis.call('GETRANGE', key, 0, 4095)
-  if head == '' then return false end
+-- 1: the record is the caller's; 0: missing or someone else's; -4: not a session record (not
+-- JSON, or no string user_id/agent_id); -5: the record key holds another Redis type.
+local function owner_check(key, frag, user, agent)
+  local head = redis.pcall('GETRANGE', key, 0, 4095)
+  if type(head) == 'table' then return -5 end
+  if head == '' then return 0 end
   local at = string.find(head, '"user_id":', 1, true)
   if at and string.sub(head, at, at + #frag - 1) == frag then
     local nested = string.find(head, '[{[]', 2)
-    if nested == nil or nested > at then return true end
+    if nested == nil or nested > at then return 1 end
   end
   local ok, doc = pcall(cjson.decode, redis.call('GET', key))
-  return ok and type(doc) == 'table' and doc.user_id == user and doc.agent_id == agent
+  if not ok or type(doc) ~= 'table' or type(doc.user_id) ~= 'string' or type(doc.agent_id) ~= 'string' then
+    return -4
+  end
+  if doc.user_id == user and doc.agent_id == agent then return 1 end
+  return 0
 end
 local function token_state(key, token, exact)
   local head = redis.call('GETRANGE', key, 0, #token - 1)
@@ -101,19 +108,22 @@ return 1
 "#;
 
 /// KEYS: record, messages, agent index, [schedule index]. ARGV: owner fragment, user, agent, id.
-/// Returns 1 (deleted) or 0 (missing or owned by someone else). Owner and schedule never change
+/// Returns 1 (deleted), 0 (missing or owned by someone else), or `owner_check`'s -4 / -5. Owner and schedule never change
 /// after creation, so no CAS is needed: a delete never starves under concurrent updates.
 const DELETE: &str = r#"
-if not owner_ok(KEYS[1], ARGV[1], ARGV[2], ARGV[3]) then return 0 end
+local owner = owner_check(KEYS[1], ARGV[1], ARGV[2], ARGV[3])
+if owner ~= 1 then return owner end
 redis.call('DEL', KEYS[1], KEYS[2])
 for i = 3, #KEYS do redis.call('SREM', KEYS[i], ARGV[4]) end
 return 1
 "#;
 
 /// KEYS: messages, record. ARGV: msg json, msg id, needle, owner fragment, user, agent, mode, ttl.
-/// Returns 1 (appended), 2 (replaced the last), 0 (no such session), -2 (last message is corrupt).
+/// Returns 1 (appended), 2 (replaced the last), 0 (no such session), -2 (last message is corrupt),
+/// or `owner_check`'s -4 / -5.
 const UPSERT_MESSAGE: &str = r#"
-if not owner_ok(KEYS[2], ARGV[4], ARGV[5], ARGV[6]) then return 0 end
+local owner = owner_check(KEYS[2], ARGV[4], ARGV[5], ARGV[6])
+if owner ~= 1 then return owner end
 local tail = redis.call('LINDEX', KEYS[1], -1)
 local result = 1
 if tail and string.find(tail, ARGV[3], 1, true) then
@@ -130,16 +140,20 @@ return result
 "#;
 
 /// KEYS: messages, record. ARGV: start, stop, owner fragment, user, agent.
-/// Returns `{1, items}` or `{0}` when the session does not exist for that owner.
+/// Returns `{1, items}`, `{0}` when the session does not exist for that owner, or `{code}` with
+/// `owner_check`'s -4 / -5.
 const LIST_MESSAGES: &str = r#"
-if not owner_ok(KEYS[2], ARGV[3], ARGV[4], ARGV[5]) then return {0} end
+local owner = owner_check(KEYS[2], ARGV[3], ARGV[4], ARGV[5])
+if owner ~= 1 then return {owner} end
 return {1, redis.call('LRANGE', KEYS[1], ARGV[1], ARGV[2])}
 "#;
 
 /// KEYS: messages, record. ARGV: msg id, needle, owner fragment, user, agent.
-/// Returns the newest message with that id, or nil. Scans from the end in chunks.
+/// Returns the newest message with that id, nil, or (an integer) `owner_check`'s 0 / -4 / -5.
+/// Scans from the end in chunks.
 const GET_MESSAGE: &str = r#"
-if not owner_ok(KEYS[2], ARGV[3], ARGV[4], ARGV[5]) then return false end
+local owner = owner_check(KEYS[2], ARGV[3], ARGV[4], ARGV[5])
+if owner ~= 1 then return owner end
 local hi = redis.call('LLEN', KEYS[1]) - 1
 while hi >= 0 do
   local lo = hi - 63
@@ -183,16 +197,19 @@ end
 return 1
 "#;
 
-/// KEYS: index, record keys… ARGV: ids… (same order). Removes ids whose record is gone.
+/// KEYS: index, record keys… ARGV: ids… (same order). Removes ids whose record is gone; returns
+/// the ids whose record key holds another Redis type (a listing reports them as errors).
 const PRUNE: &str = r#"
-local n = 0
+local wrong = {}
 for i = 2, #KEYS do
-  if redis.call('EXISTS', KEYS[i]) == 0 then
+  local t = redis.call('TYPE', KEYS[i])['ok']
+  if t == 'none' then
     redis.call('SREM', KEYS[1], ARGV[i - 1])
-    n = n + 1
+  elseif t ~= 'string' then
+    wrong[#wrong + 1] = ARGV[i - 1]
   end
 end
-return n
+return wrong
 "#;
 
 /// KEYS: lock. ARGV: token, ttl ms. Extends only our own lock.

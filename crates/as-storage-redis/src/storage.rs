@@ -24,7 +24,7 @@ use fred::types::scan::{ScanResult, ScanType, Scanner};
 use serde::Deserialize;
 
 use crate::config::{Connection, RedisStorageConfig, TtlPolicy};
-use crate::error::{BACKEND, bad_value, err, map_fred, utf8};
+use crate::error::{BACKEND, bad_record, bad_value, err, map_fred, utf8};
 use crate::keys::Keys;
 use crate::scripts::{Lua, Scripts};
 
@@ -40,8 +40,10 @@ const STAGE_TTL_MS: i64 = 60_000;
 /// and back, which costs more than the second command above about 16 KiB).
 const INLINE_UPDATE_MAX_BYTES: usize = 16 * 1024;
 
-/// Keys per `MGET` in a listing (all sent in one pipeline).
-const MGET_CHUNK: usize = 512;
+/// Record keys per `MGET` in a listing. Each batch is summarised and its bytes dropped before the
+/// next is fetched, so a listing holds at most this many records in memory, whatever the agent's
+/// session count.
+const MGET_CHUNK: usize = 256;
 
 /// Waits before the next read of a CAS retry loop, after `failures` attempts that read the record
 /// and still lost: not at all after the first, then a random 0–1, 0–2, 0–4, 0–8, 0–16 ms. Two
@@ -644,57 +646,54 @@ impl RedisStorage {
             .collect();
         ids.sort();
         let rkeys: Vec<String> = ids.iter().map(|id| keys.session(&owner.user_id, id)).collect();
-        let mut values: Vec<Option<Bytes>> = Vec::with_capacity(rkeys.len());
-        if !rkeys.is_empty() {
-            let client = pool.next();
-            let pipeline = client.pipeline();
-            for chunk in rkeys.chunks(MGET_CHUNK) {
-                let () = pipeline.mget(chunk.to_vec()).await.map_err(|e| map_fred(OP, Some(&ikey), e))?;
-            }
-            let chunks: Vec<Value> = pipeline.all().await.map_err(|e| map_fred(OP, Some(&ikey), e))?;
-            for (chunk, keys_in_chunk) in chunks.into_iter().zip(rkeys.chunks(MGET_CHUNK)) {
-                let items: Vec<Option<Bytes>> = if keys_in_chunk.len() == 1 {
-                    vec![chunk.convert().map_err(|e| map_fred(OP, Some(&ikey), e))?]
-                } else {
-                    chunk.convert().map_err(|e| map_fred(OP, Some(&ikey), e))?
-                };
-                values.extend(items);
-            }
-        }
         let mut out = Vec::new();
         let mut errors = Vec::new();
         let mut gone = Vec::new();
-        for ((id, rkey), value) in ids.iter().zip(&rkeys).zip(values) {
-            let Some(raw) = value else {
-                gone.push((id.clone(), rkey.clone()));
-                continue;
+        for (ids, rkeys) in ids.chunks(MGET_CHUNK).zip(rkeys.chunks(MGET_CHUNK)) {
+            let values: Vec<Option<Bytes>> = if rkeys.len() == 1 {
+                vec![pool.get(&rkeys[0]).await.map_err(|e| map_fred(OP, Some(&rkeys[0]), e))?]
+            } else {
+                pool.mget(rkeys.to_vec()).await.map_err(|e| map_fred(OP, Some(&ikey), e))?
             };
-            if raw.is_empty() {
-                continue;
-            }
-            let parsed = utf8(OP, rkey, &raw)
-                .and_then(|t| serde_json::from_str::<ListRecord>(t).map_err(|e| bad_value(OP, rkey, e)));
-            match parsed {
-                Err(error) => errors.push(ListError { session_id: id.clone(), error }),
-                Ok(r) if r.user_id != owner.user_id || r.agent_id != owner.agent_id => {}
-                Ok(r) => out.push(SessionSummary {
-                    id: id.clone(),
-                    name: r.config.name,
-                    created_at: r.created_at,
-                    updated_at: r.updated_at,
-                    source: r.source,
-                    message_count: Some(r.state.unwrap_or_default().context.0),
-                    size_bytes: raw.len() as u64,
-                }),
+            for ((id, rkey), value) in ids.iter().zip(rkeys).zip(values) {
+                let Some(raw) = value else {
+                    // Gone, or a key of another type (MGET gives nil for both): PRUNE tells them apart.
+                    gone.push((id.clone(), rkey.clone()));
+                    continue;
+                };
+                if raw.is_empty() {
+                    continue;
+                }
+                let parsed = utf8(OP, rkey, &raw)
+                    .and_then(|t| serde_json::from_str::<ListRecord>(t).map_err(|e| bad_value(OP, rkey, e)));
+                match parsed {
+                    Err(error) => errors.push(ListError { session_id: id.clone(), error }),
+                    Ok(r) if r.user_id != owner.user_id || r.agent_id != owner.agent_id => {}
+                    Ok(r) => out.push(SessionSummary {
+                        id: id.clone(),
+                        name: r.config.name,
+                        created_at: r.created_at,
+                        updated_at: r.updated_at,
+                        source: r.source,
+                        message_count: Some(r.state.unwrap_or_default().context.0),
+                        size_bytes: raw.len() as u64,
+                    }),
+                }
             }
         }
         if !gone.is_empty() {
             let mut k = vec![ikey.clone()];
             k.extend(gone.iter().map(|(_, rk)| rk.clone()));
             let args: Vec<Value> = gone.iter().map(|(id, _)| str_value(id.clone())).collect();
-            let _: i64 = Self::eval(&pool, &self.inner.scripts.prune, k, args)
+            let wrong_type: Vec<String> = Self::eval(&pool, &self.inner.scripts.prune, k, args)
                 .await
                 .map_err(|e| map_fred(OP, Some(&ikey), e))?;
+            for id in wrong_type {
+                let rkey = keys.session(&owner.user_id, &id);
+                let error =
+                    err(StorageErrorKind::Serialization, OP, format!("wrong Redis type (key {rkey:?}): not a string"));
+                errors.push(ListError { session_id: id, error });
+            }
         }
         out.sort_by(|a, b| b.created_at.sort_key().cmp(&a.created_at.sort_key()).then_with(|| b.id.cmp(&a.id)));
         if let Some(c) = &after {
@@ -730,6 +729,7 @@ impl RedisStorage {
         let r: i64 =
             Self::eval(&pool, &self.inner.scripts.delete, k, args).await.map_err(|e| map_fred(OP, Some(&rkey), e))?;
         self.cache_forget(&rkey);
+        bad_record(OP, &rkey, r)?;
         Ok(r == 1)
     }
 
@@ -758,9 +758,10 @@ impl RedisStorage {
             mode,
             ttl,
         ];
-        let r: i64 = Self::eval(&pool, &self.inner.scripts.upsert_message, vec![mkey.clone(), rkey], args)
+        let r: i64 = Self::eval(&pool, &self.inner.scripts.upsert_message, vec![mkey.clone(), rkey.clone()], args)
             .await
             .map_err(|e| map_fred(OP, Some(&mkey), e))?;
+        bad_record(OP, &rkey, r)?;
         match r {
             0 => Err(not_found(OP, key)),
             -2 => Err(bad_value(OP, &mkey, "the last message is not valid JSON")),
@@ -780,10 +781,17 @@ impl RedisStorage {
             str_value(key.user_id.clone()),
             str_value(key.agent_id.clone()),
         ];
-        let raw: Option<Bytes> = Self::eval(&pool, &self.inner.scripts.get_message, vec![mkey.clone(), rkey], args)
+        let reply: Value = Self::eval(&pool, &self.inner.scripts.get_message, vec![mkey.clone(), rkey.clone()], args)
             .await
             .map_err(|e| map_fred(OP, Some(&mkey), e))?;
-        let Some(raw) = raw else { return Ok(None) };
+        let raw = match reply {
+            Value::Null => return Ok(None),
+            Value::Integer(code) => {
+                bad_record(OP, &rkey, code)?;
+                return Ok(None);
+            }
+            other => other.convert::<Bytes>().map_err(|e| map_fred(OP, Some(&mkey), e))?,
+        };
         let text = utf8(OP, &mkey, &raw)?;
         as_message::from_json(text).map(Some).map_err(|e| bad_value(OP, &mkey, e))
     }
@@ -801,11 +809,13 @@ impl RedisStorage {
             str_value(key.user_id.clone()),
             str_value(key.agent_id.clone()),
         ];
-        let reply: Vec<Value> = Self::eval(&pool, &self.inner.scripts.list_messages, vec![mkey.clone(), rkey], args)
-            .await
-            .map_err(|e| map_fred(OP, Some(&mkey), e))?;
+        let reply: Vec<Value> =
+            Self::eval(&pool, &self.inner.scripts.list_messages, vec![mkey.clone(), rkey.clone()], args)
+                .await
+                .map_err(|e| map_fred(OP, Some(&mkey), e))?;
         let mut it = reply.into_iter();
         let found = it.next().and_then(|v| v.as_i64()).unwrap_or(0);
+        bad_record(OP, &rkey, found)?;
         if found != 1 {
             return Ok(Vec::new());
         }

@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -354,16 +354,20 @@ async fn listing_sorts_pages_prunes_and_reports_corrupt_records() {
     r.sadd::<(), _, _>(index, "dangling").await.unwrap();
     r.sadd::<(), _, _>(index, "corrupt").await.unwrap();
     r.set::<(), _, _>("agentscope:user:user-1:session:corrupt", "{not json", None, None, false).await.unwrap();
+    // A record key of another Redis type reads as nil in an MGET, like a gone one: it must be
+    // reported, not pruned and not silently skipped.
+    r.sadd::<(), _, _>(index, "wrongtype").await.unwrap();
+    r.rpush::<(), _, _>("agentscope:user:user-1:session:wrongtype", "x").await.unwrap();
     let mut seen = Vec::new();
     let mut cursor = None;
-    let mut errors = 0;
+    let mut errors = BTreeSet::new();
     loop {
         let page = s.list_sessions(&o, &PageRequest { limit: 3, cursor: cursor.clone() }).await.unwrap();
-        errors += page.errors.len();
         for e in &page.errors {
-            assert_eq!(e.session_id, "corrupt");
+            errors.insert(e.session_id.clone());
             assert_eq!(e.error.kind(), StorageErrorKind::Serialization);
-            assert!(e.error.to_string().contains("agentscope:user:user-1:session:corrupt"), "{}", e.error);
+            let key = format!("agentscope:user:user-1:session:{}", e.session_id);
+            assert!(e.error.to_string().contains(&key), "{}", e.error);
         }
         seen.extend(page.sessions.iter().map(|x| (x.created_at, x.id.clone(), x.message_count)));
         cursor = page.next_cursor;
@@ -371,7 +375,7 @@ async fn listing_sorts_pages_prunes_and_reports_corrupt_records() {
             break;
         }
     }
-    assert!(errors >= 1);
+    assert_eq!(errors, BTreeSet::from(["corrupt".to_owned(), "wrongtype".to_owned()]));
     assert_eq!(seen.len(), 7, "no session repeated or skipped across pages");
     let mut sorted = seen.clone();
     sorted.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.cmp(&a.1)));
@@ -380,7 +384,25 @@ async fn listing_sorts_pages_prunes_and_reports_corrupt_records() {
     let members: Vec<String> = r.smembers(index).await.unwrap();
     assert!(!members.contains(&"dangling".to_owned()), "dangling ids are pruned");
     assert!(members.contains(&"corrupt".to_owned()), "corrupt records are reported, not pruned");
-    assert_eq!(members.len(), 8);
+    assert!(members.contains(&"wrongtype".to_owned()), "wrong-type records are reported, not pruned");
+    assert_eq!(members.len(), 9);
+}
+
+#[tokio::test]
+async fn listing_reads_in_batches_and_misses_nothing() {
+    let Some(server) = RedisServer::start() else { return };
+    let s = compat(&server).await;
+    let o = owner();
+    // 513 = two full MGET batches of 256 and a last batch of one key.
+    let mut ids = BTreeSet::new();
+    for _ in 0..513 {
+        ids.insert(s.upsert_session(req(&o)).await.unwrap().id);
+    }
+    let page = s.list_sessions(&o, &PageRequest { limit: 1000, cursor: None }).await.unwrap();
+    assert!(page.errors.is_empty());
+    assert!(page.next_cursor.is_none());
+    let listed: BTreeSet<String> = page.sessions.into_iter().map(|x| x.id).collect();
+    assert_eq!(listed, ids);
 }
 
 #[tokio::test]
@@ -389,7 +411,11 @@ async fn bad_values_give_typed_errors_naming_the_key() {
     let s = compat(&server).await;
     let r = raw(&server.url()).await;
     let o = owner();
-    let cases: [(&str, &[u8]); 2] = [("badjson", b"{\"id\": 3"), ("badutf8", b"{\"id\":\"\xff\xfe\"}")];
+    let cases: [(&str, &[u8]); 3] = [
+        ("badjson", b"{\"id\": 3"),
+        ("badutf8", b"{\"id\":\"\xff\xfe\"}"),
+        ("notarecord", b"{\"id\":\"notarecord\",\"user_id\":7}"),
+    ];
     for (id, bytes) in cases {
         let k = format!("agentscope:user:user-1:session:{id}");
         r.set::<(), _, _>(&k, bytes.to_vec(), None, None, false).await.unwrap();
@@ -404,8 +430,23 @@ async fn bad_values_give_typed_errors_naming_the_key() {
     let e = s.get_session(&o.session("wrongtype")).await.unwrap_err();
     assert_eq!(e.kind(), StorageErrorKind::Serialization, "{e}");
     assert!(e.to_string().contains(k) && e.to_string().contains("wrong Redis type"), "{e}");
-    let e = s.upsert_message(&o.session("wrongtype"), &Msg::user("u", "x")).await.unwrap_err();
-    assert_eq!(e.kind(), StorageErrorKind::Serialization, "{e}");
+    // Every operation that reads the record (message operations check the owner on it) reports
+    // a bad one as a typed error naming the record's key, never as a missing session.
+    for id in ["badjson", "badutf8", "notarecord", "wrongtype"] {
+        let k = format!("agentscope:user:user-1:session:{id}");
+        let sk = o.session(id);
+        let errors = [
+            ("upsert_message", s.upsert_message(&sk, &Msg::user("u", "x")).await.err()),
+            ("list_messages", s.list_messages(&sk, 0, 0).await.err()),
+            ("get_message", s.get_message(&sk, "m1").await.err()),
+            ("delete_session", s.delete_session(&sk).await.err()),
+        ];
+        for (op, e) in errors {
+            let e = e.unwrap_or_else(|| panic!("{op} on {id}: no error"));
+            assert_eq!(e.kind(), StorageErrorKind::Serialization, "{op} on {id}: {e}");
+            assert!(e.to_string().contains(&k), "{op} on {id}: {e}");
+        }
+    }
     // A corrupt message is reported with its key.
     let rec = s.upsert_session(req(&o)).await.unwrap();
     let mk = format!("agentscope:user:user-1:session:{}:messages", rec.id);
