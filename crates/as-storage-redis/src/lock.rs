@@ -1,7 +1,7 @@
 //! [`SessionLock`]: the cross-process chat-run lock of AgentScope (`agentscope:session:lock:{session_id}`).
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use as_storage::{StorageError, StorageErrorKind, validate_id};
@@ -9,10 +9,14 @@ use fred::prelude::{KeysInterface, LuaInterface, Pool, Value};
 use fred::types::{Expiration, SetOptions};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 use crate::error::{err, map_fred};
 use crate::scripts::{LOCK_EXTEND, LOCK_RELEASE};
 use crate::storage::RedisStorage;
+
+/// The longest lock expiry [`SessionLock::with_ttl`] sets (100 years).
+const MAX_LOCK_TTL: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
 /// AgentScope's lock key prefix (`app/message_bus/_keys.py`).
 pub const DEFAULT_LOCK_PREFIX: &str = "agentscope:session:lock:";
@@ -61,9 +65,10 @@ impl SessionLock {
         }
     }
 
-    /// Sets the lock expiry (default 600 s) and the heartbeat period (default: half of it).
+    /// Sets the lock expiry (default 600 s; kept within 10 ms ..= 100 years, since Redis refuses
+    /// an expiry that overflows its clock) and the heartbeat period (default: half of it).
     pub fn with_ttl(mut self, ttl: Duration) -> Self {
-        self.ttl = ttl.max(Duration::from_millis(10));
+        self.ttl = ttl.clamp(Duration::from_millis(10), MAX_LOCK_TTL);
         self.heartbeat = self.ttl / 2;
         self
     }
@@ -97,6 +102,8 @@ impl SessionLock {
         validate_id("session_id", session_id)?;
         let key = self.key(session_id);
         let token = uuid::Uuid::new_v4().simple().to_string();
+        // The key expires at the latest one TTL after the SET was sent.
+        let sent = Instant::now();
         let ms = i64::try_from(self.ttl.as_millis()).unwrap_or(i64::MAX);
         let set: Option<String> = self
             .pool
@@ -106,17 +113,21 @@ impl SessionLock {
         if set.is_none() {
             return Ok(None);
         }
-        Ok(Some(SessionLockGuard::start(self.pool.clone(), key, token, self.ttl, self.heartbeat)))
+        Ok(Some(SessionLockGuard::start(self.pool.clone(), key, token, self.ttl, self.heartbeat, sent)))
     }
 
     /// Takes the lock, polling while another runner holds it; `Conflict` after `wait`.
     pub async fn acquire(&self, session_id: &str, wait: Duration) -> Result<SessionLockGuard, StorageError> {
-        let deadline = tokio::time::Instant::now() + wait;
+        // No deadline when `wait` reaches beyond what an `Instant` can hold.
+        let deadline = Instant::now().checked_add(wait);
         loop {
             if let Some(g) = self.try_acquire(session_id).await? {
                 return Ok(g);
             }
-            if tokio::time::Instant::now() + self.poll > deadline {
+            let next_poll = Instant::now().checked_add(self.poll);
+            if let Some(deadline) = deadline
+                && next_poll.is_none_or(|t| t > deadline)
+            {
                 return Err(err(
                     StorageErrorKind::Conflict,
                     "lock",
@@ -133,11 +144,31 @@ impl SessionLock {
 struct Shared {
     lost: AtomicBool,
     notify: Notify,
+    /// Until when the lock is surely ours: when its last successful `SET` or extension was sent,
+    /// plus the TTL (`None`: beyond what an `Instant` can hold).
+    held_until: Mutex<Option<Instant>>,
+}
+
+impl Shared {
+    fn mark_lost(&self) {
+        self.lost.store(true, Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+
+    fn renewed(&self, sent: Instant, ttl: Duration) {
+        *self.held_until.lock().unwrap_or_else(PoisonError::into_inner) = sent.checked_add(ttl);
+    }
+
+    /// Whether the lock may have expired by `t` (no renewal reached Redis in time).
+    fn may_expire_by(&self, t: Instant) -> bool {
+        self.held_until.lock().unwrap_or_else(PoisonError::into_inner).is_some_and(|until| until <= t)
+    }
 }
 
 /// A held session lock. A background heartbeat extends it while held; if the heartbeat finds
-/// the key gone or owned by someone else, the guard is marked lost ([`SessionLockGuard::lost`]
-/// resolves) and the runner should stop. Dropping the guard stops the heartbeat and releases the
+/// the key gone or owned by someone else, or cannot reach Redis before the last renewal runs out
+/// (the key may then expire and another runner take it), the guard is marked lost
+/// ([`SessionLockGuard::lost`] resolves) and the runner should stop. Dropping the guard stops the heartbeat and releases the
 /// lock in the background; prefer [`SessionLockGuard::release`].
 #[derive(Debug)]
 pub struct SessionLockGuard {
@@ -172,8 +203,12 @@ async fn eval<R: fred::prelude::FromValue>(
 }
 
 impl SessionLockGuard {
-    fn start(pool: Pool, key: String, token: String, ttl: Duration, every: Duration) -> Self {
-        let shared = Arc::new(Shared { lost: AtomicBool::new(false), notify: Notify::new() });
+    fn start(pool: Pool, key: String, token: String, ttl: Duration, every: Duration, sent: Instant) -> Self {
+        let shared = Arc::new(Shared {
+            lost: AtomicBool::new(false),
+            notify: Notify::new(),
+            held_until: Mutex::new(sent.checked_add(ttl)),
+        });
         let task = {
             let (pool, key, token, shared) = (pool.clone(), key.clone(), token.clone(), shared.clone());
             tokio::spawn(async move {
@@ -181,16 +216,21 @@ impl SessionLockGuard {
                 tick.tick().await;
                 loop {
                     tick.tick().await;
+                    let sent = Instant::now();
                     match extend(&pool, &key, &token, ttl).await {
-                        Ok(true) => {}
+                        Ok(true) => shared.renewed(sent, ttl),
                         Ok(false) => {
-                            shared.lost.store(true, Ordering::SeqCst);
-                            shared.notify.notify_waiters();
+                            shared.mark_lost();
                             return;
                         }
-                        // Redis unreachable: keep trying; the lock may still be ours.
+                        // Redis unreachable: the lock is surely ours only until the last renewal
+                        // runs out. Give it up when the next heartbeat would come too late.
                         Err(e) => {
-                            tracing::warn!(target: "as_storage_redis", key = %key, error = %e, "lock heartbeat failed")
+                            tracing::warn!(target: "as_storage_redis", key = %key, error = %e, "lock heartbeat failed");
+                            if Instant::now().checked_add(every).is_none_or(|next| shared.may_expire_by(next)) {
+                                shared.mark_lost();
+                                return;
+                            }
                         }
                     }
                 }
@@ -209,7 +249,7 @@ impl SessionLockGuard {
         &self.token
     }
 
-    /// Whether the heartbeat found the lock taken over or expired.
+    /// Whether the heartbeat found the lock taken over or expired, or could not renew it in time.
     pub fn is_lost(&self) -> bool {
         self.shared.lost.load(Ordering::SeqCst)
     }
@@ -227,10 +267,12 @@ impl SessionLockGuard {
 
     /// Extends the lock now; `false` (and marked lost) when it is no longer ours.
     pub async fn extend(&self) -> Result<bool, StorageError> {
+        let sent = Instant::now();
         let ok = extend(&self.pool, &self.key, &self.token, self.ttl).await?;
-        if !ok {
-            self.shared.lost.store(true, Ordering::SeqCst);
-            self.shared.notify.notify_waiters();
+        if ok {
+            self.shared.renewed(sent, self.ttl);
+        } else {
+            self.shared.mark_lost();
         }
         Ok(ok)
     }

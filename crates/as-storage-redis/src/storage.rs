@@ -935,12 +935,14 @@ impl RedisStorage {
             || (keys.single_slot_per_user()
                 && crate::keys::hash_tag(&scan.pattern) == crate::keys::hash_tag(&keys.session_index(user_id, "a")));
         let pattern = scan.pattern.clone();
+        // fred puts no command timeout on SCAN pages: each page gets ours (not the whole walk,
+        // whose length grows with the keyspace).
+        let limit = self.inner.config.timeout;
         let found = if one_node {
-            collect_agents(client.scan(pattern, Some(SCAN_COUNT), Some(ScanType::Set)), &scan).await
+            collect_agents(client.scan(pattern, Some(SCAN_COUNT), Some(ScanType::Set)), &scan, limit).await
         } else {
-            collect_agents(client.scan_cluster(pattern, Some(SCAN_COUNT), Some(ScanType::Set)), &scan).await
-        }
-        .map_err(|e| map_fred(OP, Some(&scan.pattern), e))?;
+            collect_agents(client.scan_cluster(pattern, Some(SCAN_COUNT), Some(ScanType::Set)), &scan, limit).await
+        }?;
         Ok(found.into_iter().collect())
     }
 
@@ -1090,12 +1092,18 @@ const SCAN_COUNT: u32 = 1000;
 async fn collect_agents(
     stream: impl futures::Stream<Item = Result<ScanResult, FredError>>,
     scan: &crate::keys::AgentScan,
-) -> Result<std::collections::BTreeSet<String>, FredError> {
+    page_timeout: Duration,
+) -> Result<std::collections::BTreeSet<String>, StorageError> {
     use futures::StreamExt;
+    const OP: &str = "list_agents";
     let mut stream = std::pin::pin!(stream);
     let mut agents = std::collections::BTreeSet::new();
-    while let Some(page) = stream.next().await {
-        let mut page = page?;
+    loop {
+        let next = tokio::time::timeout(page_timeout, stream.next()).await.map_err(|_| {
+            err(StorageErrorKind::Unavailable, OP, format!("Redis did not answer a SCAN page within {page_timeout:?}"))
+        })?;
+        let Some(page) = next else { break };
+        let mut page = page.map_err(|e| map_fred(OP, Some(&scan.pattern), e))?;
         for key in page.take_results().unwrap_or_default() {
             if let Some(agent) = key.as_str().and_then(|k| scan.agent(k))
                 && validate_id("agent_id", agent).is_ok()
@@ -1129,7 +1137,7 @@ impl StorageBase for RedisStorage {
     }
 
     async fn open(&self) -> Result<(), StorageError> {
-        let limit = self.inner.config.connect_timeout + self.inner.config.timeout;
+        let limit = self.inner.config.connect_timeout.saturating_add(self.inner.config.timeout);
         match tokio::time::timeout(limit, self.open_inner()).await {
             Ok(r) => r,
             Err(_) => Err(err(StorageErrorKind::Unavailable, "open", format!("could not open within {limit:?}"))),

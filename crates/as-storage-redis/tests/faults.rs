@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use as_storage::{PageRequest, SessionKey, StorageBase, StorageErrorKind};
 use as_storage_redis::testing::RedisServer;
-use as_storage_redis::{RedisStorage, RedisStorageConfig};
+use as_storage_redis::{RedisStorage, RedisStorageConfig, SessionLock};
 use common::{owner, req};
 use fred::prelude::{KeysInterface, SetsInterface};
 
@@ -52,6 +52,18 @@ async fn hung_redis_is_unavailable_within_the_timeout_and_recovers() {
         assert!(t.elapsed() < TIMEOUT + SLACK, "took {:?}", t.elapsed());
         let t = Instant::now();
         let e = s.update_session_state(&key, &rec.state, None).await.unwrap_err();
+        assert_eq!(e.kind(), StorageErrorKind::Unavailable, "{e}");
+        assert!(t.elapsed() < TIMEOUT + SLACK, "took {:?}", t.elapsed());
+        let t = Instant::now();
+        let e = s.list_sessions(&o, &PageRequest::default()).await.unwrap_err();
+        assert_eq!(e.kind(), StorageErrorKind::Unavailable, "{e}");
+        assert!(t.elapsed() < TIMEOUT + SLACK, "took {:?}", t.elapsed());
+        // fred puts no timeout on SCAN pages: list_agents must bound them itself.
+        let t = Instant::now();
+        let e = tokio::time::timeout(Duration::from_secs(10), s.list_agents(&o.user_id))
+            .await
+            .expect("list_agents hung on a paused Redis")
+            .unwrap_err();
         assert_eq!(e.kind(), StorageErrorKind::Unavailable, "{e}");
         assert!(t.elapsed() < TIMEOUT + SLACK, "took {:?}", t.elapsed());
     }
@@ -151,4 +163,40 @@ async fn sigkill_mid_write_loop_loses_only_failed_writes_and_leaves_nothing_part
         "main holds iteration {i}: the last acknowledged one ({last_acked_iter}) or a later unacknowledged one"
     );
     assert_eq!(main_now.state.context.len(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_that_cannot_be_renewed_in_time_is_marked_lost() {
+    let Some(server) = RedisServer::start() else { return };
+    let s = open(&server).await;
+    let locks =
+        SessionLock::new(&s).unwrap().with_ttl(Duration::from_millis(1200)).with_heartbeat(Duration::from_millis(200));
+    let guard = locks.try_acquire("sess-hung").await.unwrap().unwrap();
+    server.pause().unwrap();
+    // The key may expire 1.2 s after the SET: by then the guard must say so (another runner could
+    // take the lock once Redis answers again).
+    tokio::time::timeout(Duration::from_secs(10), guard.lost()).await.expect("the guard never noticed");
+    assert!(guard.is_lost());
+    server.resume().unwrap();
+    // A guard whose heartbeat keeps working is never marked lost.
+    let kept = locks.try_acquire("sess-ok").await.unwrap().unwrap();
+    for _ in 0..4 {
+        assert!(kept.extend().await.unwrap());
+    }
+    assert!(!kept.is_lost());
+    assert!(kept.release().await.unwrap());
+}
+
+#[tokio::test]
+async fn huge_durations_do_not_overflow() {
+    let Some(server) = RedisServer::start() else { return };
+    let s =
+        RedisStorage::new(RedisStorageConfig::from_url(&server.url()).unwrap().with_timeout(Duration::MAX)).unwrap();
+    s.open().await.unwrap();
+    let locks = SessionLock::new(&s).unwrap().with_ttl(Duration::MAX);
+    let guard = locks.acquire("sess-1", Duration::MAX).await.unwrap();
+    assert!(guard.extend().await.unwrap());
+    let busy = locks.with_poll_interval(Duration::MAX).acquire("sess-1", Duration::from_millis(1)).await.unwrap_err();
+    assert_eq!(busy.kind(), StorageErrorKind::Conflict);
+    assert!(guard.release().await.unwrap());
 }
