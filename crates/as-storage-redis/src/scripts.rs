@@ -187,9 +187,15 @@ local last = 3
 if ARGV[7] == '1' then last = 4 end
 for i = last + 1, #KEYS do redis.call('SREM', KEYS[i], ARGV[2]) end
 set_record(KEYS[1], ARGV[1], ARGV[3], ARGV[4])
+-- The list is replaced whole; in keep mode the new list keeps the old one's expiry.
+local kept = -1
+if ARGV[3] == 'keep' then kept = redis.call('PTTL', KEYS[2]) end
 redis.call('DEL', KEYS[2])
 for i = 8, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
-if #ARGV >= 8 then apply_ttl(KEYS[2], ARGV[3], ARGV[4]) end
+if #ARGV >= 8 then
+  apply_ttl(KEYS[2], ARGV[3], ARGV[4])
+  if kept > 0 then redis.call('PEXPIRE', KEYS[2], kept) end
+end
 for i = 3, last do
   redis.call('SADD', KEYS[i], ARGV[2])
   apply_ttl(KEYS[i], ARGV[3], ARGV[4])

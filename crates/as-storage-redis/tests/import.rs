@@ -94,6 +94,30 @@ async fn import_without_ttl_persists_like_2_0_4_without_key_ttl() {
 }
 
 #[tokio::test]
+async fn an_overwrite_import_in_keep_mode_changes_no_expiry() {
+    let Some(server) = RedisServer::start() else { return };
+    let s = store(&server.url(), KeyLayout::Compat, TtlPolicy::Keep).await;
+    let r = raw(&server.url()).await;
+    s.import_record(&record("s1", None), &[msg("m1", "x")], ImportMode::CreateOnly).await.unwrap();
+    let rkey = "agentscope:user:user-1:session:s1";
+    let mkey = "agentscope:user:user-1:session:s1:messages";
+    // Someone else manages the expiry of these keys.
+    for k in [rkey, mkey] {
+        let () = r.expire(k, 3600, None).await.unwrap();
+    }
+    let log = [msg("m1", "x"), msg("m2", "y")];
+    assert_eq!(
+        s.import_record(&record("s1", None), &log, ImportMode::Overwrite).await.unwrap(),
+        ImportOutcome::Replaced
+    );
+    assert_eq!(r.llen::<i64, _>(mkey).await.unwrap(), 2, "the log was replaced");
+    for k in [rkey, mkey] {
+        let ttl: i64 = r.ttl(k).await.unwrap();
+        assert!((3590..=3600).contains(&ttl), "{k}: ttl {ttl} (the expiry must be kept)");
+    }
+}
+
+#[tokio::test]
 async fn list_agents_reads_2_0_4_index_sets_and_nothing_else() {
     let Some(server) = RedisServer::start() else { return };
     let s = store(&server.url(), KeyLayout::Compat, TtlPolicy::Persist).await;
