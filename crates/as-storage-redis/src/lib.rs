@@ -59,7 +59,8 @@
 //!   first `SET` under a staging key in the same slot, in the same pipeline, and the script moves
 //!   it into place with `RENAME` (a large value copied through Lua costs more than that second
 //!   command);
-//! * delete: record, message list and index entries in one step (checked against the owner);
+//! * delete: record, message list and index entries in one step (checked against the owner, and
+//!   against the schedule it read, so a concurrent import that moves the schedule is seen);
 //! * `upsert_message`: the tail id is checked and `LSET`/`RPUSH` done in the same step;
 //! * `import_record` (`agentscope sessions import`): the record's bytes as given (timestamps and
 //!   team kept), the `SADD`s a 2.0.4 create makes (agent index, schedule index), the message list

@@ -51,6 +51,21 @@ local function owner_check(key, frag, user, agent)
   if doc.user_id == user and doc.agent_id == agent then return 1 end
   return 0
 end
+-- Whether the record's source_schedule_id is `want` ('' for none or empty); `frag` is its
+-- canonical `"source_schedule_id":…,` fragment (same top-level rule as `owner_check`).
+local function schedule_is(key, want, frag)
+  local head = redis.call('GETRANGE', key, 0, 4095)
+  local at = string.find(head, '"source_schedule_id":', 1, true)
+  if at and string.sub(head, at, at + #frag - 1) == frag then
+    local nested = string.find(head, '[{[]', 2)
+    if nested == nil or nested > at then return true end
+  end
+  local ok, doc = pcall(cjson.decode, redis.call('GET', key))
+  if not ok or type(doc) ~= 'table' then return false end
+  local have = doc.source_schedule_id
+  if have == nil or have == cjson.null then have = '' end
+  return have == want
+end
 local function token_state(key, token, exact)
   local head = redis.call('GETRANGE', key, 0, #token - 1)
   if head == token and (exact == '0' or redis.call('STRLEN', key) == #token) then return 1 end
@@ -107,12 +122,16 @@ add_to_indexes(4, ARGV[3], ARGV[4], ARGV[5])
 return 1
 "#;
 
-/// KEYS: record, messages, agent index, [schedule index]. ARGV: owner fragment, user, agent, id.
-/// Returns 1 (deleted), 0 (missing or owned by someone else), or `owner_check`'s -4 / -5. Owner and schedule never change
-/// after creation, so no CAS is needed: a delete never starves under concurrent updates.
+/// KEYS: record, messages, agent index, [schedule index]. ARGV: owner fragment, user, agent, id,
+/// the schedule id the caller read ('' for none), its canonical fragment.
+/// Returns 1 (deleted), 0 (missing or owned by someone else), -1 (the schedule changed since the
+/// caller read it: read again, so the right schedule index entry goes), or `owner_check`'s -4 / -5.
+/// Only the owner (fixed at creation) and the schedule (moved only by an overwrite import) are
+/// checked, not the whole envelope: a delete never starves under concurrent state updates.
 const DELETE: &str = r#"
 local owner = owner_check(KEYS[1], ARGV[1], ARGV[2], ARGV[3])
 if owner ~= 1 then return owner end
+if not schedule_is(KEYS[1], ARGV[5], ARGV[6]) then return -1 end
 redis.call('DEL', KEYS[1], KEYS[2])
 for i = 3, #KEYS do redis.call('SREM', KEYS[i], ARGV[4]) end
 return 1

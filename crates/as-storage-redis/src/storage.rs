@@ -715,22 +715,32 @@ impl RedisStorage {
         let pool = self.pool_for(OP)?;
         let rkey = self.inner.keys.session(&key.user_id, &key.session_id);
         let owner = key.owner();
-        let Some((meta, _, _)) = self.read_meta(&pool, OP, &rkey, &owner).await? else {
-            return Ok(false);
-        };
-        let k =
-            self.write_keys(&rkey, &key.user_id, &key.agent_id, &key.session_id, meta.source_schedule_id.as_deref());
-        let args = vec![
-            str_value(owner_fragment(&key.user_id, &key.agent_id)),
-            str_value(key.user_id.clone()),
-            str_value(key.agent_id.clone()),
-            str_value(key.session_id.clone()),
-        ];
-        let r: i64 =
-            Self::eval(&pool, &self.inner.scripts.delete, k, args).await.map_err(|e| map_fred(OP, Some(&rkey), e))?;
-        self.cache_forget(&rkey);
-        bad_record(OP, &rkey, r)?;
-        Ok(r == 1)
+        // Only an overwrite import moves a session's schedule, so a retry is rare and brief.
+        for _ in 0..MAX_CAS_ATTEMPTS {
+            let Some((meta, _, _)) = self.read_meta(&pool, OP, &rkey, &owner).await? else {
+                self.cache_forget(&rkey);
+                return Ok(false);
+            };
+            let schedule = meta.source_schedule_id.as_deref();
+            let k = self.write_keys(&rkey, &key.user_id, &key.agent_id, &key.session_id, schedule);
+            let args = vec![
+                str_value(owner_fragment(&key.user_id, &key.agent_id)),
+                str_value(key.user_id.clone()),
+                str_value(key.agent_id.clone()),
+                str_value(key.session_id.clone()),
+                str_value(schedule.unwrap_or_default()),
+                str_value(format!("\"source_schedule_id\":{},", schedule.map_or_else(|| "null".to_owned(), json_str))),
+            ];
+            let r: i64 = Self::eval(&pool, &self.inner.scripts.delete, k, args)
+                .await
+                .map_err(|e| map_fred(OP, Some(&rkey), e))?;
+            self.cache_forget(&rkey);
+            bad_record(OP, &rkey, r)?;
+            if r != -1 {
+                return Ok(r == 1);
+            }
+        }
+        Err(err(StorageErrorKind::Conflict, OP, format!("session {key} kept changing its schedule; gave up")))
     }
 
     fn message_keys(&self, key: &SessionKey) -> (String, String) {

@@ -154,3 +154,38 @@ async fn list_agents_in_the_cluster_layout_on_one_server() {
     assert_eq!(s.list_agents(r"back\slash").await.unwrap(), ["agent-x"]);
     assert!(s.list_agents("back").await.unwrap().is_empty());
 }
+
+/// Every schedule index member is a live session of that schedule, whatever a delete raced with.
+async fn schedule_indexes_are_exact(r: &fred::prelude::Client, s: &as_storage_redis::RedisStorage, id: &str) {
+    let rec = s.get_session(&owner().session(id)).await.unwrap();
+    for h in ["sched-a", "sched-b"] {
+        let hkey = format!("agentscope:user:user-1:schedule:{h}:sessions");
+        let members: Vec<String> = r.smembers(&hkey).await.unwrap();
+        let listed = members.iter().any(|m| m == id);
+        let live = rec.as_ref().is_some_and(|rec| rec.source_schedule_id.as_deref() == Some(h));
+        assert_eq!(
+            listed,
+            live,
+            "{hkey} lists {id}: {listed}, record {:?}",
+            rec.as_ref().map(|r| &r.source_schedule_id)
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delete_racing_an_import_that_moves_the_schedule_leaves_no_stale_index_entry() {
+    let Some(server) = RedisServer::start() else { return };
+    let s = store(&server.url(), KeyLayout::Compat, TtlPolicy::Persist).await;
+    let r = raw(&server.url()).await;
+    for round in 0..300 {
+        let id = format!("race-{round}");
+        s.import_record(&record(&id, Some("sched-a")), &[], ImportMode::CreateOnly).await.unwrap();
+        let (s1, s2, moved) = (s.clone(), s.clone(), record(&id, Some("sched-b")));
+        let key = owner().session(id.clone());
+        let import = tokio::spawn(async move { s1.import_record(&moved, &[], ImportMode::Overwrite).await.unwrap() });
+        let delete = tokio::spawn(async move { s2.delete_session(&key).await.unwrap() });
+        import.await.unwrap();
+        delete.await.unwrap();
+        schedule_indexes_are_exact(&r, &s, &id).await;
+    }
+}
