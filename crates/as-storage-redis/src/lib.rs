@@ -87,6 +87,14 @@
 //! applied to the index sets (which 2.0.4 leaves without a TTL, so they grow forever);
 //! [`TtlPolicy::Keep`] uses `KEEPTTL`. Processes sharing a Redis must use the same policy.
 //!
+//! In a fleet that mixes Rust and Python 2.0.4 writers under `key_ttl`, the index TTL has a
+//! catch: 2.0.4 never touches an index set's TTL (its create only `SADD`s, its updates skip the
+//! index), so an agent whose sessions only Python writes can see its index set expire, once the
+//! last Rust write to that agent is older than the TTL, while its records are alive. Those sessions
+//! then drop out of listings (Rust's and Python's) until a Rust update re-adds them. Either let
+//! Rust write each agent's sessions at least once per TTL, or use [`TtlPolicy::Keep`] or
+//! [`TtlPolicy::Persist`] until the Python side is gone.
+//!
 //! # Differences from 2.0.4 a Python peer can notice
 //!
 //! * Ownership is enforced: a wrong `agent_id` sees no session (2.0.4 ignores it on get/update).

@@ -285,6 +285,13 @@ async fn a_damaged_record_is_a_serialization_error_not_a_crash() {
     // The listing reads only the columns beside the record, so it still shows both sessions.
     let page = s.list_sessions(&owner(), &PageRequest::default()).await.unwrap();
     assert_eq!(page.sessions.len(), 2);
+    // A listing column that cannot be read is an error item of the page, not a failed listing.
+    raw(&dir).execute("UPDATE sessions SET created_at = 'yesterday' WHERE id = ?1", [&bad.id]).unwrap();
+    let page = s.list_sessions(&owner(), &PageRequest::default()).await.unwrap();
+    assert_eq!(page.sessions.iter().map(|x| x.id.as_str()).collect::<Vec<_>>(), [good.id.as_str()]);
+    assert_eq!(page.errors.len(), 1);
+    assert_eq!(page.errors[0].session_id, bad.id);
+    assert_eq!(page.errors[0].error.kind(), StorageErrorKind::Serialization);
     assert!(s.get_session(&owner().session(good.id)).await.unwrap().is_some());
     assert!(s.delete_session(&key).await.unwrap(), "a damaged session can still be deleted");
 }

@@ -184,7 +184,9 @@ pub enum ImportOutcome {
 /// # Contract
 ///
 /// Every clause below is checked by a scenario of the conformance suite
-/// (`as_storage::conformance`, feature `conformance`), named in brackets.
+/// (`as_storage::conformance`, feature `conformance`), named in brackets, except the second half
+/// of **Listing is cheap**: a record that cannot be read can only be planted behind the
+/// backend's back, so each backend tests that part itself (the Redis and SQLite backends do).
 ///
 /// * **Lifecycle.** Call [`StorageBase::open`] before use and [`StorageBase::close`] after; both are
 ///   idempotent. Methods called on a closed store fail with `Unavailable` (a store that was
