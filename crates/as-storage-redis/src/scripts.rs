@@ -14,10 +14,21 @@
 
 use fred::types::scripts::Script;
 
-const PRELUDE: &str = r#"
+/// Helper functions the script bodies call, each defined after the helpers it calls. A script
+/// defines only the helpers it uses: Redis runs the whole source on every call, and each
+/// `local function` costs a closure allocation there.
+const HELPERS: &[(&str, &str)] = &[
+    (
+        "apply_ttl",
+        r#"
 local function apply_ttl(key, mode, ttl)
   if mode == 'sliding' then redis.call('EXPIRE', key, ttl) end
 end
+"#,
+    ),
+    (
+        "set_record",
+        r#"
 local function set_record(key, value, mode, ttl)
   if mode == 'sliding' then
     redis.call('SET', key, value, 'EX', ttl)
@@ -27,12 +38,22 @@ local function set_record(key, value, mode, ttl)
     redis.call('SET', key, value)
   end
 end
+"#,
+    ),
+    (
+        "add_to_indexes",
+        r#"
 local function add_to_indexes(first, id, mode, ttl)
   for i = first, #KEYS do
     redis.call('SADD', KEYS[i], id)
     apply_ttl(KEYS[i], mode, ttl)
   end
 end
+"#,
+    ),
+    (
+        "owner_check",
+        r#"
 -- 1: the record is the caller's; 0: missing or someone else's; -4: not a session record (not
 -- JSON, or no string user_id/agent_id); -5: the record key holds another Redis type.
 local function owner_check(key, frag, user, agent)
@@ -51,6 +72,11 @@ local function owner_check(key, frag, user, agent)
   if doc.user_id == user and doc.agent_id == agent then return 1 end
   return 0
 end
+"#,
+    ),
+    (
+        "schedule_is",
+        r#"
 -- Whether the record's source_schedule_id is `want` ('' for none or empty); `frag` is its
 -- canonical `"source_schedule_id":…,` fragment (same top-level rule as `owner_check`).
 local function schedule_is(key, want, frag)
@@ -66,13 +92,20 @@ local function schedule_is(key, want, frag)
   if have == nil or have == cjson.null then have = '' end
   return have == want
 end
+"#,
+    ),
+    (
+        "token_state",
+        r#"
 local function token_state(key, token, exact)
   local head = redis.call('GETRANGE', key, 0, #token - 1)
   if head == token and (exact == '0' or redis.call('STRLEN', key) == #token) then return 1 end
   if redis.call('EXISTS', key) == 0 then return 0 end
   return -1
 end
-"#;
+"#,
+    ),
+];
 
 /// KEYS: record, agent index, [schedule index]. ARGV: value, id, mode, ttl.
 /// Returns 1 (created) or 0 (a non-empty record already exists).
@@ -257,8 +290,22 @@ pub(crate) struct Lua {
 }
 
 impl Lua {
+    /// `body` after the helpers it calls, directly or through another helper.
     fn with_prelude(body: &str) -> Self {
-        Self::plain(&format!("{PRELUDE}{body}"))
+        let calls = |source: &str, name: &str| source.contains(&format!("{name}("));
+        let mut needed = vec![false; HELPERS.len()];
+        for (i, (name, _)) in HELPERS.iter().enumerate().rev() {
+            needed[i] = calls(body, name)
+                || HELPERS.iter().zip(&needed).skip(i + 1).any(|((_, source), &used)| used && calls(source, name));
+        }
+        let mut source: String = HELPERS
+            .iter()
+            .zip(&needed)
+            .filter(|(_, used)| **used)
+            .map(|((_, source), _)| source.trim_start())
+            .collect();
+        source.push_str(body);
+        Self::plain(&source)
     }
 
     fn plain(source: &str) -> Self {
@@ -292,6 +339,39 @@ impl Scripts {
             get_message: Lua::with_prelude(GET_MESSAGE),
             prune: Lua::plain(PRUNE),
             import: Lua::with_prelude(IMPORT),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_script_defines_exactly_the_helpers_it_calls() {
+        let s = Scripts::new();
+        let all = [
+            ("create", &s.create, &["set_record", "add_to_indexes", "apply_ttl"][..]),
+            ("update", &s.update, &["token_state", "apply_ttl", "add_to_indexes"]),
+            ("update_inline", &s.update_inline, &["token_state", "set_record", "apply_ttl", "add_to_indexes"]),
+            ("delete", &s.delete, &["owner_check", "schedule_is"]),
+            ("upsert_message", &s.upsert_message, &["owner_check", "apply_ttl"]),
+            ("list_messages", &s.list_messages, &["owner_check"]),
+            ("get_message", &s.get_message, &["owner_check"]),
+            ("prune", &s.prune, &[]),
+            ("import", &s.import, &["token_state", "set_record", "apply_ttl"]),
+        ];
+        for (script, lua, want) in all {
+            for (name, _) in HELPERS {
+                let defined = lua.source.matches(&format!("local function {name}(")).count();
+                assert_eq!(defined, usize::from(want.contains(name)), "{script}: {name} defined {defined} times");
+            }
+            // Every helper is defined before its first call.
+            for name in want {
+                let def = lua.source.find(&format!("local function {name}(")).unwrap_or(usize::MAX);
+                let first_call = lua.source.find(&format!("{name}(")).unwrap_or(0);
+                assert!(def <= first_call, "{script}: {name} called before it is defined");
+            }
         }
     }
 }
