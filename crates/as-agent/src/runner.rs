@@ -1,7 +1,8 @@
 //! [`SessionRunner`]: the seed page's `chat_turn`, made safe.
 //!
 //! One turn: take the (optional) session lock, load the record or create it (never an update before the
-//! create), force `state.session_id` to the session's id, run the reply while streaming its events to the
+//! create; the create carries no state, so a session another runner created since the read is continued,
+//! not reset), force `state.session_id` to the session's id, run the reply while streaming its events to the
 //! caller, then persist the state with a conditional update (the revision loaded at the start; a concurrent
 //! writer gives [`AgentErrorKind::Conflict`](crate::AgentErrorKind::Conflict), never a silent overwrite) and the
 //! turn's messages to the message log. The state is persisted whatever way the reply ended: completed, parked,
@@ -57,6 +58,9 @@ pub struct TurnOutcome {
     pub revision: Revision,
     /// Whether the session was created by this turn.
     pub created: bool,
+    /// Set when the state was saved but the message log could not be written afterwards (the
+    /// log then lacks some of this turn's messages). The turn itself happened: do not retry it.
+    pub log_error: Option<String>,
 }
 
 /// Runs chat turns over any storage backend.
@@ -134,7 +138,9 @@ impl SessionRunner {
     /// Prefer the token to stop a turn: the reply then streams its closing events and the state is written
     /// before this returns. Dropping the future instead stops the reply at once; the state (left consistent by
     /// the reply) is then written by a background task on the current tokio runtime, with the same conditional
-    /// update ([`SessionRunner::wait_background_writes`] awaits those).
+    /// update ([`SessionRunner::wait_background_writes`] awaits those). A turn's final write always runs in its
+    /// own task, so dropping the future while it is under way does not cut it short either. The session lock
+    /// is released only after the write, in both cases.
     pub async fn run_turn_with_cancel(
         &self,
         agent: &Agent,
@@ -148,14 +154,9 @@ impl SessionRunner {
             Some(l) => Some(l.acquire(key).await?),
             None => None,
         };
-        let result = self.turn_locked(agent, key, input, on_event, cancel).await;
-        if let Some(g) = guard {
-            let released = g.release().await;
-            if let (Ok(_), Err(e)) = (&result, released) {
-                return Err(e);
-            }
-        }
-        result
+        // The guard goes with the turn's write: the lock is released only after the write, also
+        // when this future is dropped (then both happen in a background task).
+        self.turn_locked(agent, key, input, on_event, cancel, guard).await
     }
 
     async fn turn_locked(
@@ -165,15 +166,33 @@ impl SessionRunner {
         input: ReplyInput,
         on_event: &mut (dyn FnMut(&AgentEvent) + Send),
         cancel: CancellationToken,
+        guard: Option<Box<dyn LockGuard>>,
     ) -> Result<TurnOutcome> {
-        // Load inside the lock, or create (never update before create).
-        let (record, created) = match self.storage.get_session(key).await? {
+        // Load inside the lock, or create (never update before create). The create passes no
+        // state: if another runner created the session since the read (possible without a lock),
+        // the upsert keeps that runner's state instead of replacing it with a fresh one, and the
+        // record it returns says so (a create returns `updated_at == created_at`).
+        let loaded = match self.storage.get_session(key).await {
+            Ok(r) => r,
+            Err(e) => {
+                release(guard, key).await;
+                return Err(e.into());
+            }
+        };
+        let (record, created) = match loaded {
             Some(r) => (r, false),
             None => {
-                let req = UpsertSession::new(key.owner(), self.config.clone())
-                    .with_session_id(key.session_id.clone())
-                    .with_state(AgentState::for_session(key.session_id.clone()));
-                (self.storage.upsert_session(req).await?, true)
+                let req = UpsertSession::new(key.owner(), self.config.clone()).with_session_id(key.session_id.clone());
+                match self.storage.upsert_session(req).await {
+                    Ok(r) => {
+                        let created = r.updated_at == r.created_at;
+                        (r, created)
+                    }
+                    Err(e) => {
+                        release(guard, key).await;
+                        return Err(e.into());
+                    }
+                }
             }
         };
         let revision = record.revision();
@@ -184,7 +203,13 @@ impl SessionRunner {
         // the stored one (or, if the log lacks it, the context's copy).
         let mut reply_msg: Option<Msg> = match &input {
             ReplyInput::Confirm(_) | ReplyInput::External(_) | ReplyInput::Interrupt(_) => {
-                let stored = self.storage.get_message(key, &state.reply_id).await?;
+                let stored = match self.storage.get_message(key, &state.reply_id).await {
+                    Ok(m) => m,
+                    Err(e) => {
+                        release(guard, key).await;
+                        return Err(e.into());
+                    }
+                };
                 stored.or_else(|| state.context.iter().rev().find(|m| m.id == state.reply_id).cloned())
             }
             ReplyInput::Messages(_) => None,
@@ -209,6 +234,7 @@ impl SessionRunner {
             storage: Arc::clone(&self.storage),
             key: key.clone(),
             background: Arc::clone(&self.background),
+            guard,
         };
         let mut stream = agent.reply_stream_with_cancel(&mut pending.state, input, cancel);
         pending.started = stream.start_flag();
@@ -233,27 +259,86 @@ impl SessionRunner {
         let outcome = stream.into_outcome();
         // The stream is gone: the state is consistent (its guard closed what it had to).
         pending.armed = false;
-        let write = pending.take();
+        let (write, guard) = pending.take();
 
         if !started {
             // Rejected before it changed anything (or a no-op): the state is as loaded, write nothing.
+            release(guard, key).await;
             if let Some(e) = reply_error {
                 return Err(e);
             }
             let outcome = outcome.ok_or(AgentError::NoFinalMessage)?;
             let (state, revision) = (write.state, write.revision);
-            return Ok(TurnOutcome { status: outcome.status, message: outcome.message, state, revision, created });
+            return Ok(TurnOutcome {
+                status: outcome.status,
+                message: outcome.message,
+                state,
+                revision,
+                created,
+                log_error: None,
+            });
         }
-        let revision = write.persist(&self.storage, key).await?;
+        // The write (then the lock release) runs in its own task: if this future is dropped while
+        // it is under way, it still completes, in order, and `wait_background_writes` sees it.
+        let (revision, log_error, write) = self.write_detached(write, key.clone(), guard).await?;
         if let Some(e) = reply_error {
             return Err(e);
         }
         let outcome = outcome.ok_or(AgentError::NoFinalMessage)?;
-        Ok(TurnOutcome { status: outcome.status, message: outcome.message, state: write.state, revision, created })
+        Ok(TurnOutcome {
+            status: outcome.status,
+            message: outcome.message,
+            state: write.state,
+            revision,
+            created,
+            log_error,
+        })
     }
 
-    /// Waits for the writes of turns whose futures were dropped mid-reply (see [`SessionRunner::run_turn_with_cancel`]).
-    /// Returns how many there were; a failed write is logged (a conflict means someone else wrote first).
+    /// Persists `write` and then releases `guard`, in a task of the current runtime (inline when
+    /// there is none); returns the new revision, the message log's error if only that failed, and
+    /// the write (for its state).
+    async fn write_detached(
+        &self,
+        write: Write,
+        key: SessionKey,
+        guard: Option<Box<dyn LockGuard>>,
+    ) -> Result<(Revision, Option<String>, Write)> {
+        let storage = Arc::clone(&self.storage);
+        let job = async move {
+            let result = write.persist(&storage, &key).await;
+            release(guard, &key).await;
+            (result, write)
+        };
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            let (result, write) = job.await;
+            let (revision, log_error) = result?;
+            return Ok((revision, log_error, write));
+        };
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let task = rt.spawn(async move {
+            let _ = tx.send(job.await);
+        });
+        let id = task.id();
+        track(&self.background, task);
+        let received = rx.await;
+        // Still here: this turn saw its write through, it is nobody's background write.
+        lock(&self.background).retain(|t| t.id() != id);
+        let (result, write) = received.map_err(|_| {
+            AgentError::Storage(as_storage::StorageError::new(
+                as_storage::StorageErrorKind::Backend,
+                self.storage.backend_name(),
+                "update_session_state",
+                "the task writing the turn ended without a result (it panicked)",
+            ))
+        })?;
+        let (revision, log_error) = result?;
+        Ok((revision, log_error, write))
+    }
+
+    /// Waits for the writes of turns whose futures were dropped (see [`SessionRunner::run_turn_with_cancel`]),
+    /// mid-reply or during their final write, and for the writes of turns still running. Returns how many it
+    /// waited for; a failed write is logged (a conflict means someone else wrote first).
     pub async fn wait_background_writes(&self) -> usize {
         let handles: Vec<tokio::task::JoinHandle<()>> = std::mem::take(&mut *lock(&self.background));
         let n = handles.len();
@@ -261,6 +346,24 @@ impl SessionRunner {
             let _ = h.await;
         }
         n
+    }
+}
+
+/// Keeps `task` for [`SessionRunner::wait_background_writes`], dropping the handles of finished
+/// tasks first (so a long-running server does not accumulate them).
+fn track(background: &Background, task: tokio::task::JoinHandle<()>) {
+    let mut tasks = lock(background);
+    tasks.retain(|t| !t.is_finished());
+    tasks.push(task);
+}
+
+/// Releases a turn's lock. The turn's outcome does not depend on it (the lock expires on its own),
+/// so a failure is logged, not returned.
+async fn release(guard: Option<Box<dyn LockGuard>>, key: &SessionKey) {
+    if let Some(g) = guard
+        && let Err(e) = g.release().await
+    {
+        tracing::warn!(session = %key, error = %e, "releasing the session lock failed; it will expire");
     }
 }
 
@@ -280,15 +383,19 @@ struct Write {
 
 impl Write {
     /// The conditional state update, then the message log (inputs, then the reply message).
-    async fn persist(&self, storage: &SharedStorage, key: &SessionKey) -> Result<Revision> {
+    ///
+    /// Once the state is written the turn has happened: a failure of the message log after that
+    /// is returned beside the new revision (and logged), not as the turn's error, so a caller never
+    /// retries a turn whose state was saved.
+    async fn persist(&self, storage: &SharedStorage, key: &SessionKey) -> Result<(Revision, Option<String>)> {
         let revision = storage.update_session_state(key, &self.state, Some(&self.revision)).await?;
-        for m in &self.inputs {
-            storage.upsert_message(key, m).await?;
+        for m in self.inputs.iter().chain(&self.reply_msg) {
+            if let Err(e) = storage.upsert_message(key, m).await {
+                tracing::error!(session = %key, error = %e, "the state was saved but the message log was not");
+                return Ok((revision, Some(format!("message {}: {e}", m.id))));
+            }
         }
-        if let Some(m) = &self.reply_msg {
-            storage.upsert_message(key, m).await?;
-        }
-        Ok(revision)
+        Ok((revision, None))
     }
 }
 
@@ -304,36 +411,45 @@ struct PendingWrite {
     storage: SharedStorage,
     key: SessionKey,
     background: Background,
+    /// The session lock, released after the write.
+    guard: Option<Box<dyn LockGuard>>,
 }
 
 impl PendingWrite {
-    fn take(&mut self) -> Write {
-        Write {
+    fn take(&mut self) -> (Write, Option<Box<dyn LockGuard>>) {
+        let write = Write {
             state: std::mem::take(&mut self.state),
             revision: self.revision.clone(),
             reply_msg: self.reply_msg.take(),
             inputs: std::mem::take(&mut self.inputs),
-        }
+        };
+        (write, self.guard.take())
     }
 }
 
 impl Drop for PendingWrite {
     fn drop(&mut self) {
-        if !self.armed || !self.started.get() {
+        if !self.armed {
+            // The turn took its write and its lock guard (or dropped the guard: best-effort release).
             return;
         }
-        let write = self.take();
+        let (write, guard) = self.take();
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
-            tracing::error!(session = %self.key, "turn dropped outside a tokio runtime: its state was not saved");
+            if self.started.get() {
+                tracing::error!(session = %self.key, "turn dropped outside a tokio runtime: its state was not saved");
+            }
             return;
         };
+        let started = self.started.get();
         let (storage, key) = (Arc::clone(&self.storage), self.key.clone());
+        // Unstarted: nothing to write, only the lock to release (after nothing, so at once).
         let task = handle.spawn(async move {
-            if let Err(e) = write.persist(&storage, &key).await {
+            if started && let Err(e) = write.persist(&storage, &key).await {
                 tracing::error!(session = %key, error = %e, "saving a dropped turn failed");
             }
+            release(guard, &key).await;
         });
-        lock(&self.background).push(task);
+        track(&self.background, task);
     }
 }
 

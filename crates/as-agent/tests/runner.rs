@@ -438,3 +438,160 @@ async fn an_error_after_the_reply_changed_the_state_still_saves_it_whatever_its_
         }
     }
 }
+
+/// The in-memory store with switchable faults, logging the writes that reach it.
+#[derive(Debug, Default)]
+struct Faulty {
+    inner: InMemoryStorage,
+    log: Arc<Mutex<Vec<String>>>,
+    /// `update_session_state` announces itself on `entered`, then waits for `proceed`.
+    gate_update: std::sync::atomic::AtomicBool,
+    entered: tokio::sync::Notify,
+    proceed: tokio::sync::Notify,
+    /// The next `get_session` finds nothing, and another runner creates the session right after.
+    create_behind_the_next_get: std::sync::atomic::AtomicBool,
+    fail_messages: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait]
+impl as_storage::StorageBase for Faulty {
+    fn backend_name(&self) -> &'static str {
+        "faulty"
+    }
+    fn capabilities(&self) -> as_storage::Capabilities {
+        self.inner.capabilities()
+    }
+    async fn open(&self) -> as_storage::Result<()> {
+        self.inner.open().await
+    }
+    async fn close(&self) -> as_storage::Result<()> {
+        self.inner.close().await
+    }
+    async fn upsert_session(&self, req: UpsertSession) -> as_storage::Result<as_storage::SessionRecord> {
+        self.inner.upsert_session(req).await
+    }
+    async fn update_session_state(
+        &self,
+        key: &SessionKey,
+        state: &AgentState,
+        expected: Option<&as_storage::Revision>,
+    ) -> as_storage::Result<as_storage::Revision> {
+        if self.gate_update.load(std::sync::atomic::Ordering::SeqCst) {
+            self.entered.notify_one();
+            self.proceed.notified().await;
+        }
+        let r = self.inner.update_session_state(key, state, expected).await;
+        self.log.lock().unwrap().push("update".into());
+        r
+    }
+    async fn get_session(&self, key: &SessionKey) -> as_storage::Result<Option<as_storage::SessionRecord>> {
+        if self.create_behind_the_next_get.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            let mut theirs = AgentState::default();
+            theirs.context.push(Msg::user("user", "the other runner's turn"));
+            let req = UpsertSession::new(key.owner(), SessionConfig::new("ws"))
+                .with_session_id(key.session_id.clone())
+                .with_state(theirs);
+            self.inner.upsert_session(req).await?;
+            return Ok(None);
+        }
+        self.inner.get_session(key).await
+    }
+    async fn list_sessions(
+        &self,
+        owner: &as_storage::Owner,
+        page: &as_storage::PageRequest,
+    ) -> as_storage::Result<as_storage::SessionPage> {
+        self.inner.list_sessions(owner, page).await
+    }
+    async fn delete_session(&self, key: &SessionKey) -> as_storage::Result<bool> {
+        self.inner.delete_session(key).await
+    }
+    async fn upsert_message(&self, key: &SessionKey, msg: &Msg) -> as_storage::Result<()> {
+        if self.fail_messages.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(as_storage::StorageError::new(
+                as_storage::StorageErrorKind::Unavailable,
+                "faulty",
+                "upsert_message",
+                "down",
+            ));
+        }
+        self.inner.upsert_message(key, msg).await?;
+        self.log.lock().unwrap().push(format!("message {:?}", msg.role).to_lowercase());
+        Ok(())
+    }
+    async fn get_message(&self, key: &SessionKey, id: &str) -> as_storage::Result<Option<Msg>> {
+        self.inner.get_message(key, id).await
+    }
+    async fn list_messages(&self, key: &SessionKey, offset: i64, limit: i64) -> as_storage::Result<Vec<Msg>> {
+        self.inner.list_messages(key, offset, limit).await
+    }
+}
+
+async fn faulty() -> Arc<Faulty> {
+    let s = Arc::new(Faulty::default());
+    as_storage::StorageBase::open(&*s).await.unwrap();
+    s
+}
+
+#[tokio::test]
+async fn a_turn_dropped_during_its_final_write_completes_it_before_releasing_the_lock() {
+    let storage = faulty().await;
+    let lock = Arc::new(RecordingLock { log: Arc::clone(&storage.log) });
+    let shared: SharedStorage = storage.clone();
+    let runner = SessionRunner::new(shared, SessionConfig::new("ws")).with_lock(lock);
+    let agent = agent_with(vec![ScriptedTurn::new().text("done")], Toolkit::new());
+    let k = key("dropped-in-write");
+    storage.gate_update.store(true, std::sync::atomic::Ordering::SeqCst);
+    let mut sink = |_: &AgentEvent| {};
+    {
+        let fut = runner.run_turn(&agent, &k, ReplyInput::user_text("go"), &mut sink);
+        tokio::pin!(fut);
+        tokio::select! {
+            _ = &mut fut => panic!("the turn cannot finish while its write is held"),
+            () = storage.entered.notified() => {}
+        }
+        // `fut` is dropped here, while the conditional update is under way.
+    }
+    storage.proceed.notify_one();
+    assert_eq!(runner.wait_background_writes().await, 1);
+    assert_eq!(
+        *storage.log.lock().unwrap(),
+        ["acquire dropped-in-write", "update", "message user", "message assistant", "release dropped-in-write"],
+        "the whole write, then the release"
+    );
+    let stored = as_storage::StorageBase::get_session(&*storage, &k).await.unwrap().unwrap();
+    assert_eq!(stored.state.context.len(), 2);
+}
+
+#[tokio::test]
+async fn a_session_created_by_another_runner_meanwhile_is_continued_not_overwritten() {
+    let storage = faulty().await;
+    let shared: SharedStorage = storage.clone();
+    let runner = SessionRunner::new(shared, SessionConfig::new("ws"));
+    let agent = agent_with(vec![ScriptedTurn::new().text("hello")], Toolkit::new());
+    let k = key("raced");
+    storage.create_behind_the_next_get.store(true, std::sync::atomic::Ordering::SeqCst);
+    let out = turn(&runner, &agent, &k, Msg::user("user", "hi")).await.1.unwrap();
+    assert!(!out.created, "the other runner created it");
+    let texts: Vec<String> = out.state.context.iter().filter_map(|m| m.get_text_content("")).collect();
+    assert_eq!(texts, ["the other runner's turn", "hi", "hello"]);
+    let stored = as_storage::StorageBase::get_session(&*storage, &k).await.unwrap().unwrap();
+    assert_eq!(stored.state, out.state);
+    // A plain first turn still reports the create.
+    let agent = agent_with(vec![ScriptedTurn::new().text("hello")], Toolkit::new());
+    assert!(turn(&runner, &agent, &key("fresh"), Msg::user("user", "hi")).await.1.unwrap().created);
+}
+
+#[tokio::test]
+async fn a_message_log_failure_after_the_state_was_saved_does_not_fail_the_turn() {
+    let storage = faulty().await;
+    let shared: SharedStorage = storage.clone();
+    let runner = SessionRunner::new(shared, SessionConfig::new("ws"));
+    let agent = agent_with(vec![ScriptedTurn::new().text("hello")], Toolkit::new());
+    let k = key("log-down");
+    storage.fail_messages.store(true, std::sync::atomic::Ordering::SeqCst);
+    let out = turn(&runner, &agent, &k, Msg::user("user", "hi")).await.1.unwrap();
+    assert!(out.log_error.as_deref().is_some_and(|e| e.contains("down")), "{:?}", out.log_error);
+    let stored = as_storage::StorageBase::get_session(&*storage, &k).await.unwrap().unwrap();
+    assert_eq!((stored.revision(), stored.state), (out.revision, out.state), "the state was saved");
+}

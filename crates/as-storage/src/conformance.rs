@@ -537,6 +537,9 @@ pub async fn create_and_get_roundtrip<F: StorageFactory>(factory: &F) -> Res {
     c.ensure(rec.source == crate::SessionSource::Schedule, || "source not kept".into())?;
     c.ensure(rec.source_schedule_id.as_deref() == Some("sched-1"), || "source_schedule_id not kept".into())?;
     c.ensure(rec.team_id.is_none(), || "a new session has a team".into())?;
+    c.ensure(rec.updated_at == rec.created_at, || {
+        format!("a create set updated_at {} != created_at {}", rec.updated_at, rec.created_at)
+    })?;
     c.ensure(rec.config == config("rich"), || "config not kept".into())?;
     let mut expected = state;
     expected.session_id.clone_from(&rec.id);

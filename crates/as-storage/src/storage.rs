@@ -209,9 +209,11 @@ pub enum ImportOutcome {
 ///   without its index entry, or an index entry or message log outliving a completed delete; an
 ///   update racing a delete never brings the record back \[`concurrent_readers_see_whole_writes`,
 ///   `delete_racing_update_leaves_no_zombie`, `delete_cascades`\].
-/// * **Revisions.** Each record's revision is its stored `updated_at` ([`Revision`]); every write
-///   makes it strictly greater than before, and the revision a write returns is the one a
-///   following read sees \[`revisions_strictly_increase`\].
+/// * **Revisions.** Each record's revision is its stored `updated_at` ([`Revision`]); a create sets
+///   `updated_at` equal to `created_at` (so a caller can tell from the returned record whether its
+///   upsert created the session), every write makes it strictly greater than before, and the
+///   revision a write returns is the one a following read sees \[`create_and_get_roundtrip`,
+///   `revisions_strictly_increase`\].
 /// * **Compare-and-set.** `update_session_state` with `expected` writes only when the stored
 ///   revision equals it, otherwise fails with `Conflict` and writes nothing; of N concurrent
 ///   conditional writers from the same revision exactly one wins \[`cas_rejects_stale_revision`,
