@@ -493,7 +493,7 @@ impl RedisStorage {
     async fn upsert_inner(&self, req: UpsertSession) -> Result<SessionRecord, StorageError> {
         const OP: &str = "upsert_session";
         req.owner.validate()?;
-        if let Some(s) = &req.source_schedule_id {
+        if let Some(s) = req.source_schedule_id.as_deref().filter(|s| !s.is_empty()) {
             validate_id("source_schedule_id", s)?;
         }
         let pool = self.pool_for(OP)?;

@@ -176,12 +176,23 @@ pub(crate) fn connect(path: &Path, opts: &SqliteOptions) -> Result<Connection, S
     Ok(conn)
 }
 
+/// `path` as SQLite must be given it to open exactly that file. The bundled SQLite is built with
+/// `SQLITE_USE_URI`, so a name beginning with `file:` would be parsed as a URI (with query
+/// parameters such as `nolock=1`) whatever the open flags say; `./` in front keeps it a plain
+/// relative file name.
+fn literal_path(path: &Path) -> std::borrow::Cow<'_, Path> {
+    if path.as_os_str().as_encoded_bytes().starts_with(b"file:") {
+        std::borrow::Cow::Owned(Path::new(".").join(path))
+    } else {
+        std::borrow::Cow::Borrowed(path)
+    }
+}
+
 /// Opens without changing anything in the file, and reads its header.
 fn open_raw(path: &Path, opts: &SqliteOptions) -> Result<Connection, SqliteError> {
     let map = |e| SqliteError::from_rusqlite(e, path);
-    // No URI interpretation: the path is a file name, whatever characters it has.
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = Connection::open_with_flags(path, flags).map_err(map)?;
+    let conn = Connection::open_with_flags(literal_path(path), flags).map_err(map)?;
     conn.busy_timeout(opts.busy_timeout).map_err(map)?;
     if conn.is_readonly(rusqlite::MAIN_DB).map_err(map)? {
         return Err(SqliteError::new(

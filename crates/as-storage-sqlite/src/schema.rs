@@ -118,19 +118,21 @@ pub(crate) fn preflight(
         )),
         Some(current) => Ok(Some(current)),
         None => {
-            let tables: i64 = conn
-                .query_row(
-                    "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
-                    [],
-                    |r| r.get(0),
-                )
+            // Every schema object counts (a file of views or triggers is someone's too), except
+            // SQLite's own `sqlite_…` ones (`_` escaped: unescaped it matches any character).
+            let objects: i64 = conn
+                .query_row("SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'", [], |r| {
+                    r.get(0)
+                })
                 .map_err(map)?;
-            if tables > 0 {
+            let application_id: i64 = conn.query_row("PRAGMA application_id", [], |r| r.get(0)).map_err(map)?;
+            if objects > 0 || (application_id != 0 && application_id != APPLICATION_ID) {
                 return Err(SqliteError::new(
                     SqliteErrorKind::ForeignDatabase,
                     format!(
-                        "the file is an SQLite database with {tables} table(s) but no {VERSION_TABLE} table; \
-                         it was not made by agentscope and is left untouched"
+                        "the file is an SQLite database with {objects} schema object(s) and application_id \
+                         {application_id} but no {VERSION_TABLE} table; it was not made by agentscope and is left \
+                         untouched"
                     ),
                 ));
             }
@@ -203,12 +205,27 @@ mod tests {
 
     #[test]
     fn foreign_database_is_refused_untouched() {
+        let cases = [
+            "CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('mine');",
+            // `sqlite_%` unescaped would take this for one of SQLite's own tables.
+            "CREATE TABLE sqliteman_notes (body TEXT);",
+            "CREATE VIEW answer AS SELECT 42;",
+            // No schema at all, but another application's id.
+            "PRAGMA application_id = 42;",
+        ];
+        for setup in cases {
+            let mut c = Connection::open_in_memory().unwrap();
+            c.execute_batch(setup).unwrap();
+            let before: i64 = c.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0)).unwrap();
+            let err = migrate(&mut c, MIGRATIONS, &map).unwrap_err();
+            assert_eq!(err.kind(), SqliteErrorKind::ForeignDatabase, "{setup}");
+            assert_eq!(current_version(&c, &map).unwrap(), None, "{setup}");
+            let n: i64 = c.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0)).unwrap();
+            assert_eq!(n, before, "{setup}: untouched");
+        }
+        // Our own application id on an empty file (a create interrupted before its first table) is ours.
         let mut c = Connection::open_in_memory().unwrap();
-        c.execute_batch("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('mine');").unwrap();
-        let err = migrate(&mut c, MIGRATIONS, &map).unwrap_err();
-        assert_eq!(err.kind(), SqliteErrorKind::ForeignDatabase);
-        assert_eq!(current_version(&c, &map).unwrap(), None);
-        let n: i64 = c.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0)).unwrap();
-        assert_eq!(n, 1);
+        c.execute_batch(&format!("PRAGMA application_id = {APPLICATION_ID};")).unwrap();
+        assert_eq!(migrate(&mut c, MIGRATIONS, &map).unwrap(), latest_version(MIGRATIONS));
     }
 }

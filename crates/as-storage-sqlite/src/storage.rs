@@ -12,6 +12,7 @@ use as_storage::{
     StorageErrorKind, Timestamp, UpsertSession, encode_envelope, encode_record, validate_id, validate_import,
 };
 use async_trait::async_trait;
+use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use crate::error::{BACKEND, OpError};
@@ -222,8 +223,6 @@ fn encode(op: &'static str, inner: &Inner, meta: &SessionMeta, state: &AgentStat
     })
 }
 
-/// A state encoded on the async side, so that only bytes move into the blocking pool (never a copy of the
-/// state): its canonical JSON exactly as [`encode_record`] embeds it in the record of `session_id`.
 /// Inserts a session row (the record and its listing columns); returns its `pk`.
 fn insert_session_row(
     tx: &rusqlite::Transaction<'_>,
@@ -256,6 +255,8 @@ fn insert_session_row(
     .map_err(|e| inner.map(e).into())
 }
 
+/// A state encoded on the async side, so that only bytes move into the blocking pool (never a copy of the
+/// state): its canonical JSON exactly as [`encode_record`] embeds it in the record of `session_id`.
 struct EncodedState {
     json: String,
     message_count: i64,
@@ -488,17 +489,29 @@ fn list_blocking(
              ORDER BY created_sort DESC, id DESC LIMIT ?6",
         )
         .map_err(|e| inner.map(e))?;
-    type Row = (String, String, String, String, String, i64, i64, String);
+    type Columns = (String, String, String, String, i64, i64);
+    // The id and the sort key (what the cursor needs) are read as text whatever their type; a
+    // value of the wrong type in any other column makes that row an error item, not a failed page.
     let rows = stmt
         .query_map(params![owner.user_id, owner.agent_id, has_cursor, after_sort, after_id, fetch], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?))
+            let text = |i: usize| -> rusqlite::Result<String> {
+                Ok(match r.get_ref(i)? {
+                    ValueRef::Text(t) | ValueRef::Blob(t) => String::from_utf8_lossy(t).into_owned(),
+                    ValueRef::Integer(n) => n.to_string(),
+                    ValueRef::Real(x) => x.to_string(),
+                    ValueRef::Null => String::new(),
+                })
+            };
+            let columns: rusqlite::Result<Columns> =
+                (|| Ok((r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?)))();
+            Ok((text(0)?, text(7)?, columns))
         })
         .map_err(|e| inner.map(e))?;
     let mut out = SessionPage::default();
     let mut last: Option<(String, String)> = None;
     let mut seen = 0usize;
     for row in rows {
-        let (id, name, created, updated, source, count, size, sort): Row = row.map_err(|e| inner.map(e))?;
+        let (id, sort, columns) = row.map_err(|e| inner.map(e))?;
         seen += 1;
         if seen > limit {
             out.next_cursor = last.take().map(|(s, i)| format!("{s}|{i}"));
@@ -506,6 +519,8 @@ fn list_blocking(
         }
         last = Some((sort, id.clone()));
         let summary = (|| -> Result<SessionSummary, OpError> {
+            let (name, created, updated, source, count, size) =
+                columns.map_err(|e| corrupt(OP, "listing column", e))?;
             Ok(SessionSummary {
                 id: id.clone(),
                 name,

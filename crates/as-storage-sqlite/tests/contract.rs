@@ -292,6 +292,14 @@ async fn a_damaged_record_is_a_serialization_error_not_a_crash() {
     assert_eq!(page.errors.len(), 1);
     assert_eq!(page.errors[0].session_id, bad.id);
     assert_eq!(page.errors[0].error.kind(), StorageErrorKind::Serialization);
+    // So is a column holding a value of the wrong type (a BLOB name, a text count).
+    for damage in ["name = x'ff', created_at = created_sort", "name = 'ok', message_count = 'n/a'"] {
+        raw(&dir).execute(&format!("UPDATE sessions SET {damage} WHERE id = ?1"), [&bad.id]).unwrap();
+        let page = s.list_sessions(&owner(), &PageRequest::default()).await.unwrap();
+        assert_eq!(page.sessions.len(), 1, "{damage}");
+        assert_eq!(page.errors.len(), 1, "{damage}");
+        assert_eq!(page.errors[0].error.kind(), StorageErrorKind::Serialization, "{damage}");
+    }
     assert!(s.get_session(&owner().session(good.id)).await.unwrap().is_some());
     assert!(s.delete_session(&key).await.unwrap(), "a damaged session can still be deleted");
 }

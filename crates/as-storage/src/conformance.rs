@@ -875,7 +875,19 @@ pub async fn invalid_ids_are_rejected<F: StorageFactory>(factory: &F) -> Res {
             }
         }
     }
+    // A schedule id is an id too (it names a schedule index); empty means none.
+    for b in bad.iter().copied() {
+        c.kind(
+            &format!("upsert_session with schedule {b:?}"),
+            s.upsert_session(req(&good, "bad").with_schedule(b)).await,
+            StorageErrorKind::InvalidKey,
+        )?;
+    }
     c.ensure(c.list_all(&s, &good, 50).await?.is_empty(), || "a rejected call wrote something".into())?;
+    let unscheduled = c.create(&s, req(&good, "no schedule").with_schedule("")).await?;
+    c.ensure(c.ok("delete", s.delete_session(&good.session(unscheduled.id)).await)?, || {
+        "the session created with an empty schedule id is not there".into()
+    })?;
     let max = "y".repeat(crate::MAX_ID_BYTES);
     for (u, a, sid) in [
         ("user-1", "a_b.c", "0d65955a11824199afb64130822a68b9"),

@@ -256,6 +256,9 @@ impl StorageBase for InMemoryStorage {
         if let Some(id) = &explicit {
             validate_id("session_id", id)?;
         }
+        if let Some(schedule) = req.source_schedule_id.as_deref().filter(|s| !s.is_empty()) {
+            validate_id("source_schedule_id", schedule)?;
+        }
         let Some(id) = explicit else {
             // A fresh id: a collision is practically impossible, but stay correct anyway.
             loop {

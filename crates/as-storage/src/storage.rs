@@ -191,8 +191,9 @@ pub enum ImportOutcome {
 /// * **Lifecycle.** Call [`StorageBase::open`] before use and [`StorageBase::close`] after; both are
 ///   idempotent. Methods called on a closed store fail with `Unavailable` (a store that was
 ///   never opened may fail the same way; [`crate::InMemoryStorage`] does) \[`lifecycle`\].
-/// * **Ids.** Every id is checked with [`crate::validate_id`] before any I/O; a bad one fails
-///   with [`crate::StorageErrorKind::InvalidKey`] and nothing is read or written \[`invalid_ids_are_rejected`\].
+/// * **Ids.** Every id (a non-empty `source_schedule_id` included) is checked with
+///   [`crate::validate_id`] before any I/O; a bad one fails with
+///   [`crate::StorageErrorKind::InvalidKey`] and nothing is read or written \[`invalid_ids_are_rejected`\].
 /// * **Addressing and ownership.** A session is addressed by `(user_id, agent_id, session_id)`;
 ///   session ids are unique per user (as in the 2.0.4 Redis layout). Every method sees a session
 ///   only under the exact owner that created it: a wrong `agent_id` (or `user_id`) behaves as if

@@ -206,6 +206,9 @@ impl StorageBase for JsonDirStorage {
                 id.to_owned()
             }
         };
+        if let Some(schedule) = req.source_schedule_id.as_deref().filter(|s| !s.is_empty()) {
+            validate_id("source_schedule_id", schedule)?;
+        }
         self.run(OP, move |db| {
             let path = db.record_path(&req.owner.user_id, &id);
             if let Some(bytes) = db.read(OP, &path)? {
