@@ -262,6 +262,13 @@ pub struct OpenAiCompatibleConfig {
     pub idle_timeout: Duration,
     /// Provider-level retries of retryable errors, before the first chunk.
     pub retry: RetryPolicy,
+    /// The largest non-streamed response body accepted, in bytes (default 64 MiB); more is an
+    /// [`ModelErrorKind::InvalidResponse`]. A streamed response is bounded per event instead
+    /// ([`crate::DEFAULT_MAX_EVENT_BYTES`]).
+    pub max_response_bytes: usize,
+    /// The directory whose files `file://` media URLs in messages may name (read and sent inline);
+    /// `None` (default) reads none. See [`crate::FormatterOptions::local_files`].
+    pub local_files: Option<std::path::PathBuf>,
 }
 
 impl OpenAiCompatibleConfig {
@@ -282,6 +289,8 @@ impl OpenAiCompatibleConfig {
             request_timeout: Duration::from_secs(120),
             idle_timeout: Duration::from_secs(120),
             retry: RetryPolicy::default(),
+            max_response_bytes: 4 * crate::DEFAULT_MAX_EVENT_BYTES,
+            local_files: None,
         }
     }
 
@@ -359,6 +368,18 @@ impl OpenAiCompatibleConfig {
         self.connect_timeout = connect;
         self.request_timeout = request;
         self.idle_timeout = idle;
+        self
+    }
+
+    /// Sets the largest non-streamed response body accepted (at least 1 KiB).
+    pub fn with_max_response_bytes(mut self, bytes: usize) -> Self {
+        self.max_response_bytes = bytes.max(1024);
+        self
+    }
+
+    /// Lets `file://` media URLs name files inside `dir` (see [`crate::FormatterOptions::local_files`]).
+    pub fn with_local_files(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.local_files = Some(dir.into());
         self
     }
 

@@ -23,6 +23,12 @@ pub struct FormatterOptions {
     pub video: bool,
     /// Identifier generator for media returned by tools.
     pub media_id: MediaIdFactory,
+    /// The directory whose files `file://` media URLs may name (they are read and sent inline,
+    /// up to [`MAX_LOCAL_FILE_BYTES`]). `None`, the default, reads no local file: an image or video
+    /// URL is passed on as it is and audio from a file URL is skipped. (AgentScope 2.0.4 reads
+    /// any path a message names, which in a service lets a user's message send the server's files
+    /// to the model provider.)
+    pub local_files: Option<std::path::PathBuf>,
 }
 
 impl fmt::Debug for FormatterOptions {
@@ -31,6 +37,7 @@ impl fmt::Debug for FormatterOptions {
             .field("include_name", &self.include_name)
             .field("reasoning_content", &self.reasoning_content)
             .field("video", &self.video)
+            .field("local_files", &self.local_files)
             .finish_non_exhaustive()
     }
 }
@@ -38,12 +45,24 @@ impl fmt::Debug for FormatterOptions {
 impl FormatterOptions {
     /// `OpenAIChatFormatter`: names, no reasoning content, images and audio.
     pub fn openai() -> Self {
-        Self { include_name: true, reasoning_content: false, video: false, media_id: Arc::new(shortuuid) }
+        Self {
+            include_name: true,
+            reasoning_content: false,
+            video: false,
+            media_id: Arc::new(shortuuid),
+            local_files: None,
+        }
     }
 
     /// `DashScopeChatFormatter`: no names, images, audio and video; `reasoning_content` when `thinking`.
     pub fn dashscope(thinking: bool) -> Self {
-        Self { include_name: false, reasoning_content: thinking, video: true, media_id: Arc::new(shortuuid) }
+        Self {
+            include_name: false,
+            reasoning_content: thinking,
+            video: true,
+            media_id: Arc::new(shortuuid),
+            local_files: None,
+        }
     }
 
     /// Replaces the media identifier generator (tests).
@@ -144,8 +163,8 @@ impl ChatFormatter {
             return None;
         };
         match kind {
-            MediaKind::Image => Some(json!({"type": "image_url", "image_url": {"url": image_url(d)}})),
-            MediaKind::Video => Some(json!({"type": "video_url", "video_url": {"url": image_url(d)}})),
+            MediaKind::Image => Some(json!({"type": "image_url", "image_url": {"url": self.image_url(d)}})),
+            MediaKind::Video => Some(json!({"type": "video_url", "video_url": {"url": self.image_url(d)}})),
             MediaKind::Audio => {
                 let format = match mt {
                     "audio/wav" | "audio/x-wav" | "audio/wave" => "wav",
@@ -157,7 +176,7 @@ impl ChatFormatter {
                 };
                 let data = match &d.source {
                     Source::Base64(b) => b.data.clone(),
-                    Source::Url(u) => match read_file_url(&u.url) {
+                    Source::Url(u) => match read_file_url(&u.url, self.opts.local_files.as_deref()) {
                         Some(bytes) => base64::engine::general_purpose::STANDARD.encode(bytes),
                         None => {
                             tracing::warn!(url = %u.url, "remote audio URLs are not downloaded; skipped");
@@ -319,22 +338,45 @@ impl ChatFormatter {
     }
 }
 
-/// An image (or video) URL part: base64 becomes a data URI, `file://` is read into one, other URLs pass through.
-fn image_url(d: &DataBlock) -> String {
-    match &d.source {
-        Source::Base64(b) => format!("data:{};base64,{}", b.media_type, b.data),
-        Source::Url(u) => match read_file_url(&u.url) {
-            Some(bytes) => {
-                format!("data:{};base64,{}", u.media_type, base64::engine::general_purpose::STANDARD.encode(bytes))
-            }
-            None => u.url.clone(),
-        },
+/// The largest local file a `file://` media URL may inline (see [`FormatterOptions::local_files`]).
+pub const MAX_LOCAL_FILE_BYTES: u64 = 20 * 1024 * 1024;
+
+impl ChatFormatter {
+    /// An image (or video) URL part: base64 becomes a data URI, a readable `file://` is read into
+    /// one, other URLs pass through.
+    fn image_url(&self, d: &DataBlock) -> String {
+        match &d.source {
+            Source::Base64(b) => format!("data:{};base64,{}", b.media_type, b.data),
+            Source::Url(u) => match read_file_url(&u.url, self.opts.local_files.as_deref()) {
+                Some(bytes) => {
+                    format!("data:{};base64,{}", u.media_type, base64::engine::general_purpose::STANDARD.encode(bytes))
+                }
+                None => u.url.clone(),
+            },
+        }
     }
 }
 
-fn read_file_url(url: &str) -> Option<Vec<u8>> {
+/// The bytes of a `file://` URL naming a regular file inside `root` (after resolving symlinks and
+/// `..`) of at most [`MAX_LOCAL_FILE_BYTES`]; `None` for anything else (other schemes silently).
+fn read_file_url(url: &str, root: Option<&std::path::Path>) -> Option<Vec<u8>> {
     let path = url::Url::parse(url).ok().filter(|u| u.scheme() == "file")?.to_file_path().ok()?;
-    match std::fs::read(&path) {
+    let Some(root) = root else {
+        tracing::warn!(path = %path.display(), "file:// media URLs are not read (no local_files directory is set)");
+        return None;
+    };
+    let inside = |p: &std::path::Path| -> std::io::Result<std::path::PathBuf> {
+        let (real, root) = (p.canonicalize()?, root.canonicalize()?);
+        if !real.starts_with(&root) {
+            return Err(std::io::Error::new(std::io::ErrorKind::PermissionDenied, "outside the local_files directory"));
+        }
+        let meta = std::fs::metadata(&real)?;
+        if !meta.is_file() || meta.len() > MAX_LOCAL_FILE_BYTES {
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file of at most 20 MiB"));
+        }
+        Ok(real)
+    };
+    match inside(&path).and_then(std::fs::read) {
         Ok(b) => Some(b),
         Err(e) => {
             tracing::warn!(path = %path.display(), error = %e, "cannot read a file:// media URL");
@@ -361,18 +403,83 @@ fn describe_unsupported(d: &DataBlock) -> String {
     format!("<system-reminder>A(n) {mt} file is returned and saved at '{location}'.</system-reminder>")
 }
 
+/// Writes the decoded data to `agentscope-<content uuid>.<ext>` in the temp directory, once: the
+/// name comes from the bytes (a name-based UUID), so formatting the same history again (every
+/// reasoning step does) finds the file in place instead of writing a new one, and the prompt
+/// text stays the same. The file is written under a fresh name and renamed into place (a rename
+/// replaces a planted symlink instead of writing through it); an existing file is used only when
+/// it holds exactly these bytes.
 fn write_temp(data_b64: &str, media_type: &str) -> Option<String> {
     let bytes = base64::engine::general_purpose::STANDARD.decode(data_b64).ok()?;
     let ext =
         media_type.rsplit('/').next().unwrap_or("bin").chars().filter(char::is_ascii_alphanumeric).collect::<String>();
-    let path = std::env::temp_dir().join(format!("agentscope-{}.{ext}", uuid::Uuid::new_v4().simple()));
-    std::fs::write(&path, bytes).ok()?;
+    let name = uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, &bytes).simple();
+    let path = std::env::temp_dir().join(format!("agentscope-{name}.{ext}"));
+    let in_place = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file() && m.len() == bytes.len() as u64)
+        && std::fs::read(&path).is_ok_and(|old| old == bytes);
+    if !in_place {
+        let fresh = std::env::temp_dir().join(format!(".agentscope-{}.tmp", uuid::Uuid::new_v4().simple()));
+        if let Err(e) = std::fs::write(&fresh, &bytes).and_then(|()| std::fs::rename(&fresh, &path)) {
+            let _ = std::fs::remove_file(&fresh);
+            tracing::warn!(path = %path.display(), error = %e, "cannot save unsupported media to a temporary file");
+            return None;
+        }
+    }
     Some(path.display().to_string())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn file_urls_are_read_only_inside_the_local_files_directory() {
+        let base = std::env::temp_dir().join(format!("agentscope-local-{}", uuid::Uuid::new_v4().simple()));
+        let (root, outside) = (base.join("root"), base.join("outside"));
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(root.join("cat.png"), b"cat").unwrap();
+        std::fs::write(outside.join("secret.env"), b"KEY=1").unwrap();
+        std::os::unix::fs::symlink(outside.join("secret.env"), root.join("link.png")).unwrap();
+        let url = |p: &std::path::Path| url::Url::from_file_path(p).unwrap().to_string();
+        let inside = url(&root.join("cat.png"));
+        assert_eq!(read_file_url(&inside, None), None, "no directory: nothing is read");
+        assert_eq!(read_file_url(&inside, Some(&root)), Some(b"cat".to_vec()));
+        for escape in [
+            url(&outside.join("secret.env")),
+            url(&root.join("link.png")),
+            format!("{}/../outside/secret.env", url(&root)),
+            url(&root),
+        ] {
+            assert_eq!(read_file_url(&escape, Some(&root)), None, "{escape}");
+        }
+        assert_eq!(read_file_url("https://example.com/cat.png", Some(&root)), None);
+        // Through the formatter: without a directory the URL is passed on, never inlined.
+        let block = DataBlock::new(Source::Url(as_message::UrlSource::new(&inside, "image/png").unwrap()), None);
+        let f = ChatFormatter::new(FormatterOptions::openai());
+        assert_eq!(f.image_url(&block), inside);
+        let f = ChatFormatter::new(FormatterOptions { local_files: Some(root.clone()), ..FormatterOptions::openai() });
+        assert_eq!(f.image_url(&block), "data:image/png;base64,Y2F0");
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn unsupported_media_is_saved_once_under_a_name_from_its_bytes() {
+        let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+        let data = format!("agentscope-test-{}", uuid::Uuid::new_v4());
+        let first = write_temp(&b64(data.as_bytes()), "audio/wav").unwrap();
+        let again = write_temp(&b64(data.as_bytes()), "audio/wav").unwrap();
+        assert_eq!(first, again, "the same bytes, the same file (and the same prompt text)");
+        assert!(first.ends_with(".wav"), "{first}");
+        assert_eq!(std::fs::read(&first).unwrap(), data.as_bytes());
+        let other = write_temp(&b64(b"other bytes"), "audio/wav").unwrap();
+        assert_ne!(first, other);
+        // A file planted under the name with other bytes is replaced, never trusted.
+        std::fs::write(&first, b"planted").unwrap();
+        assert_eq!(write_temp(&b64(data.as_bytes()), "audio/wav").unwrap(), first);
+        assert_eq!(std::fs::read(&first).unwrap(), data.as_bytes());
+        let _ = std::fs::remove_file(&first);
+    }
 
     #[test]
     fn shortuuid_shape() {

@@ -56,7 +56,7 @@ mod sse;
 pub mod test_server;
 
 pub use config::{ApiKey, Flavor, OpenAiCompatibleConfig, Parameters, Preset};
-pub use format::{ChatFormatter, FormatterOptions, MediaIdFactory, shortuuid};
+pub use format::{ChatFormatter, FormatterOptions, MAX_LOCAL_FILE_BYTES, MediaIdFactory, shortuuid};
 pub use parse::{ReasoningField, StreamState};
 pub use provider::{
     DashScopeChatModel, DeepSeekChatModel, OllamaChatModel, OpenAiChatModel, OpenAiCompatibleModel, inline_refs,

@@ -46,12 +46,14 @@ impl OpenAiCompatibleModel {
                 format!("cannot build the HTTP client: {e}"),
             )
         })?;
-        let formatter = ChatFormatter::new(match config.flavor {
+        let mut opts = match config.flavor {
             Flavor::OpenAi => {
                 FormatterOptions { reasoning_content: config.send_reasoning_content, ..FormatterOptions::openai() }
             }
             Flavor::DashScope => FormatterOptions::dashscope(config.send_reasoning_content),
-        });
+        };
+        opts.local_files.clone_from(&config.local_files);
+        let formatter = ChatFormatter::new(opts);
         Ok(Self { config, client, formatter })
     }
 
@@ -200,7 +202,11 @@ impl OpenAiCompatibleModel {
             return Ok(resp);
         }
         let headers = resp.headers().clone();
-        let body = resp.text().await.unwrap_or_default();
+        // Only a snippet goes into the error: read at most MAX_ERROR_BODY_BYTES of it.
+        let body = match read_body(resp, MAX_ERROR_BODY_BYTES).await {
+            Ok(Body::Whole(b)) | Ok(Body::Truncated(b)) => String::from_utf8_lossy(&b).into_owned(),
+            Err(_) => String::new(),
+        };
         Err(from_status(provider, status.as_u16(), &headers, &body, self.secret()))
     }
 
@@ -249,9 +255,15 @@ impl ChatModel for OpenAiCompatibleModel {
             let text = tokio::select! {
                 biased;
                 () = cancel.cancelled() => return Ok(ChatStream::interrupted()),
-                r = tokio::time::timeout(self.config.request_timeout, resp.text()) => match r {
+                r = tokio::time::timeout(self.config.request_timeout, read_body(resp, self.config.max_response_bytes)) => match r {
                     Err(_) => return Err(ModelError::new(ModelErrorKind::Timeout, provider, "the response body did not arrive in time")),
-                    Ok(r) => r.map_err(|e| from_transport(provider, e, self.secret()))?,
+                    Ok(Err(e)) => return Err(from_transport(provider, e, self.secret())),
+                    Ok(Ok(Body::Truncated(_))) => return Err(ModelError::new(
+                        ModelErrorKind::InvalidResponse,
+                        provider,
+                        format!("the response body is over {} bytes", self.config.max_response_bytes),
+                    )),
+                    Ok(Ok(Body::Whole(b))) => String::from_utf8_lossy(&b).into_owned(),
                 },
             };
             let mut response = state.parse_response(&text)?;
@@ -473,6 +485,31 @@ preset_type!(
     OllamaChatModel,
     Preset::Ollama
 );
+
+/// The most of an error response body that is read (the error message quotes a snippet of it).
+const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
+
+/// A response body read up to a limit.
+enum Body {
+    /// All of it.
+    Whole(Vec<u8>),
+    /// Its first `limit` bytes; there was more.
+    Truncated(Vec<u8>),
+}
+
+/// Reads `resp`'s body, stopping after `limit` bytes (a server cannot make us buffer more).
+async fn read_body(mut resp: reqwest::Response, limit: usize) -> std::result::Result<Body, reqwest::Error> {
+    let mut out = Vec::new();
+    while let Some(chunk) = resp.chunk().await? {
+        let room = limit - out.len();
+        if chunk.len() > room {
+            out.extend_from_slice(chunk.get(..room).unwrap_or_default());
+            return Ok(Body::Truncated(out));
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(Body::Whole(out))
+}
 
 #[cfg(test)]
 mod tests {

@@ -197,6 +197,28 @@ async fn unauthorized_is_auth_and_never_retried_nor_leaks_the_key() {
 }
 
 #[tokio::test]
+async fn oversized_bodies_are_never_buffered_whole() {
+    let s = server().await;
+    // A non-streamed answer over the limit is an invalid response, not an allocation of its size.
+    let big = "x".repeat(64 * 1024);
+    s.push(MockReply::json(chunk::completion(json!({"role": "assistant", "content": big}), "stop", 1, 1)));
+    let m = model(config(&s).with_stream(false).with_max_response_bytes(16 * 1024));
+    let e = m.call(ChatRequest::new(vec![Msg::user("user", "Hi")])).await.unwrap_err();
+    assert_eq!(e.kind(), ModelErrorKind::InvalidResponse, "{e}");
+    assert!(e.to_string().contains("over 16384 bytes"), "{e}");
+    // The same body under the limit is fine.
+    let big = "x".repeat(8 * 1024);
+    s.push(MockReply::json(chunk::completion(json!({"role": "assistant", "content": big}), "stop", 1, 1)));
+    assert_eq!(m.call(ChatRequest::new(vec![Msg::user("user", "Hi")])).await.unwrap().text().len(), 8 * 1024);
+    // An error body is quoted from its first 64 KiB only.
+    let huge = format!("{}{}", "y".repeat(70 * 1024), "TAIL-MARKER");
+    s.push(MockReply::error(400, &huge, None));
+    let e = m.call(ChatRequest::new(vec![Msg::user("user", "Hi")])).await.unwrap_err();
+    assert_eq!(e.status(), Some(400));
+    assert!(!format!("{e:?}").contains("TAIL-MARKER"), "the error read past its cap");
+}
+
+#[tokio::test]
 async fn rate_limited_reports_retry_after_then_retries_it() {
     let s = server().await;
     s.push(MockReply::error(429, "Rate limit reached", Some("rate_limit_exceeded")).with_header("retry-after", "2"));
