@@ -1,7 +1,7 @@
 //! Chat completion responses and stream chunks: our own serde types (plain structs, no untagged enums, so they
 //! deserialize under serde_json's `arbitrary_precision`) and the per-stream state that turns chunks into deltas.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use as_message::{ContentBlock, JsonMap, TextBlock, ThinkingBlock, ToolCallBlock, generate_id};
 use as_model::{ChatChunk, ChatResponse, ChatUsage, FinishReason, ModelError, ModelErrorKind};
@@ -110,6 +110,8 @@ pub struct StreamState {
     text_id: String,
     thinking_id: String,
     calls: BTreeMap<u64, (String, String)>,
+    /// Tool-call ids in use (the request's history, then this response's calls).
+    taken: HashSet<String>,
     saw_finish: bool,
     started: std::time::Instant,
 }
@@ -123,9 +125,19 @@ impl StreamState {
             text_id: generate_id(),
             thinking_id: generate_id(),
             calls: BTreeMap::new(),
+            taken: HashSet::new(),
             saw_finish: false,
             started: std::time::Instant::now(),
         }
+    }
+
+    /// Declares the tool-call ids the conversation already uses. A provider that repeats an id (some
+    /// compatible servers number calls `call_0`, `call_1`, … in every response) would otherwise make
+    /// a new call look answered by an old result; such an id is replaced by a fresh one, as is an id
+    /// that two calls of one response share.
+    pub fn with_taken_ids(mut self, ids: impl IntoIterator<Item = String>) -> Self {
+        self.taken.extend(ids);
+        self
     }
 
     /// Whether a finish reason was received.
@@ -182,7 +194,13 @@ impl StreamState {
                 let function = call.function.unwrap_or_default();
                 let entry = self.calls.entry(index).or_insert_with(|| (String::new(), String::new()));
                 if entry.0.is_empty() {
-                    entry.0 = call.id.filter(|i| !i.is_empty()).unwrap_or_else(|| format!("call_{}", generate_id()));
+                    let mut id = call.id.filter(|i| !i.is_empty()).unwrap_or_else(|| format!("call_{}", generate_id()));
+                    if self.taken.contains(&id) {
+                        tracing::debug!(id = %id, "the provider reused a tool-call id; replaced by a fresh one");
+                        id = format!("call_{}", generate_id());
+                    }
+                    self.taken.insert(id.clone());
+                    entry.0 = id;
                 }
                 if let Some(n) = function.name.filter(|n| !n.is_empty())
                     && entry.1.is_empty()
@@ -218,6 +236,22 @@ pub(crate) fn truncate(s: &str, max: usize) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reused_tool_call_id_is_replaced() {
+        let mut st = StreamState::new("t", ReasoningField::ContentOrReasoning).with_taken_ids(["call_0".to_owned()]);
+        let c = st
+            .parse_event(r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_0","function":{"name":"f","arguments":"{}"}},{"index":1,"id":"call_1","function":{"name":"g","arguments":"{}"}},{"index":2,"id":"call_1","function":{"name":"h","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}"#)
+            .unwrap();
+        let mut r = ChatResponse::new(vec![]);
+        r.apply(&c);
+        let ids: Vec<&str> = r.tool_calls().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids.len(), 3);
+        assert_ne!(ids[0], "call_0", "taken by the history");
+        assert_eq!(ids[1], "call_1", "a fresh id is kept");
+        assert_ne!(ids[2], "call_1", "shared with an earlier call of the same response");
+        assert_ne!(ids[0], ids[2]);
+    }
 
     #[test]
     fn tool_call_deltas_by_index() {

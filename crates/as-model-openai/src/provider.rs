@@ -3,7 +3,7 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use as_message::{JsonMap, Msg};
+use as_message::{ContentBlock, JsonMap, Msg};
 use as_model::{
     ChatChunk, ChatModel, ChatRequest, ChatStream, HeuristicTokenCounter, ModelError, ModelErrorKind, Result,
     StructuredOutputRequest, StructuredResponse, ToolChoice, ToolChoiceMode, ToolSchema, parse_structured_output,
@@ -249,7 +249,12 @@ impl ChatModel for OpenAiCompatibleModel {
         let Some(resp) = self.send(bytes, &cancel).await? else {
             return Ok(ChatStream::interrupted());
         };
-        let mut state = StreamState::new(self.config.provider, self.reasoning_field());
+        let history = request.messages.iter().flat_map(|m| &m.content).filter_map(|b| match b {
+            ContentBlock::ToolCall(c) => Some(c.id.clone()),
+            ContentBlock::ToolResult(r) => Some(r.id.clone()),
+            _ => None,
+        });
+        let mut state = StreamState::new(self.config.provider, self.reasoning_field()).with_taken_ids(history);
         if !self.config.stream {
             let provider = self.config.provider;
             let text = tokio::select! {

@@ -197,6 +197,22 @@ async fn unauthorized_is_auth_and_never_retried_nor_leaks_the_key() {
 }
 
 #[tokio::test]
+async fn a_tool_call_id_the_history_already_uses_is_replaced() {
+    let s = server().await;
+    // A server that numbers its calls from call_0 in every response (the history has a call_0).
+    s.push(MockReply::sse_steps([
+        SseStep::Data(chunk::tool_call(0, Some("call_0"), Some("get_weather"), r#"{"city": "Paris"}"#).to_string()),
+        SseStep::Data(chunk::finish("tool_calls").to_string()),
+        SseStep::Data("[DONE]".into()),
+    ]));
+    let m = model(config(&s));
+    let r = m.call(ChatRequest::new(conversation()).with_tools(vec![weather_tool()])).await.unwrap();
+    let ids: Vec<&str> = r.tool_calls().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids.len(), 1);
+    assert_ne!(ids[0], "call_0", "the new call would look answered by the old result");
+}
+
+#[tokio::test]
 async fn oversized_bodies_are_never_buffered_whole() {
     let s = server().await;
     // A non-streamed answer over the limit is an invalid response, not an allocation of its size.
