@@ -249,9 +249,11 @@ impl Agent {
     ///
     /// `state` is borrowed for the whole reply. However the stream ends (exhausted, cancelled through
     /// [`ReplyStream::cancel_token`], an error, or simply dropped), `state` is left consistent and resumable:
-    /// the partial model output is kept, every tool call that is not parked has a result (`interrupted` if it
-    /// did not finish), and the interruption notice is never stored. Persist it afterwards in every case (the
-    /// [`crate::SessionRunner`] does).
+    /// the partial model output is kept, every tool call has a result (`interrupted` if it did not finish)
+    /// except the calls of a reply that ended parked (waiting for a confirmation or an external result), and
+    /// the interruption notice is never stored. A stream dropped before its end closes every open call,
+    /// including one that had just started asking for confirmation: nothing is left parked that the caller
+    /// was never told about. Persist the state afterwards in every case (the [`crate::SessionRunner`] does).
     pub fn reply_stream<'a>(&'a self, state: &'a mut AgentState, input: impl Into<ReplyInput>) -> ReplyStream<'a> {
         self.reply_stream_with_cancel(state, input, CancellationToken::new())
     }
