@@ -173,13 +173,17 @@ fn python_decode_message(raw: &str, e: &serde_json::Error) -> String {
 /// Handles: surrounding prose or a Markdown code fence, truncation anywhere (strings,
 /// numbers, `true`/`false`/`null` prefixes, open arrays/objects are closed; a key without a
 /// value is dropped), trailing commas, missing commas between members, single-quoted strings,
-/// unquoted keys, Python's `True`/`False`/`None`.
+/// unquoted keys, Python's `True`/`False`/`None`. Nesting deeper than [`MAX_REPAIR_DEPTH`] is
+/// not repaired (the value there is dropped), so hostile input cannot exhaust the stack.
 pub fn repair_json(raw: &str) -> Option<JsonValue> {
     let text = strip_fence(raw);
     let start = text.find(['{', '['])?;
-    let mut p = Repair { chars: text[start..].chars().collect(), pos: 0 };
+    let mut p = Repair { chars: text[start..].chars().collect(), pos: 0, depth: 0 };
     p.value()
 }
+
+/// The deepest nesting [`repair_json`] follows (serde_json's own parser stops at 128).
+pub const MAX_REPAIR_DEPTH: usize = 128;
 
 fn strip_fence(raw: &str) -> &str {
     let t = raw.trim();
@@ -193,6 +197,8 @@ fn strip_fence(raw: &str) -> &str {
 struct Repair {
     chars: Vec<char>,
     pos: usize,
+    /// Open arrays and objects around `pos`.
+    depth: usize,
 }
 
 impl Repair {
@@ -220,8 +226,23 @@ impl Repair {
     fn value(&mut self) -> Option<JsonValue> {
         self.skip_ws();
         match self.peek()? {
-            '{' => Some(self.object()),
-            '[' => Some(self.array()),
+            '{' | '[' if self.depth >= MAX_REPAIR_DEPTH => {
+                // Too deep: give up on the rest of the input.
+                self.pos = self.chars.len();
+                None
+            }
+            '{' => {
+                self.depth += 1;
+                let v = self.object();
+                self.depth -= 1;
+                Some(v)
+            }
+            '[' => {
+                self.depth += 1;
+                let v = self.array();
+                self.depth -= 1;
+                Some(v)
+            }
             '"' | '\'' => Some(JsonValue::String(self.string())),
             c if c == '-' || c.is_ascii_digit() => self.number(),
             _ => self.literal(),
@@ -421,6 +442,29 @@ mod tests {
 
     fn check(raw: &str, expect: Option<JsonValue>) {
         assert_eq!(parse_arguments(raw).ok().map(JsonValue::Object), expect, "{raw}");
+    }
+
+    #[test]
+    fn hostile_nesting_is_not_followed_to_the_bottom() {
+        for open in ["[", "{\"a\":", "[{\"k\":"] {
+            let deep = open.repeat(200_000);
+            // Returns (whatever is left of the shallow part) instead of overflowing the stack.
+            let v = repair_json(&deep);
+            let mut depth = 0;
+            let mut cur = v.as_ref();
+            while let Some(next) = cur.and_then(|v| match v {
+                JsonValue::Array(a) => a.first(),
+                JsonValue::Object(m) => m.values().next(),
+                _ => None,
+            }) {
+                depth += 1;
+                cur = Some(next);
+            }
+            assert!(depth <= MAX_REPAIR_DEPTH, "{open}: depth {depth}");
+        }
+        // Legitimate nesting within the limit is still repaired.
+        let ok = format!("{}1{}", "[".repeat(100), "]".repeat(99));
+        assert!(repair_json(&ok).is_some());
     }
 
     #[test]

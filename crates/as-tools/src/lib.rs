@@ -69,7 +69,7 @@ mod tool;
 mod toolkit;
 mod util;
 
-pub use args::{parse_and_validate, parse_arguments, repair_json, validate_arguments};
+pub use args::{MAX_REPAIR_DEPTH, parse_and_validate, parse_arguments, repair_json, validate_arguments};
 pub use context::{SharedToolState, StateLease, ToolCallContext, ToolStateParts};
 pub use error::{Result, ToolError, ToolErrorKind};
 pub use permission::{
