@@ -26,7 +26,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[derive(Clone, Debug, Default, clap::Args)]
 pub(crate) struct GlobalArgs {
     /// Session storage: `memory`, `sqlite:PATH`, `redis://[:password@]host:port[/db]`, `rediss://…`.
-    #[arg(long, global = true, env = "AGENTSCOPE_STORAGE", value_name = "URL")]
+    #[arg(long, global = true, env = "AGENTSCOPE_STORAGE", hide_env_values = true, value_name = "URL")]
     pub(crate) storage: Option<String>,
 }
 

@@ -14,6 +14,24 @@ use as_storage::SharedStorage;
 
 use crate::exit::{CliError, CliResult, ExitKind};
 
+/// `url` fit to print: the password of a `scheme://user:password@host…` URL becomes `***` (all of
+/// the user part when it has no `:`), also when the rest of the URL is not one we accept.
+pub(crate) fn redact(url: &str) -> String {
+    let (head, rest) = match url.find("://") {
+        Some(i) => url.split_at(i + 3),
+        None => ("", url),
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    let Some(at) = authority.rfind('@') else { return url.to_owned() };
+    let (userinfo, host) = authority.split_at(at);
+    let shown = match userinfo.split_once(':') {
+        Some((user, _)) => format!("{user}:***"),
+        None => "***".to_owned(),
+    };
+    format!("{head}{shown}{host}{tail}")
+}
+
 /// File name of the default SQLite store, in the directory [`default_sqlite_path`] picks.
 pub(crate) const DEFAULT_SQLITE_FILE: &str = "sessions.db";
 
@@ -94,7 +112,7 @@ impl StorageUrl {
         }
         Err(CliError::new(
             ExitKind::Usage,
-            format!("unsupported --storage {url:?}: expected memory, sqlite:PATH or redis://host:port"),
+            format!("unsupported --storage {:?}: expected memory, sqlite:PATH or redis://host:port", redact(url)),
         ))
     }
 
@@ -131,6 +149,23 @@ mod tests {
     fn check(url: &str, expect: Result<StorageUrl, ExitKind>) {
         let got = StorageUrl::parse(Some(url)).map_err(|e| e.kind());
         assert_eq!(got, expect, "{url:?}");
+    }
+
+    #[test]
+    fn passwords_are_never_shown() {
+        for (url, shown) in [
+            ("redis://:pw@h:6379/0", "redis://:***@h:6379/0"),
+            ("rediss://user:pw@h", "rediss://user:***@h"),
+            ("Redis://:pw@h", "Redis://:***@h"),
+            ("valkey://pw@h?x=1", "valkey://***@h?x=1"),
+            ("redis://:p@ss@h", "redis://:***@h"),
+            ("redis://h:6379", "redis://h:6379"),
+            ("sqlite:/tmp/a@b.db", "sqlite:/tmp/a@b.db"),
+        ] {
+            assert_eq!(redact(url), shown, "{url}");
+        }
+        let e = StorageUrl::parse(Some("Valkey://:hunter2@h:6379")).unwrap_err();
+        assert!(!e.to_string().contains("hunter2"), "{e}");
     }
 
     #[test]

@@ -67,3 +67,13 @@ fn top_level_help_lists_exit_codes() {
         assert!(help.contains(code), "{code:?} in\n{help}");
     }
 }
+
+#[test]
+fn help_never_shows_the_storage_url_from_the_environment() {
+    for args in [&["--help"][..], &["sessions", "list", "--help"]] {
+        let o = agentscope(args).env("AGENTSCOPE_STORAGE", "redis://:hunter2@127.0.0.1:1").output().unwrap();
+        let text = format!("{}{}", stdout(&o), stderr(&o));
+        assert!(text.contains("AGENTSCOPE_STORAGE"), "the variable is still named: {text}");
+        assert!(!text.contains("hunter2"), "{args:?} shows the password: {text}");
+    }
+}

@@ -320,7 +320,8 @@ async fn run_child(
     let exe = std::env::current_exe()
         .map_err(|e| CliError::new(ExitKind::Failed, format!("cannot find the agentscope executable: {e}")))?;
     let mut cmd = tokio::process::Command::new(exe);
-    cmd.arg("--storage").arg(storage_url).arg("demo-step");
+    // The URL may hold a password: the environment, not the command line (which `ps` shows).
+    cmd.env("AGENTSCOPE_STORAGE", storage_url).arg("demo-step");
     cmd.arg(step_name(step)).arg("--workdir").arg(workdir);
     if let Some(s) = session {
         cmd.arg("--session").arg(s);
@@ -480,7 +481,7 @@ pub(crate) async fn run(global: &GlobalArgs, args: DemoArgs) -> CliResult {
     let colour = use_colour(std::io::IsTerminal::is_terminal(&std::io::stdout()));
     let mut p = Printer { colour, passed: 0, failed: 0 };
     println!("agentscope demo: a session's lifecycle, offline (scripted model), every turn a new process");
-    println!("storage: {url}");
+    println!("storage: {}", crate::storage_url::redact(&url));
     let result = steps(&mut p, &storage, &url, &workdir).await;
     let _ = storage.close().await;
     if let Err(e) = &result {
