@@ -235,6 +235,24 @@ async fn bash_runs_in_the_working_directory() {
 }
 
 #[tokio::test]
+async fn bash_hides_the_configured_variables() {
+    let env = Env::new();
+    // By default the process's own credentials are hidden, everything else is passed on.
+    let default = as_tools::builtin::BashTool::default();
+    assert!(default.hidden_env.iter().any(|v| v == "OPENAI_API_KEY"));
+    assert!(default.hidden_env.iter().any(|v| v == "AGENTSCOPE_STORAGE"));
+    assert_eq!(ok(&env.call("Bash", json!({"command": "echo ${HOME:+set}"})).await), "set\n");
+    // The mechanism, on a variable every test process has.
+    let hiding = as_tools::builtin::BashTool { hidden_env: vec!["HOME".into()], ..Default::default() };
+    use as_tools::IntoDynTool as _;
+    let toolkit = Toolkit::new().with(hiding.into_dyn_tool());
+    let out: Vec<ToolOutput> =
+        toolkit.call("Bash", &json!({"command": "echo ${HOME:-hidden}"}).to_string(), env.ctx()).collect().await;
+    let Some(ToolOutput::Response(r)) = out.last() else { panic!("{out:?}") };
+    assert_eq!(r.text(), "hidden\n");
+}
+
+#[tokio::test]
 async fn bash_limits_output_and_time() {
     let env = Env::new();
     let big = ok(&env.call("Bash", json!({"command": "head -c 100000 /dev/zero | tr '\\0' x"})).await);

@@ -87,7 +87,15 @@ pub struct BashTool {
     pub max_stream_bytes: usize,
     /// The shell (`bash` if found, else `/bin/sh`).
     pub shell: PathBuf,
+    /// Environment variables the command does not get (default [`HIDDEN_ENV`]: this process's own
+    /// credentials, which a model-directed command has no business reading).
+    pub hidden_env: Vec<String>,
 }
+
+/// The variables [`BashTool`] hides by default: the model providers' API keys and the storage URL
+/// (which may hold a Redis password).
+pub const HIDDEN_ENV: &[&str] =
+    &["OPENAI_API_KEY", "DASHSCOPE_API_KEY", "DEEPSEEK_API_KEY", "ANTHROPIC_API_KEY", "AGENTSCOPE_STORAGE"];
 
 impl Default for BashTool {
     fn default() -> Self {
@@ -96,7 +104,12 @@ impl Default for BashTool {
             .map(PathBuf::from)
             .find(|p| p.exists())
             .unwrap_or_else(|| PathBuf::from("/bin/sh"));
-        Self { max_output_chars: 30_000, max_stream_bytes: 1024 * 1024, shell }
+        Self {
+            max_output_chars: 30_000,
+            max_stream_bytes: 1024 * 1024,
+            shell,
+            hidden_env: HIDDEN_ENV.iter().map(|v| (*v).to_owned()).collect(),
+        }
     }
 }
 
@@ -137,8 +150,7 @@ impl Tool for BashTool {
 
     async fn call(&self, a: BashArgs, ctx: ToolCallContext) -> Result<ToolStream, ToolError> {
         let timeout_ms = a.timeout.min(MAX_TIMEOUT_MS);
-        let out =
-            run_in_group(&self.shell, &a.command, &ctx.working_dir, timeout_ms, self.max_stream_bytes, &ctx).await?;
+        let out = run_in_group(self, &a.command, &ctx.working_dir, timeout_ms, &ctx).await?;
         let stdout = super::decode_text(&out.stdout);
         let stderr = super::decode_text(&out.stderr);
         let truncate = |s: String| {
@@ -195,14 +207,17 @@ impl Drop for GroupGuard {
 }
 
 async fn run_in_group(
-    shell: &Path,
+    tool: &BashTool,
     command: &str,
     cwd: &Path,
     timeout_ms: u64,
-    cap: usize,
     ctx: &ToolCallContext,
 ) -> Result<Output, ToolError> {
-    let mut cmd = tokio::process::Command::new(shell);
+    let cap = tool.max_stream_bytes;
+    let mut cmd = tokio::process::Command::new(&tool.shell);
+    for var in &tool.hidden_env {
+        cmd.env_remove(var);
+    }
     cmd.arg("-c")
         .arg(command)
         .current_dir(cwd)
@@ -335,22 +350,33 @@ pub(crate) fn injection_risk(command: &str) -> Option<String> {
         }
     }
     for seg in split_command_segments(command) {
-        if let Some(first) = command_words(&seg).first()
-            && matches!(first.as_str(), "eval" | "exec" | "source" | ".")
-        {
+        let Some(first) = command_words(&seg).into_iter().next() else { continue };
+        if matches!(first.as_str(), "eval" | "exec" | "source" | ".") {
             return Some(format!("Command uses '{first}', which runs code that cannot be analysed"));
+        }
+        // A subshell, a group, a negation or a wrapper runs the command after it, which the
+        // checks below (which look at a segment's first word) would not see: `(rm -rf ~)`,
+        // `time rm -rf /`, `env rm …`, `sh -c '…'`.
+        if first.starts_with(['(', '{', '!']) || COMMAND_WRAPPERS.contains(&first.as_str()) {
+            return Some(format!("Command runs another command through '{first}', which cannot be analysed"));
         }
     }
     None
 }
+
+/// Commands that run the command in their arguments (or a script), so it cannot be analysed.
+const COMMAND_WRAPPERS: &[&str] = &[
+    "time", "command", "builtin", "nohup", "nice", "env", "sudo", "doas", "su", "xargs", "timeout", "stdbuf", "setsid",
+    "chroot", "unshare", "watch", "parallel", "flock", "bash", "sh", "zsh", "dash", "ksh", "fish", "busybox",
+];
 
 /// Commands that only read (with the argument checks in [`is_read_only_command`]): no entry
 /// may write a file or change the system through an argument (`uniq in out`, `date -s`,
 /// `hostname x` are therefore absent).
 const READ_ONLY_COMMANDS: &[&str] = &[
     "ls", "pwd", "cat", "head", "tail", "wc", "echo", "printf", "grep", "rg", "which", "whoami", "stat", "file", "du",
-    "df", "tree", "sort", "diff", "printenv", "id", "uname", "basename", "dirname", "realpath", "readlink", "true",
-    "false", "cut", "tr", "nl", "type",
+    "df", "tree", "sort", "diff", "id", "uname", "basename", "dirname", "realpath", "readlink", "true", "false", "cut",
+    "tr", "nl", "type",
 ];
 
 const READ_ONLY_GIT: &[&str] = &["status", "log", "diff", "show", "rev-parse", "ls-files", "blame", "describe"];
@@ -365,17 +391,33 @@ pub(crate) fn is_read_only_command(command: &str) -> bool {
             }
             let words = command_words(seg);
             let Some(first) = words.first() else { return false };
-            let writes_output = words.iter().any(|w| w == "-o" || w.starts_with("--output") || w.starts_with("-o"));
+            // `-o FILE` alone or inside a cluster of short flags (`sort -uo f`), `--output…`, or a
+            // program to run (`sort --compress-program`).
+            let writes_output = words.iter().skip(1).any(|w| {
+                w.starts_with("--output")
+                    || w.starts_with("--compress-program")
+                    || (w.starts_with('-') && !w.starts_with("--") && w.contains('o'))
+            });
             match first.as_str() {
                 "git" => {
                     words.get(1).is_some_and(|s| READ_ONLY_GIT.contains(&s.as_str()))
                         && !words.iter().any(|w| w.starts_with("--output"))
                 }
                 "sort" | "tree" => !writes_output,
+                // `--pre COMMAND` runs a program on every file searched.
+                "rg" => !words.iter().any(|w| w.starts_with("--pre")),
                 "find" => !words.iter().any(|w| {
                     matches!(
                         w.as_str(),
-                        "-exec" | "-execdir" | "-delete" | "-ok" | "-okdir" | "-fprint" | "-fprintf" | "-fls"
+                        "-exec"
+                            | "-execdir"
+                            | "-delete"
+                            | "-ok"
+                            | "-okdir"
+                            | "-fprint"
+                            | "-fprint0"
+                            | "-fprintf"
+                            | "-fls"
                     )
                 }),
                 other => READ_ONLY_COMMANDS.contains(&other),
@@ -599,6 +641,14 @@ mod tests {
             ("sort in.txt", true),
             ("git diff --output=x", false),
             ("uniq a b", false),
+            ("sort -uo ~/.bashrc /dev/null", false),
+            ("sort --compress-program=sh big.txt", false),
+            ("sort -u in.txt", true),
+            ("rg --pre rm x /proj", false),
+            ("rg --pre=rm x", false),
+            ("rg -n todo src", true),
+            ("find . -fprint0 notes.txt", false),
+            ("printenv OPENAI_API_KEY", false),
             ("", false),
         ] {
             assert_eq!(is_read_only_command(cmd), expect, "{cmd}");
@@ -615,6 +665,10 @@ mod tests {
         assert!(injection_risk("ls $(rm -rf /)").is_some());
         assert!(injection_risk("echo '$(not)'").is_none());
         assert!(injection_risk("eval \"$X\"").is_some());
+        for wrapped in ["(rm -rf ~)", "{ rm -rf x; }", "time rm -rf ~", "command rm -rf /", "env rm -rf /", "! rm x"] {
+            assert!(injection_risk(wrapped).is_some(), "{wrapped}");
+        }
+        assert!(injection_risk("ls -la && git status").is_none());
         assert_eq!(file_targets("echo x > .bashrc; cp a b"), [".bashrc", "a", "b"]);
     }
 

@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use as_message::{PermissionBehavior, PermissionRule};
 
-pub use bash::{BashArgs, BashTool, MAX_TIMEOUT_MS};
+pub use bash::{BashArgs, BashTool, HIDDEN_ENV, MAX_TIMEOUT_MS};
 pub use edit::{EditArgs, EditTool};
 pub use glob::{GlobArgs, GlobTool};
 pub use grep::{GrepArgs, GrepOutputMode, GrepTool};
