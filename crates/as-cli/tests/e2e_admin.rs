@@ -187,6 +187,23 @@ fn validate_reports_a_corrupt_record() {
 }
 
 #[test]
+fn export_leaves_out_an_unreadable_record_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("a.db");
+    let storage = format!("sqlite:{}", db.display());
+    let ids = seed(&storage, dir.path());
+    assert!(corrupt(&db, &ids[0]), "record updated");
+    let o = run(&["--storage", &storage, "sessions", "export", "--user", "alice", "--agent", "friday"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert_eq!(out.lines().count(), 1, "the readable session is still exported: {out}");
+    assert!(out.contains(&ids[2]), "friday's other session: {out}");
+    let err = stderr(&o);
+    assert!(err.contains(&format!("skipped alice/friday/{}", ids[0])), "{err}");
+    assert!(err.contains("1 unreadable sessions were left out"), "{err}");
+}
+
+#[test]
 fn a_file_that_is_not_a_database_is_exit_6_and_untouched() {
     let dir = tempfile::tempdir().unwrap();
     let notes = dir.path().join("notes.txt");

@@ -124,20 +124,23 @@ pub(crate) async fn agents_of(storage: &SharedStorage, user: &str, named: &[Stri
 
 /// Every session id of `owner`, newest first, following the pagination to the end.
 /// Records the backend could not read come back in the second list.
+/// Each unreadable record is reported once, though a backend may report it on every page.
 async fn all_sessions(storage: &SharedStorage, owner: &Owner) -> CliResult<(Vec<String>, Vec<(String, String)>)> {
     let mut ids = Vec::new();
-    let mut bad = Vec::new();
+    let mut bad = std::collections::BTreeMap::new();
     let mut page = PageRequest::first(PAGE);
     loop {
         let got = storage.list_sessions(owner, &page).await?;
         ids.extend(got.sessions.into_iter().map(|s| s.id));
-        bad.extend(got.errors.into_iter().map(|e| (e.session_id, e.error.to_string())));
+        for e in got.errors {
+            bad.entry(e.session_id).or_insert_with(|| e.error.to_string());
+        }
         match got.next_cursor {
             Some(c) => page.cursor = Some(c),
             None => break,
         }
     }
-    Ok((ids, bad))
+    Ok((ids, bad.into_iter().collect()))
 }
 
 /// One export line for `record` and its message log.
@@ -165,6 +168,8 @@ pub(crate) struct ExportStats {
     pub(crate) sessions: usize,
     /// Messages written.
     pub(crate) messages: usize,
+    /// Sessions left out because their record or message log could not be read (each warned about).
+    pub(crate) unreadable: usize,
 }
 
 /// Writes every session of `user`'s `agents` (none: all of the user's agents) to `out`, one line each.
@@ -182,11 +187,27 @@ pub(crate) async fn export(
         for (id, why) in &bad {
             eprintln!("warning: skipped {user}/{agent}/{id}: unreadable record: {why}");
         }
+        stats.unreadable += bad.len();
         for id in ids {
             let key = owner.session(id.as_str());
-            // Deleted between the listing and now: nothing to export.
-            let Some(record) = storage.get_session(&key).await? else { continue };
-            let messages = storage.list_messages(&key, 0, 0).await?;
+            // An unreadable record or log is skipped (and counted), not the end of the export;
+            // any other failure (the store is down) ends it.
+            let read = async {
+                // Deleted between the listing and now: nothing to export.
+                let Some(record) = storage.get_session(&key).await? else { return Ok(None) };
+                let messages = storage.list_messages(&key, 0, 0).await?;
+                Ok::<_, as_storage::StorageError>(Some((record, messages)))
+            };
+            let (record, messages) = match read.await {
+                Ok(Some(found)) => found,
+                Ok(None) => continue,
+                Err(e) if e.kind() == as_storage::StorageErrorKind::Serialization => {
+                    eprintln!("warning: skipped {user}/{agent}/{id}: unreadable: {e}");
+                    stats.unreadable += 1;
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
             let line = export_line(&record, &messages);
             writeln!(out, "{line}").map_err(write_error)?;
             stats.sessions += 1;
@@ -249,6 +270,9 @@ pub(crate) struct ImportStats {
     pub(crate) skipped: usize,
     /// Lines that failed (parse or write).
     pub(crate) failed: usize,
+    /// Set when the store became unavailable: the import stopped there (the lines after it were
+    /// not tried), instead of waiting out the timeout once per remaining line.
+    pub(crate) stopped: bool,
 }
 
 impl ImportStats {
@@ -373,10 +397,19 @@ pub(crate) async fn import(storage: &SharedStorage, text: &str, overwrite: bool,
             Ok((Imported::Skipped, _)) => stats.skipped += 1,
             Err(e) => {
                 stats.failed += 1;
-                let text = format!("line {n}: {e}");
+                let unavailable = e.kind() == ExitKind::Unavailable;
+                let text = if unavailable {
+                    format!("line {n}: {e}; stopping (the lines after it were not imported)")
+                } else {
+                    format!("line {n}: {e}")
+                };
                 match &bar {
                     Some(b) => b.println(format!("error: {text}")),
                     None => eprintln!("error: {text}"),
+                }
+                if unavailable {
+                    stats.stopped = true;
+                    break;
                 }
             }
         }
@@ -414,6 +447,13 @@ pub(crate) async fn run_export(storage: &SharedStorage, args: ExportArgs) -> Cli
     let mut out = std::io::BufWriter::new(stdout.lock());
     let stats = export(storage, &args.user, &args.agents, &mut out).await?;
     drop(out);
+    if stats.unreadable > 0 {
+        eprintln!(
+            "exported {} sessions ({} messages); {} unreadable sessions were left out (see the warnings)",
+            stats.sessions, stats.messages, stats.unreadable
+        );
+        return Err(CliError::silent(ExitKind::Failed));
+    }
     eprintln!("exported {} sessions ({} messages)", stats.sessions, stats.messages);
     Ok(())
 }
@@ -423,7 +463,13 @@ pub(crate) async fn run_import(storage: &SharedStorage, args: ImportArgs) -> Cli
     let text = read_input(&args.file)?;
     let stats = import(storage, &text, args.overwrite, std::io::stderr().is_terminal()).await;
     println!("{}", stats.summary());
-    if stats.failed > 0 { Err(CliError::silent(ExitKind::Failed)) } else { Ok(()) }
+    if stats.stopped {
+        Err(CliError::silent(ExitKind::Unavailable))
+    } else if stats.failed > 0 {
+        Err(CliError::silent(ExitKind::Failed))
+    } else {
+        Ok(())
+    }
 }
 
 /// One problem found by `validate`.
@@ -842,12 +888,12 @@ mod tests {
         let agents = vec!["friday".to_owned(), "helper".to_owned()];
         let mut first = Vec::new();
         let stats = export(&a, "alice", &agents, &mut first).await.unwrap();
-        assert_eq!(stats, ExportStats { sessions: 5, messages: 10 });
+        assert_eq!(stats, ExportStats { sessions: 5, messages: 10, unreadable: 0 });
         let first = String::from_utf8(first).unwrap();
 
         let b = store().await;
         let imported = import(&b, &first, false, false).await;
-        assert_eq!(imported, ImportStats { imported: 5, messages: 10, skipped: 0, failed: 0 });
+        assert_eq!(imported, ImportStats { imported: 5, messages: 10, skipped: 0, failed: 0, stopped: false });
         let mut second = Vec::new();
         export(&b, "alice", &agents, &mut second).await.unwrap();
         assert_eq!(String::from_utf8(second).unwrap(), first, "timestamps and all: the same bytes");
@@ -869,7 +915,7 @@ mod tests {
         a.upsert_session(bob).await.unwrap();
         let mut out = Vec::new();
         let stats = export(&a, "alice", &[], &mut out).await.unwrap();
-        assert_eq!(stats, ExportStats { sessions: 3, messages: 6 });
+        assert_eq!(stats, ExportStats { sessions: 3, messages: 6, unreadable: 0 });
         let owners: Vec<String> = String::from_utf8(out)
             .unwrap()
             .lines()
@@ -882,6 +928,18 @@ mod tests {
         let (checked, problems) = validate(&a, "alice", &[]).await.unwrap();
         assert_eq!((checked, problems.len()), (3, 0));
         assert_eq!(validate(&a, "bad:user", &[]).await.unwrap_err().kind(), ExitKind::Invalid);
+    }
+
+    #[tokio::test]
+    async fn an_unavailable_store_stops_the_import_at_once() {
+        let a = store().await;
+        seed(&a, "friday", 3).await;
+        let mut out = Vec::new();
+        export(&a, "alice", &[], &mut out).await.unwrap();
+        let b = store().await;
+        b.close().await.unwrap();
+        let stats = import(&b, &String::from_utf8(out).unwrap(), false, false).await;
+        assert_eq!(stats, ImportStats { imported: 0, messages: 0, skipped: 0, failed: 1, stopped: true });
     }
 
     #[tokio::test]
@@ -965,7 +1023,7 @@ mod tests {
         as_storage::StorageBase::open(&legacy).await.unwrap();
         let b: SharedStorage = std::sync::Arc::new(Legacy(legacy));
         let stats = import(&b, &first, false, false).await;
-        assert_eq!(stats, ImportStats { imported: 2, messages: 4, skipped: 0, failed: 0 });
+        assert_eq!(stats, ImportStats { imported: 2, messages: 4, skipped: 0, failed: 0, stopped: false });
         assert_eq!(import(&b, &first, false, false).await.skipped, 2);
         // Without list_agents, --agent is required, with a message that says so.
         let err = export(&b, "alice", &[], &mut Vec::new()).await.unwrap_err();
