@@ -118,6 +118,23 @@ async fn read_errors_are_observations() {
 }
 
 #[tokio::test]
+async fn edit_changes_no_byte_outside_the_edit() {
+    let env = Env::new();
+    let edit = |name: &str, old: &str, new: &str| json!({"file_path": env.p(name), "old_string": old, "new_string": new, "replace_all": false});
+    // Latin-1 bytes: the decoded copy has U+FFFD where they were, so the edit is refused.
+    std::fs::write(env.path("latin1.txt"), b"caf\xe9 one\nna\xefve two\n").unwrap();
+    ok(&env.call("Read", json!({"file_path": env.p("latin1.txt")})).await);
+    let e = err(&env.call("Edit", edit("latin1.txt", "one", "1")).await);
+    assert!(e.contains("is not UTF-8 text"), "{e}");
+    assert_eq!(std::fs::read(env.path("latin1.txt")).unwrap(), b"caf\xe9 one\nna\xefve two\n", "untouched");
+    // CRLF line ends stay CRLF.
+    std::fs::write(env.path("crlf.txt"), "one\r\ntwo\r\nthree\r\n").unwrap();
+    ok(&env.call("Read", json!({"file_path": env.p("crlf.txt")})).await);
+    ok(&env.call("Edit", edit("crlf.txt", "two", "2")).await);
+    assert_eq!(std::fs::read_to_string(env.path("crlf.txt")).unwrap(), "one\r\n2\r\nthree\r\n");
+}
+
+#[tokio::test]
 async fn edit_requires_a_read_of_the_current_version() {
     let env = Env::new();
     let file = env.path("e.txt");

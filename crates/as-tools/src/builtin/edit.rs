@@ -108,7 +108,21 @@ impl Tool for EditTool {
         } else {
             content.replacen(&a.old_string, &a.new_string, 1)
         };
-        tokio::fs::write(path, updated.as_bytes())
+        // The cached text is decoded (invalid UTF-8 replaced, line ends made `\n`): writing it back
+        // would change every byte the decoding changed. Refuse a file that is not UTF-8, and keep
+        // the `\r\n` line ends of a file that uses only those.
+        let on_disk = tokio::fs::read(path)
+            .await
+            .map_err(|e| ToolError::execution(format!("Error reading file: {e}")).with_source(e))?;
+        let Ok(on_disk) = std::str::from_utf8(&on_disk) else {
+            return Err(ToolError::execution(format!(
+                "Error: {} is not UTF-8 text; editing it would change bytes outside the edit. Use Bash instead.",
+                a.file_path
+            )));
+        };
+        let crlf = on_disk.contains("\r\n") && on_disk.matches('\n').count() == on_disk.matches("\r\n").count();
+        let bytes = if crlf { updated.replace('\n', "\r\n") } else { updated.clone() };
+        tokio::fs::write(path, bytes.as_bytes())
             .await
             .map_err(|e| ToolError::execution(format!("Error writing file: {e}")).with_source(e))?;
         if let Some(m) = mtime(path) {
