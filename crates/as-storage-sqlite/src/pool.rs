@@ -19,6 +19,8 @@ pub(crate) struct Inner {
     pool: Mutex<PoolState>,
     permits: Arc<Semaphore>,
     opening: tokio::sync::Mutex<()>,
+    /// The identity of the file `open()` opened (new pooled connections must find the same one).
+    identity: Mutex<Option<FileId>>,
 }
 
 struct PoolState {
@@ -35,6 +37,7 @@ impl Inner {
             pool: Mutex::new(PoolState { open: false, idle: Vec::new() }),
             permits,
             opening: tokio::sync::Mutex::new(()),
+            identity: Mutex::new(None),
         }
     }
 
@@ -67,6 +70,7 @@ impl Inner {
             .await
             .map_err(|e| worker_died("open", &e))?
             .map_err(|e| e.into_storage("open"))?;
+        *self.identity.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = file_id(&self.path);
         let mut st = self.state();
         st.idle.push(conn);
         st.open = true;
@@ -124,7 +128,8 @@ impl Inner {
                 return Ok(c);
             }
         }
-        Ok(connect(&self.path, &self.opts)?)
+        let identity = *self.identity.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        Ok(connect(&self.path, &self.opts, identity)?)
     }
 
     fn checkin(&self, conn: Connection) {
@@ -169,11 +174,41 @@ fn io_error(path: &Path, what: &str, e: &io::Error) -> SqliteError {
     SqliteError::new(kind, format!("cannot {what} {}: {e}", path.display()))
 }
 
-/// One configured connection to an existing, initialised file.
-pub(crate) fn connect(path: &Path, opts: &SqliteOptions) -> Result<Connection, SqliteError> {
+/// One configured connection to an existing, initialised file. The pool opens these after
+/// `open()`, so each one checks again what `open()` checked: the file is still the one opened
+/// (`identity`, not replaced by a restore or a move) and its schema is still one this build knows
+/// (another process may have migrated it since).
+pub(crate) fn connect(path: &Path, opts: &SqliteOptions, identity: Option<FileId>) -> Result<Connection, SqliteError> {
     let conn = open_raw(path, opts)?;
+    if let Some(expected) = identity
+        && file_id(path) != Some(expected)
+    {
+        return Err(SqliteError::new(
+            SqliteErrorKind::CannotOpen,
+            format!("{} was replaced or moved while the store was open; open the store again", path.display()),
+        ));
+    }
+    let map = |e| SqliteError::from_rusqlite(e, path);
+    schema::preflight(&conn, schema::MIGRATIONS, &map)?;
     configure(&conn, path, opts)?;
     Ok(conn)
+}
+
+/// What identifies a file on its file system (device and inode on Unix).
+pub(crate) type FileId = (u64, u64);
+
+/// The identity of the file at `path`, where the platform has one.
+pub(crate) fn file_id(path: &Path) -> Option<FileId> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
+    }
 }
 
 /// `path` as SQLite must be given it to open exactly that file. The bundled SQLite is built with
@@ -268,4 +303,31 @@ pub(crate) fn initialize(path: &Path, opts: &SqliteOptions) -> Result<Connection
     configure(&conn, path, opts)?;
     schema::migrate(&mut conn, schema::MIGRATIONS, &map)?;
     Ok(conn)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_pooled_connection_checks_the_file_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, other) = (dir.path().join("a.db"), dir.path().join("b.db"));
+        let opts = SqliteOptions::default();
+        drop(initialize(&path, &opts).unwrap());
+        let id = file_id(&path);
+        assert!(id.is_some());
+        connect(&path, &opts, id).unwrap();
+        // Another process migrated the file to a newer schema.
+        let raw = Connection::open(&path).unwrap();
+        raw.execute("INSERT INTO agentscope_schema VALUES (99, 'from the future', '2030-01-01T00:00:00')", []).unwrap();
+        drop(raw);
+        assert_eq!(connect(&path, &opts, id).unwrap_err().kind(), SqliteErrorKind::SchemaTooNew);
+        // The file was replaced (a restore): same name, another file.
+        drop(initialize(&other, &opts).unwrap());
+        std::fs::rename(&other, &path).unwrap();
+        let e = connect(&path, &opts, id).unwrap_err();
+        assert_eq!(e.kind(), SqliteErrorKind::CannotOpen);
+        assert!(e.message().contains("replaced"), "{e}");
+    }
 }
