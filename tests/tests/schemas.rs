@@ -78,9 +78,22 @@ fn our_schemas_reject_what_pydantic_rejects() {
         r#"{"tool_context":{"max_cache_files":1}}"#,
         r#"{"permission_context":{"mode":"DEFAULT"}}"#,
         r#"{"tasks_context":{"tasks":[{"subject":"s","description":"d"}]}}"#,
+        r#"{"tool_context":{"max_cache_bytes":10000}}"#,
+        r#"{"permission_context":{"allow_rules":{"Read":[{"tool_name":"Read","behavior":"allow","source":"session"}]}}}"#,
     ];
     for text in bad_states {
         assert!(!state.is_valid(&serde_json::from_str(text).unwrap()), "{text}");
+    }
+    // ... and accept what the readers (and pydantic) accept.
+    let good_states = [
+        r#"{"tool_context":{"max_cache_bytes":10000.5}}"#,
+        r#"{"permission_context":{"allow_rules":{"Read":[{"tool_name":"Read","rule_content":null,"behavior":"allow","source":"session"}]}}}"#,
+        r#"{"context":[{"name":"n","role":"assistant","content":[{"type":"thinking","thinking":"t"}]}]}"#,
+    ];
+    for text in good_states {
+        let doc: JsonValue = serde_json::from_str(text).unwrap();
+        assert!(state.is_valid(&doc), "{text}");
+        as_state::state_from_json(text).unwrap_or_else(|e| panic!("{text}: {e}"));
     }
     let bad_msgs = [
         r#"{"name":"n","role":"assistant","content":"hi"}"#,

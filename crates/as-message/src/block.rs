@@ -88,6 +88,8 @@ pub struct ThinkingBlock {
     /// The reasoning text.
     pub thinking: String,
     /// Block id.
+    #[serde(default = "generate_id")]
+    #[schemars(transform = crate::schema::generated_default)]
     pub id: String,
     /// Extra provider fields, kept verbatim.
     #[serde(flatten)]

@@ -341,20 +341,48 @@ pub mod lax_int {
 
     pub(crate) fn coerce(v: &Value) -> Option<i64> {
         match v {
+            // A float with no fraction that fits an i64 (pydantic: 9.2e18 yes, 2^63 no).
             Value::Number(n) => n.as_i64().or_else(|| {
                 let f = n.as_f64()?;
-                (f.fract() == 0.0 && f.abs() < 9.2e18).then_some(f as i64)
+                (f.fract() == 0.0 && (-9.223_372_036_854_775_808e18..9.223_372_036_854_775_808e18).contains(&f))
+                    .then_some(f as i64)
             }),
-            Value::String(s) => {
-                let t = s.trim();
-                t.parse::<i64>().ok().or_else(|| {
-                    let f: f64 = t.parse().ok()?;
-                    (f.is_finite() && f.fract() == 0.0 && f.abs() < 9.2e18).then_some(f as i64)
-                })
-            }
+            Value::String(s) => from_str(s),
             Value::Bool(b) => Some(i64::from(*b)),
             _ => None,
         }
+    }
+
+    /// pydantic's integer from a string: surrounding whitespace, an optional sign, decimal digits
+    /// with single `_` between them, and optionally `.` followed by zeros only (`"1_000.0"` is
+    /// 1000; `"1e3"`, `"1."`, `"1.5"`, `"0x10"` are not integers). Never through a float.
+    pub(crate) fn from_str(s: &str) -> Option<i64> {
+        let t = s.trim();
+        let (negative, unsigned) = match t.as_bytes().first()? {
+            b'-' => (true, t.get(1..)?),
+            b'+' => (false, t.get(1..)?),
+            _ => (false, t),
+        };
+        let (whole, fraction) = match unsigned.split_once('.') {
+            Some((w, f)) => (w, Some(f)),
+            None => (unsigned, None),
+        };
+        if fraction.is_some_and(|f| f.is_empty() || !f.bytes().all(|b| b == b'0')) {
+            return None;
+        }
+        let b = whole.as_bytes();
+        let well_formed = b.first().is_some_and(u8::is_ascii_digit)
+            && b.last().is_some_and(u8::is_ascii_digit)
+            && b.iter().all(|c| c.is_ascii_digit() || *c == b'_')
+            && !whole.contains("__");
+        if !well_formed {
+            return None;
+        }
+        let mut value: i128 = 0;
+        for c in b.iter().filter(|c| c.is_ascii_digit()) {
+            value = value.checked_mul(10)?.checked_add(i128::from(c - b'0'))?;
+        }
+        i64::try_from(if negative { -value } else { value }).ok()
     }
 
     pub(crate) fn describe(v: &Value) -> String {
@@ -370,12 +398,24 @@ pub mod lax_int {
 pub mod lax_float {
     use super::*;
 
+    /// pydantic's float from a string: surrounding whitespace, single `_` between characters
+    /// (`"1_000.5"`, `"1e1_0"`), and what Python's `float()` reads (`"inf"`, `"nan"`, `"1e400"`).
+    pub(crate) fn from_str(s: &str) -> Option<f64> {
+        let t = s.trim();
+        if t.starts_with('_') || t.ends_with('_') || t.contains("__") {
+            return None;
+        }
+        let plain: std::borrow::Cow<'_, str> =
+            if t.contains('_') { t.replace('_', "").into() } else { std::borrow::Cow::Borrowed(t) };
+        plain.parse::<f64>().ok()
+    }
+
     /// Deserializes a lax float.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
         let v = Value::deserialize(d)?;
         let f = match &v {
             Value::Number(n) => n.as_f64(),
-            Value::String(s) => s.trim().parse::<f64>().ok(),
+            Value::String(s) => from_str(s),
             Value::Bool(b) => Some(f64::from(u8::from(*b))),
             _ => None,
         };
@@ -391,5 +431,72 @@ pub mod required_nullable {
     /// so a missing key is an error.
     pub fn deserialize<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
         Option::<T>::deserialize(d)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Each case as pydantic 2 (AgentScope 2.0.4's) reads it: `TypeAdapter(int).validate_python(s)`.
+    #[test]
+    fn integers_from_strings_like_pydantic() {
+        let cases: &[(&str, Option<i64>)] = &[
+            ("1", Some(1)),
+            ("+1", Some(1)),
+            ("-1", Some(-1)),
+            (" 7 ", Some(7)),
+            ("\t5\n", Some(5)),
+            ("1.0", Some(1)),
+            ("1.00", Some(1)),
+            ("1_000", Some(1000)),
+            ("1_000.0", Some(1000)),
+            ("00012", Some(12)),
+            ("-0", Some(0)),
+            ("1.", None),
+            ("-1.", None),
+            ("1__0", None),
+            ("_1", None),
+            ("1_", None),
+            ("1e3", None),
+            ("0x10", None),
+            ("1.0_0", None),
+            ("１２", None),
+            ("1.5", None),
+            ("", None),
+            ("-", None),
+            // pydantic keeps it (Python ints are unbounded); an i64 field cannot.
+            ("9223372036854775808", None),
+            ("9223372036854775807", Some(i64::MAX)),
+            ("-9223372036854775808", Some(i64::MIN)),
+        ];
+        for (s, want) in cases {
+            assert_eq!(super::lax_int::from_str(s), *want, "{s:?}");
+        }
+        let floats = [(9.2e18, Some(9_200_000_000_000_000_000)), (9.3e18, None), (2f64.powi(63), None), (1.0, Some(1))];
+        for (f, want) in floats {
+            assert_eq!(super::lax_int::coerce(&serde_json::json!(f)), want, "{f}");
+        }
+    }
+
+    /// `TypeAdapter(float).validate_python(s)`.
+    #[test]
+    fn floats_from_strings_like_pydantic() {
+        let cases: &[(&str, Option<f64>)] = &[
+            ("1_000.5", Some(1000.5)),
+            ("1_0", Some(10.0)),
+            ("1e1_0", Some(1e10)),
+            ("1_.5", Some(1.5)),
+            ("1._5", Some(1.5)),
+            (" 2.5 ", Some(2.5)),
+            ("1e400", Some(f64::INFINITY)),
+            ("-Infinity", Some(f64::NEG_INFINITY)),
+            ("1__0", None),
+            ("_1", None),
+            ("1_", None),
+            ("0x1p3", None),
+        ];
+        for (s, want) in cases {
+            assert_eq!(super::lax_float::from_str(s), *want, "{s:?}");
+        }
+        assert!(super::lax_float::from_str("nan").is_some_and(f64::is_nan));
     }
 }

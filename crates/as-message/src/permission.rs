@@ -62,6 +62,7 @@ pub struct PermissionRule {
     pub tool_name: String,
     /// The pattern (path glob, command prefix, ...); `None` matches everything.
     #[serde(deserialize_with = "crate::json::required_nullable::deserialize")]
+    #[schemars(required, extend("type" = ["string", "null"]))]
     pub rule_content: Option<String>,
     /// The rule's behavior (informative: the list a rule sits in decides its effect).
     pub behavior: PermissionBehavior,

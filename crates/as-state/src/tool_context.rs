@@ -42,6 +42,7 @@ pub struct ToolContext {
     pub max_cache_files: i64,
     /// Most cached kilobytes (must be > 10000).
     #[serde(default = "default_max_bytes", deserialize_with = "max_bytes")]
+    #[schemars(extend("exclusiveMinimum" = 10000))]
     pub max_cache_bytes: f64,
     /// Cache entries, oldest first.
     #[serde(default)]
