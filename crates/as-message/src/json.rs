@@ -344,8 +344,8 @@ pub mod lax_int {
             // A float with no fraction that fits an i64 (pydantic: 9.2e18 yes, 2^63 no).
             Value::Number(n) => n.as_i64().or_else(|| {
                 let f = n.as_f64()?;
-                (f.fract() == 0.0 && (-9.223_372_036_854_775_808e18..9.223_372_036_854_775_808e18).contains(&f))
-                    .then_some(f as i64)
+                let bound = 2f64.powi(63);
+                (f.fract() == 0.0 && (-bound..bound).contains(&f)).then_some(f as i64)
             }),
             Value::String(s) => from_str(s),
             Value::Bool(b) => Some(i64::from(*b)),
