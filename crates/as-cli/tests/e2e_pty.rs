@@ -188,3 +188,17 @@ fn import_draws_a_progress_bar_on_a_terminal() {
     assert_eq!(pty.wait(), 0);
     assert!(pty.all().contains("/3 sessions"), "a bar on the terminal: {:?}", pty.all());
 }
+
+#[test]
+fn export_draws_a_progress_bar_on_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = format!("sqlite:{}", dir.path().join("a.db").display());
+    for _ in 0..3 {
+        let o = run(&["--storage", &source, "sessions", "create", "--user", "alice", "--agent", "friday"]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    }
+    let mut pty = Pty::spawn(&["--storage", &source, "sessions", "export", "--user", "alice"], dir.path());
+    pty.expect("exported 3 sessions (0 messages)");
+    assert_eq!(pty.wait(), 0);
+    assert!(pty.all().contains("/3 sessions"), "a bar on the terminal: {:?}", pty.all());
+}

@@ -173,22 +173,41 @@ pub(crate) struct ExportStats {
 }
 
 /// Writes every session of `user`'s `agents` (none: all of the user's agents) to `out`, one line each.
+/// With `progress`, a bar on stderr counts the sessions (its length grows as each agent is listed).
 pub(crate) async fn export(
     storage: &SharedStorage,
     user: &str,
     agents: &[String],
     out: &mut dyn Write,
+    progress: bool,
 ) -> CliResult<ExportStats> {
     let mut stats = ExportStats::default();
+    let bar = progress.then(|| {
+        let bar = indicatif::ProgressBar::with_draw_target(Some(0), indicatif::ProgressDrawTarget::stderr());
+        if let Ok(style) = indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} sessions {msg}") {
+            bar.set_style(style);
+        }
+        bar
+    });
+    let warn = |text: String| match &bar {
+        Some(b) => b.println(text),
+        None => eprintln!("{text}"),
+    };
     for agent in &agents_of(storage, user, agents).await? {
         let owner = Owner::new(user, agent.as_str());
         owner.validate()?;
         let (ids, bad) = all_sessions(storage, &owner).await?;
         for (id, why) in &bad {
-            eprintln!("warning: skipped {user}/{agent}/{id}: unreadable record: {why}");
+            warn(format!("warning: skipped {user}/{agent}/{id}: unreadable record: {why}"));
         }
         stats.unreadable += bad.len();
+        if let Some(b) = &bar {
+            b.inc_length(ids.len() as u64);
+        }
         for id in ids {
+            if let Some(b) = &bar {
+                b.inc(1);
+            }
             let key = owner.session(id.as_str());
             // An unreadable record or log is skipped (and counted), not the end of the export;
             // any other failure (the store is down) ends it.
@@ -202,7 +221,7 @@ pub(crate) async fn export(
                 Ok(Some(found)) => found,
                 Ok(None) => continue,
                 Err(e) if e.kind() == as_storage::StorageErrorKind::Serialization => {
-                    eprintln!("warning: skipped {user}/{agent}/{id}: unreadable: {e}");
+                    warn(format!("warning: skipped {user}/{agent}/{id}: unreadable: {e}"));
                     stats.unreadable += 1;
                     continue;
                 }
@@ -215,6 +234,9 @@ pub(crate) async fn export(
         }
     }
     out.flush().map_err(write_error)?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
     Ok(stats)
 }
 
@@ -445,7 +467,7 @@ pub(crate) fn read_input(path: &std::path::Path) -> CliResult<String> {
 pub(crate) async fn run_export(storage: &SharedStorage, args: ExportArgs) -> CliResult {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let stats = export(storage, &args.user, &args.agents, &mut out).await?;
+    let stats = export(storage, &args.user, &args.agents, &mut out, std::io::stderr().is_terminal()).await?;
     drop(out);
     if stats.unreadable > 0 {
         eprintln!(
@@ -887,7 +909,7 @@ mod tests {
         seed(&a, "other", 1).await; // not exported when agents are named
         let agents = vec!["friday".to_owned(), "helper".to_owned()];
         let mut first = Vec::new();
-        let stats = export(&a, "alice", &agents, &mut first).await.unwrap();
+        let stats = export(&a, "alice", &agents, &mut first, false).await.unwrap();
         assert_eq!(stats, ExportStats { sessions: 5, messages: 10, unreadable: 0 });
         let first = String::from_utf8(first).unwrap();
 
@@ -895,14 +917,14 @@ mod tests {
         let imported = import(&b, &first, false, false).await;
         assert_eq!(imported, ImportStats { imported: 5, messages: 10, skipped: 0, failed: 0, stopped: false });
         let mut second = Vec::new();
-        export(&b, "alice", &agents, &mut second).await.unwrap();
+        export(&b, "alice", &agents, &mut second, false).await.unwrap();
         assert_eq!(String::from_utf8(second).unwrap(), first, "timestamps and all: the same bytes");
 
         // Again: everything exists, so everything is skipped; --overwrite replaces without duplicating the log.
         assert_eq!(import(&b, &first, false, false).await.skipped, 5);
         assert_eq!(import(&b, &first, true, false).await.imported, 5);
         let mut third = Vec::new();
-        export(&b, "alice", &agents, &mut third).await.unwrap();
+        export(&b, "alice", &agents, &mut third, false).await.unwrap();
         assert_eq!(String::from_utf8(third).unwrap(), first);
     }
 
@@ -914,7 +936,7 @@ mod tests {
         let bob = UpsertSession::new(Owner::new("bob", "friday"), SessionConfig::new("ws"));
         a.upsert_session(bob).await.unwrap();
         let mut out = Vec::new();
-        let stats = export(&a, "alice", &[], &mut out).await.unwrap();
+        let stats = export(&a, "alice", &[], &mut out, false).await.unwrap();
         assert_eq!(stats, ExportStats { sessions: 3, messages: 6, unreadable: 0 });
         let owners: Vec<String> = String::from_utf8(out)
             .unwrap()
@@ -935,7 +957,7 @@ mod tests {
         let a = store().await;
         seed(&a, "friday", 3).await;
         let mut out = Vec::new();
-        export(&a, "alice", &[], &mut out).await.unwrap();
+        export(&a, "alice", &[], &mut out, false).await.unwrap();
         let b = store().await;
         b.close().await.unwrap();
         let stats = import(&b, &String::from_utf8(out).unwrap(), false, false).await;
@@ -947,7 +969,7 @@ mod tests {
         let a = store().await;
         seed(&a, "friday", 1).await;
         let mut out = Vec::new();
-        export(&a, "alice", &[], &mut out).await.unwrap();
+        export(&a, "alice", &[], &mut out, false).await.unwrap();
         let line = String::from_utf8(out).unwrap();
         let b = store().await;
         let id = parse_line(line.trim()).unwrap().record.id;
@@ -1017,7 +1039,7 @@ mod tests {
         let a = store().await;
         seed(&a, "friday", 2).await;
         let mut out = Vec::new();
-        export(&a, "alice", &[], &mut out).await.unwrap();
+        export(&a, "alice", &[], &mut out, false).await.unwrap();
         let first = String::from_utf8(out).unwrap();
         let legacy = as_storage::InMemoryStorage::new();
         as_storage::StorageBase::open(&legacy).await.unwrap();
@@ -1026,11 +1048,11 @@ mod tests {
         assert_eq!(stats, ImportStats { imported: 2, messages: 4, skipped: 0, failed: 0, stopped: false });
         assert_eq!(import(&b, &first, false, false).await.skipped, 2);
         // Without list_agents, --agent is required, with a message that says so.
-        let err = export(&b, "alice", &[], &mut Vec::new()).await.unwrap_err();
+        let err = export(&b, "alice", &[], &mut Vec::new(), false).await.unwrap_err();
         assert_eq!(err.kind(), ExitKind::Usage);
         assert!(err.to_string().contains("name them with --agent"), "{err}");
         let mut out = Vec::new();
-        export(&b, "alice", &["friday".to_owned()], &mut out).await.unwrap();
+        export(&b, "alice", &["friday".to_owned()], &mut out, false).await.unwrap();
         let second = String::from_utf8(out).unwrap();
         // Same sessions, states and logs; only the store-set timestamps differ.
         let strip = |text: &str| -> Vec<(String, String, usize)> {
@@ -1052,7 +1074,7 @@ mod tests {
         let a = store().await;
         seed(&a, "friday", 1).await;
         let mut out = Vec::new();
-        export(&a, "alice", &["friday".to_owned()], &mut out).await.unwrap();
+        export(&a, "alice", &["friday".to_owned()], &mut out, false).await.unwrap();
         let text = format!("{{oops\n\n{}", String::from_utf8(out).unwrap());
         let b = store().await;
         let stats = import(&b, &text, false, false).await;
