@@ -135,7 +135,8 @@ impl ContextConfig {
                         Value::String(s) => out.push_str(s),
                         other => out.push_str(&other.to_string()),
                     }
-                    for _ in 0..=end {
+                    // Past the key and its `}`: `end` is a byte offset, the iterator counts characters.
+                    for _ in 0..=key.chars().count() {
                         chars.next();
                     }
                 }
@@ -186,6 +187,17 @@ mod tests {
         let mut partial = fields.clone();
         partial.remove("next_steps");
         assert!(ContextConfig::default().render_summary(&partial).is_err());
+    }
+
+    #[test]
+    fn placeholders_with_multi_byte_names_render_like_str_format() {
+        let fields: as_message::JsonMap = serde_json::from_value(json!({"任务概述": "数字", "é": "x"})).unwrap();
+        let cfg = ContextConfig {
+            summary_template: "[{任务概述}] après {é}! {{ok}}".into(),
+            ..ContextConfig::default()
+        };
+        // Python: "[{任务概述}] après {é}! {{ok}}".format(**fields) == "[数字] après x! {ok}"
+        assert_eq!(cfg.render_summary(&fields).unwrap(), "[数字] après x! {ok}");
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! One reply: the 2.0.4 algorithm (spec §4–§9) over a borrowed `AgentState`, without its bugs.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -271,7 +271,16 @@ impl<'a> Run<'a> {
 
     async fn handle_confirm(&mut self, ev: UserConfirmResultEvent) -> Result<()> {
         let reply_id = self.reply_id();
-        for r in ev.confirm_results {
+        // As 2.0.4: the results by call id (a repeated id: the last one counts), applied in the
+        // order the calls were made, each once.
+        let mut by_id: HashMap<String, ConfirmResult> =
+            ev.confirm_results.into_iter().map(|r| (r.tool_call.id.clone(), r)).collect();
+        let order: Vec<String> = own_unanswered(self.g.state, self.name())
+            .into_iter()
+            .filter(|c| c.state == ToolCallState::Asking)
+            .map(|c| c.id.clone())
+            .collect();
+        for r in order.iter().filter_map(|id| by_id.remove(id)) {
             let id = r.tool_call.id.clone();
             if r.confirmed {
                 if let Some(c) = call_mut(self.g.state, &self.agent.name, &id) {

@@ -725,3 +725,52 @@ async fn long_tool_results_are_truncated_in_the_context_only() {
     assert!(stored.ends_with(as_agent::TRUNCATED_MARKER), "{stored}");
     assert!(stored.len() < 600, "{}", stored.len());
 }
+
+/// A confirmation that lists a call id twice: the last result counts and the call is handled once
+/// (2.0.4 keys the results by id), and the message rebuilt from the events agrees with the state.
+#[tokio::test]
+async fn a_call_confirmed_twice_is_handled_once_by_its_last_result() {
+    let a = || ToolCallBlock::new("call_a", "get_weather", r#"{"city": "Oslo"}"#);
+    let with_rule = || {
+        let mut r = ConfirmResult::approve(a());
+        r.rules =
+            Some(vec![PermissionRule::new("get_weather", None, as_message::PermissionBehavior::Allow, "session")]);
+        r
+    };
+    let cases: [(&str, Vec<ConfirmResult>, ToolResultState, usize); 3] = [
+        ("deny twice", vec![ConfirmResult::deny(a()), ConfirmResult::deny(a())], ToolResultState::Denied, 0),
+        ("approve with a rule, then deny", vec![with_rule(), ConfirmResult::deny(a())], ToolResultState::Denied, 0),
+        ("deny, then approve with a rule", vec![ConfirmResult::deny(a()), with_rule()], ToolResultState::Success, 1),
+    ];
+    for (name, results, want, rules) in cases {
+        let model = ScriptedModel::new(
+            "scripted-model",
+            [
+                ScriptedTurn::new().chunk(vec![call("call_a", "get_weather", r#"{"city": "Oslo"}"#)]),
+                ScriptedTurn::new().chunk(vec![text("t", "Done.")]),
+            ],
+        );
+        let agent = agent(model, Toolkit::new().with(get_weather()));
+        let mut state = AgentState::default();
+        let (_, out) = run(&agent, &mut state, Msg::user("user", "Weather in Oslo?")).await;
+        assert_eq!(out.unwrap().status, ReplyStatus::Parked, "{name}");
+        let reply_id = state.reply_id.clone();
+        let (events, out) = run(&agent, &mut state, UserConfirmResultEvent::new(reply_id, results)).await;
+        assert_eq!(out.unwrap().status, ReplyStatus::Completed, "{name}");
+        let results: Vec<&ToolResultBlock> = state
+            .context
+            .iter()
+            .flat_map(|m| &m.content)
+            .filter_map(|b| match b {
+                ContentBlock::ToolResult(r) if r.id == "call_a" => Some(r),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(results.len(), 1, "{name}: one result for the call");
+        assert_eq!(results[0].state, want, "{name}");
+        let starts = events.iter().filter(|e| e.event_type() == as_agent::EventType::ToolResultStart).count();
+        assert_eq!(starts, 1, "{name}: one TOOL_RESULT_START");
+        let added: usize = state.permission_context.allow_rules.values().map(Vec::len).sum();
+        assert_eq!(added, rules, "{name}: rules of the result that counts only");
+    }
+}
