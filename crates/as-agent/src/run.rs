@@ -399,6 +399,11 @@ impl<'a> Run<'a> {
             }
         }
         let (sid, rid, name) = (self.g.state.session_id.clone(), self.reply_id(), self.agent.name.clone());
+        // A loop that ends with calls still open (a parked reply resumed at `max_iters`, which a state
+        // saved by 2.0.4 can be at) closes them as interrupted, with events: an approval is never
+        // dropped without a trace, and the message rebuilt from the events matches the state.
+        self.close_open_calls().await?;
+        self.g.armed = false;
         self.emit(ExceedMaxItersEvent::new(rid.clone(), name.clone())).await?;
         tracing::warn!(agent = %name, max_iters = max, "exceeded the maximum iterations of the reasoning-acting loop");
         self.emit(ReplyEndEvent::new(sid, rid.clone(), ReplyFinishedReason::ExceedMaxIters)).await?;
@@ -425,6 +430,17 @@ impl<'a> Run<'a> {
     async fn finish_interrupted(&mut self) -> Result<ReplyOutcome> {
         let (sid, rid) = (self.g.state.session_id.clone(), self.reply_id());
         let end = ReplyEndEvent::new(sid, rid.clone(), ReplyFinishedReason::Interrupted);
+        self.close_open_calls().await?;
+        self.emit(end).await?;
+        self.g.armed = false;
+        let mut msg = Msg::assistant(self.agent.name.clone(), self.agent.react_config.interruption_message.clone());
+        msg.id = rid;
+        Ok(ReplyOutcome { status: ReplyStatus::Interrupted, message: Some(msg) })
+    }
+
+    /// Closes every open call of the reply message with an `interrupted` result, with its events.
+    async fn close_open_calls(&mut self) -> Result<()> {
+        let rid = self.reply_id();
         let open: Vec<ToolCallBlock> = own_unanswered(self.g.state, &self.agent.name).into_iter().cloned().collect();
         for call in open {
             // No second TOOL_RESULT_START for a call whose result already started (upstream fix 698297b4c).
@@ -444,11 +460,7 @@ impl<'a> Run<'a> {
             }
             self.emit(ToolResultEndEvent::new(rid.clone(), call.id, ToolResultState::Interrupted)).await?;
         }
-        self.emit(end).await?;
-        self.g.armed = false;
-        let mut msg = Msg::assistant(self.agent.name.clone(), self.agent.react_config.interruption_message.clone());
-        msg.id = rid;
-        Ok(ReplyOutcome { status: ReplyStatus::Interrupted, message: Some(msg) })
+        Ok(())
     }
 
     // ------------------------------------------------------------------ reasoning

@@ -774,3 +774,41 @@ async fn a_call_confirmed_twice_is_handled_once_by_its_last_result() {
         assert_eq!(added, rules, "{name}: rules of the result that counts only");
     }
 }
+
+/// A parked reply resumed when `cur_iter` is already at `max_iters` (a state saved by 2.0.4 can be:
+/// it counts acting-only rounds) ends with EXCEED_MAX_ITERS, and the approved call it cannot run is
+/// closed with its events, never dropped silently.
+#[tokio::test]
+async fn an_approval_resumed_at_max_iters_is_closed_with_events() {
+    let model = ScriptedModel::new(
+        "scripted-model",
+        [ScriptedTurn::new().chunk(vec![call("call_a", "get_weather", r#"{"city": "Oslo"}"#)])],
+    );
+    let agent = Agent::builder("Friday", "sys", Arc::new(model))
+        .toolkit(Toolkit::new().with(get_weather()))
+        .react_config(ReActConfig::default().with_max_iters(1))
+        .build()
+        .unwrap();
+    let mut state = AgentState::default();
+    let (_, out) = run(&agent, &mut state, Msg::user("user", "Weather in Oslo?")).await;
+    assert_eq!(out.unwrap().status, ReplyStatus::Parked);
+    state.cur_iter = 1;
+    let approve = ConfirmResult::approve(ToolCallBlock::new("call_a", "get_weather", r#"{"city": "Oslo"}"#));
+    let confirm = UserConfirmResultEvent::new(state.reply_id.clone(), vec![approve]);
+    let (events, out) = run(&agent, &mut state, confirm).await;
+    assert_eq!(out.unwrap().status, ReplyStatus::ExceedMaxIters);
+    let types: Vec<as_agent::EventType> = events.iter().map(AgentEvent::event_type).collect();
+    use as_agent::EventType as E;
+    assert_eq!(types, [E::ToolResultStart, E::ToolResultTextDelta, E::ToolResultEnd, E::ExceedMaxIters, E::ReplyEnd]);
+    let results: Vec<&ToolResultBlock> = state
+        .context
+        .iter()
+        .flat_map(|m| &m.content)
+        .filter_map(|b| match b {
+            ContentBlock::ToolResult(r) => Some(r),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results.len(), 1);
+    assert_eq!(results[0].state, ToolResultState::Interrupted);
+}
