@@ -63,6 +63,20 @@ enum Action {
     Result { block: ToolResultBlock, end: AgentEvent },
 }
 
+/// A middleware's slot in `middle_context`, mutated in place (an absent one starts as `null`), so
+/// a reply dropped while the hook runs keeps the entry and every key keeps its place (a new key
+/// goes last, as in 2.0.4's dict).
+fn slot<'m>(slots: &'m mut as_message::JsonMap, key: &str) -> &'m mut JsonValue {
+    slots.entry(key.to_owned()).or_insert(JsonValue::Null)
+}
+
+/// After a hook: a `null` slot is no entry.
+fn settle(slots: &mut as_message::JsonMap, key: &str) {
+    if slots.get(key).is_some_and(JsonValue::is_null) {
+        slots.shift_remove(key);
+    }
+}
+
 /// Owns the `&mut AgentState` of a reply. When the reply future is dropped (or fails) before it
 /// finished cleanly, `Drop` leaves the state consistent: tool-state parts written back, the
 /// in-flight partial model response saved, and every open (non-parked) tool call closed with an
@@ -134,13 +148,11 @@ impl<'a> Run<'a> {
     /// Runs middleware event hooks, queues the event and waits until the caller took it.
     async fn emit(&mut self, event: impl Into<AgentEvent>) -> Result<()> {
         let event = event.into();
-        for mw in &self.agent.middlewares {
-            let key = mw.key().to_owned();
-            let mut slot = self.g.state.middle_context.shift_remove(&key).unwrap_or(JsonValue::Null);
-            let r = mw.on_event(&event, &mut slot).await;
-            if !slot.is_null() {
-                self.g.state.middle_context.insert(key, slot);
-            }
+        let agent = self.agent;
+        for mw in &agent.middlewares {
+            let slots = &mut self.g.state.middle_context;
+            let r = mw.on_event(&event, slot(slots, mw.key())).await;
+            settle(slots, mw.key());
             r?;
         }
         self.queue.push(event);
@@ -334,13 +346,11 @@ impl<'a> Run<'a> {
 
     /// Saves a tool result (after the result middlewares and truncation) and finishes its call.
     async fn save_result(&mut self, mut block: ToolResultBlock) -> Result<()> {
-        for mw in &self.agent.middlewares {
-            let key = mw.key().to_owned();
-            let mut slot = self.g.state.middle_context.shift_remove(&key).unwrap_or(JsonValue::Null);
-            let r = mw.on_tool_result(&mut block, &mut slot).await;
-            if !slot.is_null() {
-                self.g.state.middle_context.insert(key, slot);
-            }
+        let agent = self.agent;
+        for mw in &agent.middlewares {
+            let slots = &mut self.g.state.middle_context;
+            let r = mw.on_tool_result(&mut block, slot(slots, mw.key())).await;
+            settle(slots, mw.key());
             r?;
         }
         let block = crate::compress::truncate_tool_result(self.agent, block);
@@ -503,13 +513,11 @@ impl<'a> Run<'a> {
             }
             let mut request =
                 ChatRequest::new(messages.clone()).with_tools(tools.clone()).with_cancel(self.cancel.clone());
-            for mw in &self.agent.middlewares {
-                let key = mw.key().to_owned();
-                let mut slot = self.g.state.middle_context.shift_remove(&key).unwrap_or(JsonValue::Null);
-                let r = mw.on_model_call(&mut request, &mut slot).await;
-                if !slot.is_null() {
-                    self.g.state.middle_context.insert(key, slot);
-                }
+            let agent = self.agent;
+            for mw in &agent.middlewares {
+                let slots = &mut self.g.state.middle_context;
+                let r = mw.on_model_call(&mut request, slot(slots, mw.key())).await;
+                settle(slots, mw.key());
                 r?;
             }
             let cancel = self.cancel.clone();

@@ -100,3 +100,56 @@ async fn middle_context_survives_park_and_restart() {
     // REPLY_END removed the reply's entry, and the empty slot is dropped.
     assert!(!state.middle_context.contains_key("Budget"));
 }
+
+/// Writes its slot on every event, then blocks forever on the model call's end (a hook doing I/O
+/// that never finishes, and a client that gives up).
+#[derive(Debug, Default)]
+struct Stuck {
+    blocked: tokio::sync::Notify,
+}
+
+#[async_trait]
+impl Middleware for Stuck {
+    fn key(&self) -> &str {
+        "Stuck"
+    }
+
+    async fn on_event(&self, event: &AgentEvent, slot: &mut JsonValue) -> as_agent::Result<()> {
+        let seen = slot.get("seen").and_then(JsonValue::as_i64).unwrap_or(0);
+        *slot = json!({ "seen": seen + 1 });
+        if event.event_type() == as_agent::EventType::ModelCallEnd {
+            self.blocked.notify_one();
+            std::future::pending::<()>().await;
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_reply_dropped_during_a_hook_keeps_the_middlewares_slot_in_place() {
+    use futures::StreamExt as _;
+    let stuck = Arc::new(Stuck::default());
+    let agent = Agent::builder("Friday", "sys", Arc::new(ScriptedModel::new("m", [ScriptedTurn::new().text("Hi.")])))
+        .middleware(stuck.clone())
+        .build()
+        .unwrap();
+    let mut state = AgentState::default();
+    state.middle_context.insert("Earlier".into(), json!({"kept": true}));
+    state.middle_context.insert("Stuck".into(), json!({"seen": 10}));
+    state.middle_context.insert("Later".into(), json!(1));
+    {
+        let mut stream = agent.reply_stream(&mut state, Msg::user("user", "hello"));
+        // Events until the hook blocks on MODEL_CALL_END; then the caller gives up.
+        loop {
+            tokio::select! {
+                biased;
+                () = stuck.blocked.notified() => break,
+                item = stream.next() => assert!(item.is_some(), "the reply ended although its hook blocks"),
+            }
+        }
+    }
+    let keys: Vec<&str> = state.middle_context.keys().map(String::as_str).collect();
+    assert_eq!(keys, ["Earlier", "Stuck", "Later"], "the slot is kept, in its place");
+    let seen = state.middle_context["Stuck"]["seen"].as_i64().unwrap();
+    assert!(seen > 10, "the hook's writes are kept: {seen}");
+}
