@@ -52,24 +52,35 @@ end
 "#,
     ),
     (
+        "top_level_is",
+        r#"
+-- Whether `frag` (`"<field>":<value>,`) starts at the first `field` (`"<field>":`) of `head`, with
+-- no object or array opened before it: the record's own top-level field, never one quoted in
+-- free-form data (a quote inside a string is escaped, so `field` cannot start inside a string).
+local function top_level_is(head, field, frag)
+  local at = string.find(head, field, 1, true)
+  if not at or string.sub(head, at, at + #frag - 1) ~= frag then return false end
+  local nested = string.find(head, '[{[]', 2)
+  return nested == nil or nested > at
+end
+"#,
+    ),
+    (
         "owner_check",
         r#"
 -- 1: the record is the caller's; 0: missing or someone else's; -4: not a session record (not
--- JSON, or no string user_id/agent_id); -5: the record key holds another Redis type.
+-- JSON, or no string user_id/agent_id); -5: the record key holds another Redis type. Also
+-- returns the record's first 4 KiB (for `schedule_is`).
 local function owner_check(key, frag, user, agent)
   local head = redis.pcall('GETRANGE', key, 0, 4095)
   if type(head) == 'table' then return -5 end
   if head == '' then return 0 end
-  local at = string.find(head, '"user_id":', 1, true)
-  if at and string.sub(head, at, at + #frag - 1) == frag then
-    local nested = string.find(head, '[{[]', 2)
-    if nested == nil or nested > at then return 1 end
-  end
+  if top_level_is(head, '"user_id":', frag) then return 1, head end
   local ok, doc = pcall(cjson.decode, redis.call('GET', key))
   if not ok or type(doc) ~= 'table' or type(doc.user_id) ~= 'string' or type(doc.agent_id) ~= 'string' then
     return -4
   end
-  if doc.user_id == user and doc.agent_id == agent then return 1 end
+  if doc.user_id == user and doc.agent_id == agent then return 1, head end
   return 0
 end
 "#,
@@ -77,15 +88,10 @@ end
     (
         "schedule_is",
         r#"
--- Whether the record's source_schedule_id is `want` ('' for none or empty); `frag` is its
--- canonical `"source_schedule_id":…,` fragment (same top-level rule as `owner_check`).
-local function schedule_is(key, want, frag)
-  local head = redis.call('GETRANGE', key, 0, 4095)
-  local at = string.find(head, '"source_schedule_id":', 1, true)
-  if at and string.sub(head, at, at + #frag - 1) == frag then
-    local nested = string.find(head, '[{[]', 2)
-    if nested == nil or nested > at then return true end
-  end
+-- Whether the record (`head`: its first 4 KiB) has source_schedule_id `want` ('' for none or
+-- empty); `frag` is its canonical `"source_schedule_id":…,` fragment.
+local function schedule_is(key, head, want, frag)
+  if top_level_is(head, '"source_schedule_id":', frag) then return true end
   local ok, doc = pcall(cjson.decode, redis.call('GET', key))
   if not ok or type(doc) ~= 'table' then return false end
   local have = doc.source_schedule_id
@@ -162,9 +168,9 @@ return 1
 /// Only the owner (fixed at creation) and the schedule (moved only by an overwrite import) are
 /// checked, not the whole envelope: a delete never starves under concurrent state updates.
 const DELETE: &str = r#"
-local owner = owner_check(KEYS[1], ARGV[1], ARGV[2], ARGV[3])
+local owner, head = owner_check(KEYS[1], ARGV[1], ARGV[2], ARGV[3])
 if owner ~= 1 then return owner end
-if not schedule_is(KEYS[1], ARGV[5], ARGV[6]) then return -1 end
+if not schedule_is(KEYS[1], head, ARGV[5], ARGV[6]) then return -1 end
 redis.call('DEL', KEYS[1], KEYS[2])
 for i = 3, #KEYS do redis.call('SREM', KEYS[i], ARGV[4]) end
 return 1
@@ -354,10 +360,10 @@ mod tests {
             ("create", &s.create, &["set_record", "add_to_indexes", "apply_ttl"][..]),
             ("update", &s.update, &["token_state", "apply_ttl", "add_to_indexes"]),
             ("update_inline", &s.update_inline, &["token_state", "set_record", "apply_ttl", "add_to_indexes"]),
-            ("delete", &s.delete, &["owner_check", "schedule_is"]),
-            ("upsert_message", &s.upsert_message, &["owner_check", "apply_ttl"]),
-            ("list_messages", &s.list_messages, &["owner_check"]),
-            ("get_message", &s.get_message, &["owner_check"]),
+            ("delete", &s.delete, &["top_level_is", "owner_check", "schedule_is"]),
+            ("upsert_message", &s.upsert_message, &["top_level_is", "owner_check", "apply_ttl"]),
+            ("list_messages", &s.list_messages, &["top_level_is", "owner_check"]),
+            ("get_message", &s.get_message, &["top_level_is", "owner_check"]),
             ("prune", &s.prune, &[]),
             ("import", &s.import, &["token_state", "set_record", "apply_ttl"]),
         ];
