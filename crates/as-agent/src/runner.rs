@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use as_message::Msg;
 use as_state::AgentState;
-use as_storage::{Revision, SessionConfig, SessionKey, SharedStorage, UpsertSession};
+use as_storage::{Revision, SessionConfig, SessionKey, SessionRecord, SharedStorage, UpsertSession};
 use async_trait::async_trait;
 use futures::StreamExt as _;
 use tokio_util::sync::CancellationToken;
@@ -168,52 +168,16 @@ impl SessionRunner {
         cancel: CancellationToken,
         guard: Option<Box<dyn LockGuard>>,
     ) -> Result<TurnOutcome> {
-        // Load inside the lock, or create (never update before create). The create passes no
-        // state: if another runner created the session since the read (possible without a lock),
-        // the upsert keeps that runner's state instead of replacing it with a fresh one, and the
-        // record it returns says so (a create returns `updated_at == created_at`).
-        let loaded = match self.storage.get_session(key).await {
-            Ok(r) => r,
+        let (record, created, mut reply_msg) = match self.load(key, &input).await {
+            Ok(loaded) => loaded,
             Err(e) => {
                 release(guard, key).await;
-                return Err(e.into());
-            }
-        };
-        let (record, created) = match loaded {
-            Some(r) => (r, false),
-            None => {
-                let req = UpsertSession::new(key.owner(), self.config.clone()).with_session_id(key.session_id.clone());
-                match self.storage.upsert_session(req).await {
-                    Ok(r) => {
-                        let created = r.updated_at == r.created_at;
-                        (r, created)
-                    }
-                    Err(e) => {
-                        release(guard, key).await;
-                        return Err(e.into());
-                    }
-                }
+                return Err(e);
             }
         };
         let revision = record.revision();
         let mut state = record.state;
         state.session_id.clone_from(&key.session_id);
-
-        // The reply message of the log: rebuilt from the events (2.0.4's Msg.append_event). A resume continues
-        // the stored one (or, if the log lacks it, the context's copy).
-        let mut reply_msg: Option<Msg> = match &input {
-            ReplyInput::Confirm(_) | ReplyInput::External(_) | ReplyInput::Interrupt(_) => {
-                let stored = match self.storage.get_message(key, &state.reply_id).await {
-                    Ok(m) => m,
-                    Err(e) => {
-                        release(guard, key).await;
-                        return Err(e.into());
-                    }
-                };
-                stored.or_else(|| state.context.iter().rev().find(|m| m.id == state.reply_id).cloned())
-            }
-            ReplyInput::Messages(_) => None,
-        };
         if let (Some(m), Some(ev)) = (reply_msg.as_mut(), incoming_event(&input)) {
             m.append_event(&ev);
         }
@@ -293,6 +257,34 @@ impl SessionRunner {
             created,
             log_error,
         })
+    }
+
+    /// Loads the session, or creates it (never an update before the create), and for a resume the
+    /// reply message of the log to continue. The create passes no state: if another runner created
+    /// the session since the read (possible without a lock), the upsert keeps that runner's state
+    /// instead of replacing it with a fresh one, and the record it returns says so (a create returns
+    /// `updated_at == created_at`).
+    async fn load(&self, key: &SessionKey, input: &ReplyInput) -> Result<(SessionRecord, bool, Option<Msg>)> {
+        let (record, created) = match self.storage.get_session(key).await? {
+            Some(r) => (r, false),
+            None => {
+                let req = UpsertSession::new(key.owner(), self.config.clone()).with_session_id(key.session_id.clone());
+                let r = self.storage.upsert_session(req).await?;
+                let created = r.updated_at == r.created_at;
+                (r, created)
+            }
+        };
+        // The reply message of the log: rebuilt from the events (2.0.4's Msg.append_event). A resume
+        // continues the stored one (or, if the log lacks it, the context's copy).
+        let reply_msg = match input {
+            ReplyInput::Confirm(_) | ReplyInput::External(_) | ReplyInput::Interrupt(_) => {
+                let state = &record.state;
+                let stored = self.storage.get_message(key, &state.reply_id).await?;
+                stored.or_else(|| state.context.iter().rev().find(|m| m.id == state.reply_id).cloned())
+            }
+            ReplyInput::Messages(_) => None,
+        };
+        Ok((record, created, reply_msg))
     }
 
     /// Persists `write` and then releases `guard`, in a task of the current runtime (inline when

@@ -14,24 +14,6 @@ use as_storage::SharedStorage;
 
 use crate::exit::{CliError, CliResult, ExitKind};
 
-/// `url` fit to print: the password of a `scheme://user:password@host…` URL becomes `***` (all of
-/// the user part when it has no `:`), also when the rest of the URL is not one we accept.
-pub(crate) fn redact(url: &str) -> String {
-    let (head, rest) = match url.find("://") {
-        Some(i) => url.split_at(i + 3),
-        None => ("", url),
-    };
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(end);
-    let Some(at) = authority.rfind('@') else { return url.to_owned() };
-    let (userinfo, host) = authority.split_at(at);
-    let shown = match userinfo.split_once(':') {
-        Some((user, _)) => format!("{user}:***"),
-        None => "***".to_owned(),
-    };
-    format!("{head}{shown}{host}{tail}")
-}
-
 /// File name of the default SQLite store, in the directory [`default_sqlite_path`] picks.
 pub(crate) const DEFAULT_SQLITE_FILE: &str = "sessions.db";
 
@@ -112,7 +94,10 @@ impl StorageUrl {
         }
         Err(CliError::new(
             ExitKind::Usage,
-            format!("unsupported --storage {:?}: expected memory, sqlite:PATH or redis://host:port", redact(url)),
+            format!(
+                "unsupported --storage {:?}: expected memory, sqlite:PATH or redis://host:port",
+                as_storage_redis::redact_url(url)
+            ),
         ))
     }
 
@@ -162,7 +147,7 @@ mod tests {
             ("redis://h:6379", "redis://h:6379"),
             ("sqlite:/tmp/a@b.db", "sqlite:/tmp/a@b.db"),
         ] {
-            assert_eq!(redact(url), shown, "{url}");
+            assert_eq!(as_storage_redis::redact_url(url), shown, "{url}");
         }
         let e = StorageUrl::parse(Some("Valkey://:hunter2@h:6379")).unwrap_err();
         assert!(!e.to_string().contains("hunter2"), "{e}");

@@ -96,19 +96,33 @@ impl Default for RedisStorageConfig {
 }
 
 fn bad_url(url: &str, why: impl std::fmt::Display) -> StorageError {
-    err(StorageErrorKind::InvalidInput, "config", format!("invalid Redis URL {}: {why}", redact(url)))
+    err(StorageErrorKind::InvalidInput, "config", format!("invalid Redis URL {}: {why}", redact_url(url)))
 }
 
-/// The URL with any password replaced by `***`.
-pub(crate) fn redact(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(mut u) if u.password().is_some() => {
-            let _ = u.set_password(Some("***"));
-            u.to_string()
-        }
-        Ok(u) => u.to_string(),
-        Err(_) => "<unparsable>".to_owned(),
-    }
+/// `url` fit to print (errors, logs, a CLI's output): the password of a `scheme://user:password@host…`
+/// URL becomes `***` (all of the user part when it has no `:`), also when the rest of the URL is not
+/// one this crate accepts.
+///
+/// ```
+/// use as_storage_redis::redact_url;
+/// assert_eq!(redact_url("redis://:hunter2@h:6379/0"), "redis://:***@h:6379/0");
+/// assert_eq!(redact_url("Valkey://hunter2@h"), "Valkey://***@h");
+/// assert_eq!(redact_url("redis://h:6379"), "redis://h:6379");
+/// ```
+pub fn redact_url(url: &str) -> String {
+    let (head, rest) = match url.find("://") {
+        Some(i) => url.split_at(i + 3),
+        None => ("", url),
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    let Some(at) = authority.rfind('@') else { return url.to_owned() };
+    let (userinfo, host) = authority.split_at(at);
+    let shown = match userinfo.split_once(':') {
+        Some((user, _)) => format!("{user}:***"),
+        None => "***".to_owned(),
+    };
+    format!("{head}{shown}{host}{tail}")
 }
 
 impl RedisStorageConfig {

@@ -79,9 +79,14 @@ pub(crate) fn bad_value(op: &'static str, key: &str, why: impl std::fmt::Display
 pub(crate) fn bad_record(op: &'static str, rkey: &str, code: i64) -> Result<(), StorageError> {
     match code {
         -4 => Err(bad_value(op, rkey, "not a session record (not a JSON object with string user_id and agent_id)")),
-        -5 => Err(err(StorageErrorKind::Serialization, op, format!("wrong Redis type (key {rkey:?}): not a string"))),
+        -5 => Err(wrong_type(op, rkey)),
         _ => Ok(()),
     }
+}
+
+/// A session record key that holds another Redis type than a string.
+pub(crate) fn wrong_type(op: &'static str, rkey: &str) -> StorageError {
+    err(StorageErrorKind::Serialization, op, format!("wrong Redis type (key {rkey:?}): not a string"))
 }
 
 /// The value as UTF-8 text, or a serialization error naming the key.

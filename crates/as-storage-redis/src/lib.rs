@@ -130,7 +130,7 @@ mod storage;
 #[cfg(feature = "test-utils")]
 pub mod testing;
 
-pub use config::{RedisStorageConfig, TtlPolicy};
+pub use config::{RedisStorageConfig, TtlPolicy, redact_url};
 pub use keys::{KeyConfig, KeyLayout};
 pub use lock::{DEFAULT_LOCK_PREFIX, SessionLock, SessionLockGuard};
 pub use storage::RedisStorage;

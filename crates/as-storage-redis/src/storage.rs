@@ -24,7 +24,7 @@ use fred::types::scan::{ScanResult, ScanType, Scanner};
 use serde::Deserialize;
 
 use crate::config::{Connection, RedisStorageConfig, TtlPolicy};
-use crate::error::{BACKEND, bad_record, bad_value, err, map_fred, utf8};
+use crate::error::{BACKEND, bad_record, bad_value, err, map_fred, utf8, wrong_type};
 use crate::keys::Keys;
 use crate::scripts::{Lua, Scripts};
 
@@ -685,13 +685,11 @@ impl RedisStorage {
             let mut k = vec![ikey.clone()];
             k.extend(gone.iter().map(|(_, rk)| rk.clone()));
             let args: Vec<Value> = gone.iter().map(|(id, _)| str_value(id.clone())).collect();
-            let wrong_type: Vec<String> = Self::eval(&pool, &self.inner.scripts.prune, k, args)
+            let wrong_typed: Vec<String> = Self::eval(&pool, &self.inner.scripts.prune, k, args)
                 .await
                 .map_err(|e| map_fred(OP, Some(&ikey), e))?;
-            for id in wrong_type {
-                let rkey = keys.session(&owner.user_id, &id);
-                let error =
-                    err(StorageErrorKind::Serialization, OP, format!("wrong Redis type (key {rkey:?}): not a string"));
+            for id in wrong_typed {
+                let error = wrong_type(OP, &keys.session(&owner.user_id, &id));
                 errors.push(ListError { session_id: id, error });
             }
         }

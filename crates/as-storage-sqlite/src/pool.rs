@@ -66,11 +66,14 @@ impl Inner {
             return Ok(());
         }
         let inner = Arc::clone(self);
-        let conn = tokio::task::spawn_blocking(move || initialize(&inner.path, &inner.opts))
-            .await
-            .map_err(|e| worker_died("open", &e))?
-            .map_err(|e| e.into_storage("open"))?;
-        *self.identity.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = file_id(&self.path);
+        // The identity is read right after the open, on the blocking thread like the open itself.
+        let (conn, identity) = tokio::task::spawn_blocking(move || {
+            initialize(&inner.path, &inner.opts).map(|conn| (conn, file_id(&inner.path)))
+        })
+        .await
+        .map_err(|e| worker_died("open", &e))?
+        .map_err(|e| e.into_storage("open"))?;
+        *self.identity.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = identity;
         let mut st = self.state();
         st.idle.push(conn);
         st.open = true;

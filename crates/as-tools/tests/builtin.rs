@@ -132,6 +132,12 @@ async fn edit_changes_no_byte_outside_the_edit() {
     ok(&env.call("Read", json!({"file_path": env.p("crlf.txt")})).await);
     ok(&env.call("Edit", edit("crlf.txt", "two", "2")).await);
     assert_eq!(std::fs::read_to_string(env.path("crlf.txt")).unwrap(), "one\r\n2\r\nthree\r\n");
+    // Mixed line ends cannot be kept by an edit of the decoded copy: refused, untouched.
+    std::fs::write(env.path("mixed.txt"), "one\r\ntwo\nthree\rfour\n").unwrap();
+    ok(&env.call("Read", json!({"file_path": env.p("mixed.txt")})).await);
+    let e = err(&env.call("Edit", edit("mixed.txt", "two", "2")).await);
+    assert!(e.contains("mixes line endings"), "{e}");
+    assert_eq!(std::fs::read_to_string(env.path("mixed.txt")).unwrap(), "one\r\ntwo\nthree\rfour\n");
 }
 
 #[tokio::test]

@@ -182,17 +182,8 @@ pub(crate) async fn export(
     progress: bool,
 ) -> CliResult<ExportStats> {
     let mut stats = ExportStats::default();
-    let bar = progress.then(|| {
-        let bar = indicatif::ProgressBar::with_draw_target(Some(0), indicatif::ProgressDrawTarget::stderr());
-        if let Ok(style) = indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} sessions {msg}") {
-            bar.set_style(style);
-        }
-        bar
-    });
-    let warn = |text: String| match &bar {
-        Some(b) => b.println(text),
-        None => eprintln!("{text}"),
-    };
+    let bar = session_bar(progress, 0);
+    let warn = |text: String| note(bar.as_ref(), text);
     for agent in &agents_of(storage, user, agents).await? {
         let owner = Owner::new(user, agent.as_str());
         owner.validate()?;
@@ -376,20 +367,30 @@ async fn import_one_lossy(storage: &SharedStorage, item: ImportItem, overwrite: 
     Ok(true)
 }
 
+/// With `progress`, a bar on stderr counting `len` sessions (export and import).
+fn session_bar(progress: bool, len: u64) -> Option<indicatif::ProgressBar> {
+    progress.then(|| {
+        let bar = indicatif::ProgressBar::with_draw_target(Some(len), indicatif::ProgressDrawTarget::stderr());
+        if let Ok(style) = indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} sessions {msg}") {
+            bar.set_style(style);
+        }
+        bar
+    })
+}
+
+/// A line on stderr, above the progress bar when there is one.
+fn note(bar: Option<&indicatif::ProgressBar>, text: String) {
+    match bar {
+        Some(b) => b.println(text),
+        None => eprintln!("{text}"),
+    }
+}
+
 /// Imports every line of `text`; bad lines are reported on stderr (with their line number) and counted.
 pub(crate) async fn import(storage: &SharedStorage, text: &str, overwrite: bool, progress: bool) -> ImportStats {
     let lines: Vec<(usize, &str)> =
         text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()).map(|(i, l)| (i + 1, l)).collect();
-    let bar = if progress {
-        let bar =
-            indicatif::ProgressBar::with_draw_target(Some(lines.len() as u64), indicatif::ProgressDrawTarget::stderr());
-        if let Ok(style) = indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} sessions {msg}") {
-            bar.set_style(style);
-        }
-        Some(bar)
-    } else {
-        None
-    };
+    let bar = session_bar(progress, lines.len() as u64);
     let mut stats = ImportStats::default();
     let mut warned = false;
     for (n, line) in lines {
@@ -406,10 +407,7 @@ pub(crate) async fn import(storage: &SharedStorage, text: &str, overwrite: bool,
                 "warning: the {} store cannot import records verbatim: it sets created_at/updated_at itself and drops team_id",
                 storage.backend_name()
             );
-            match &bar {
-                Some(b) => b.println(text),
-                None => eprintln!("{text}"),
-            }
+            note(bar.as_ref(), text);
         }
         match outcome {
             Ok((Imported::Written | Imported::WrittenLossy, count)) => {
@@ -425,10 +423,7 @@ pub(crate) async fn import(storage: &SharedStorage, text: &str, overwrite: bool,
                 } else {
                     format!("line {n}: {e}")
                 };
-                match &bar {
-                    Some(b) => b.println(format!("error: {text}")),
-                    None => eprintln!("error: {text}"),
-                }
+                note(bar.as_ref(), format!("error: {text}"));
                 if unavailable {
                     stats.stopped = true;
                     break;

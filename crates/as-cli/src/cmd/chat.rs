@@ -368,6 +368,10 @@ pub(crate) async fn run_turn(
     let interrupted_by_user = cancel.is_cancelled();
     match result {
         Ok(turn) => {
+            if let Some(why) = &turn.log_error {
+                // The turn happened and its state is saved; only the message log lacks it.
+                eprintln!("warning: the session was saved, but its message log was not: {why}");
+            }
             *state = turn.state;
             Ok(TurnEnd { status: Some(turn.status), interrupted_by_user, error: None })
         }

@@ -481,7 +481,7 @@ pub(crate) async fn run(global: &GlobalArgs, args: DemoArgs) -> CliResult {
     let colour = use_colour(std::io::IsTerminal::is_terminal(&std::io::stdout()));
     let mut p = Printer { colour, passed: 0, failed: 0 };
     println!("agentscope demo: a session's lifecycle, offline (scripted model), every turn a new process");
-    println!("storage: {}", crate::storage_url::redact(&url));
+    println!("storage: {}", as_storage_redis::redact_url(&url));
     let result = steps(&mut p, &storage, &url, &workdir).await;
     let _ = storage.close().await;
     if let Err(e) = &result {

@@ -121,6 +121,13 @@ impl Tool for EditTool {
             )));
         };
         let crlf = on_disk.contains("\r\n") && on_disk.matches('\n').count() == on_disk.matches("\r\n").count();
+        if !crlf && on_disk.contains('\r') {
+            return Err(ToolError::execution(format!(
+                "Error: {} mixes line endings (\\r, \\r\\n and \\n); editing it would change them all. Use Bash \
+                 instead.",
+                a.file_path
+            )));
+        }
         let bytes = if crlf { updated.replace('\n', "\r\n") } else { updated.clone() };
         tokio::fs::write(path, bytes.as_bytes())
             .await
