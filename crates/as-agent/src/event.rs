@@ -632,6 +632,13 @@ fn serialize_tool_call<S: Serializer>(call: &ToolCallBlock, s: S) -> Result<S::O
     TaggedToolCall(call).serialize(s)
 }
 
+impl UserConfirmResultEvent {
+    /// The result that counts for each call id: the last one listed (2.0.4 keys the results by id).
+    pub fn effective_results(&self) -> std::collections::HashMap<&str, &ConfirmResult> {
+        self.confirm_results.iter().map(|r| (r.tool_call.id.as_str(), r)).collect()
+    }
+}
+
 impl ConfirmResult {
     /// An approval of `tool_call` as it is, with no rule.
     pub fn approve(tool_call: ToolCallBlock) -> Self {

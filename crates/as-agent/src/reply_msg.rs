@@ -225,9 +225,7 @@ fn apply(m: &mut Msg, event: &AgentEvent) -> bool {
         AgentEvent::UserConfirmResult(e) => {
             let mut changed = false;
             // A repeated call id: the last result counts (as the agent applies them).
-            let last: std::collections::HashMap<&str, &crate::event::ConfirmResult> =
-                e.confirm_results.iter().map(|r| (r.tool_call.id.as_str(), r)).collect();
-            for r in last.into_values() {
+            for r in e.effective_results().into_values() {
                 if let Some(c) = call_mut(m, &r.tool_call.id)
                     && c.state == ToolCallState::Asking
                 {

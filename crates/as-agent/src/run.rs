@@ -1,6 +1,6 @@
 //! One reply: the 2.0.4 algorithm (spec §4–§9) over a borrowed `AgentState`, without its bugs.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -241,7 +241,7 @@ impl<'a> Run<'a> {
                 "received UserConfirmResultEvent with tool call ids {unknown:?} that are not waiting for confirmation"
             )));
         }
-        for r in &ev.confirm_results {
+        for r in ev.effective_results().into_values() {
             if let Some(parked) = asking.iter().find(|c| c.id == r.tool_call.id)
                 && r.confirmed
                 && r.tool_call.name != parked.name
@@ -285,14 +285,13 @@ impl<'a> Run<'a> {
         let reply_id = self.reply_id();
         // As 2.0.4: the results by call id (a repeated id: the last one counts), applied in the
         // order the calls were made, each once.
-        let mut by_id: HashMap<String, ConfirmResult> =
-            ev.confirm_results.into_iter().map(|r| (r.tool_call.id.clone(), r)).collect();
-        let order: Vec<String> = own_unanswered(self.g.state, self.name())
+        let by_id = ev.effective_results();
+        let results: Vec<ConfirmResult> = own_unanswered(self.g.state, self.name())
             .into_iter()
             .filter(|c| c.state == ToolCallState::Asking)
-            .map(|c| c.id.clone())
+            .filter_map(|c| by_id.get(c.id.as_str()).map(|r| (*r).clone()))
             .collect();
-        for r in order.iter().filter_map(|id| by_id.remove(id)) {
+        for r in results {
             let id = r.tool_call.id.clone();
             if r.confirmed {
                 if let Some(c) = call_mut(self.g.state, &self.agent.name, &id) {
