@@ -492,10 +492,7 @@ impl RedisStorage {
 
     async fn upsert_inner(&self, req: UpsertSession) -> Result<SessionRecord, StorageError> {
         const OP: &str = "upsert_session";
-        req.owner.validate()?;
-        if let Some(s) = req.source_schedule_id.as_deref().filter(|s| !s.is_empty()) {
-            validate_id("source_schedule_id", s)?;
-        }
+        req.validate()?;
         let pool = self.pool_for(OP)?;
         let given = req.session_id.clone().filter(|s| !s.is_empty());
         let Some(id) = given else {
@@ -506,7 +503,6 @@ impl RedisStorage {
             }
             return Err(err(StorageErrorKind::Conflict, OP, "could not find a free session id"));
         };
-        validate_id("session_id", &id)?;
         let rkey = self.inner.keys.session(&req.owner.user_id, &id);
         for attempt in 0..MAX_CAS_ATTEMPTS {
             cas_backoff(attempt).await;

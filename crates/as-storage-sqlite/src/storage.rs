@@ -745,15 +745,7 @@ impl StorageBase for SqliteStorage {
 
     async fn upsert_session(&self, req: UpsertSession) -> Result<SessionRecord> {
         const OP: &str = "upsert_session";
-        req.owner.validate().map_err(|e| StorageError::new(e.kind(), BACKEND, OP, e.message().to_owned()))?;
-        // An empty session id means "create with a fresh id"; any other id must be valid.
-        let ids =
-            [("session_id", req.session_id.as_deref()), ("source_schedule_id", req.source_schedule_id.as_deref())];
-        for (what, id) in ids {
-            if let Some(id) = id.filter(|s| !s.is_empty()) {
-                validate_id(what, id).map_err(|e| StorageError::new(e.kind(), BACKEND, OP, e.message().to_owned()))?;
-            }
-        }
+        req.validate().map_err(|e| StorageError::new(e.kind(), BACKEND, OP, e.message().to_owned()))?;
         self.inner.run(OP, move |conn, inner| upsert_blocking(conn, inner, req)).await
     }
 

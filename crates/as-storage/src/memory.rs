@@ -251,14 +251,8 @@ impl StorageBase for InMemoryStorage {
 
     async fn upsert_session(&self, req: UpsertSession) -> Result<SessionRecord> {
         self.ready("upsert_session")?;
-        req.owner.validate()?;
+        req.validate()?;
         let explicit = req.session_id.clone().filter(|s| !s.is_empty());
-        if let Some(id) = &explicit {
-            validate_id("session_id", id)?;
-        }
-        if let Some(schedule) = req.source_schedule_id.as_deref().filter(|s| !s.is_empty()) {
-            validate_id("source_schedule_id", schedule)?;
-        }
         let Some(id) = explicit else {
             // A fresh id: a collision is practically impossible, but stay correct anyway.
             loop {

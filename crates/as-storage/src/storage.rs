@@ -73,6 +73,19 @@ impl UpsertSession {
         Self { owner, session_id: None, config, state: None, source: SessionSource::User, source_schedule_id: None }
     }
 
+    /// Checks what [`StorageBase::upsert_session`] needs before any I/O: the owner, and the
+    /// session id and schedule id when they are given and not empty (empty means "a fresh id" and
+    /// "no schedule"), with [`crate::validate_id`]. Backends call it first.
+    pub fn validate(&self) -> Result<()> {
+        self.owner.validate()?;
+        for (what, id) in [("session_id", &self.session_id), ("source_schedule_id", &self.source_schedule_id)] {
+            if let Some(id) = id.as_deref().filter(|s| !s.is_empty()) {
+                crate::validate_id(what, id)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Targets the session `id`.
     pub fn with_session_id(mut self, id: impl Into<String>) -> Self {
         self.session_id = Some(id.into());

@@ -198,17 +198,11 @@ impl StorageBase for JsonDirStorage {
 
     async fn upsert_session(&self, req: UpsertSession) -> Result<SessionRecord> {
         const OP: &str = "upsert_session";
-        req.owner.validate()?;
+        req.validate()?;
         let id = match req.session_id.as_deref() {
             None | Some("") => generate_id(),
-            Some(id) => {
-                validate_id("session_id", id)?;
-                id.to_owned()
-            }
+            Some(id) => id.to_owned(),
         };
-        if let Some(schedule) = req.source_schedule_id.as_deref().filter(|s| !s.is_empty()) {
-            validate_id("source_schedule_id", schedule)?;
-        }
         self.run(OP, move |db| {
             let path = db.record_path(&req.owner.user_id, &id);
             if let Some(bytes) = db.read(OP, &path)? {
