@@ -335,9 +335,7 @@ impl<'a> Run<'a> {
             }
             let mut end = ToolResultEndEvent::new(reply_id.clone(), id.clone(), result.state);
             end.metadata.clone_from(&result.metadata);
-            let state = result.state;
             self.save_result(result).await?;
-            let _ = state;
             self.emit(end).await?;
         }
         Ok(())
