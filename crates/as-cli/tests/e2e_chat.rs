@@ -371,6 +371,35 @@ fn accept_edits_writes_inside_the_workdir_without_asking() {
 }
 
 #[test]
+fn a_relative_workdir_is_not_the_whole_disk() {
+    // `--workdir .` in accept-edits mode: a Write outside the current directory still asks (the
+    // session parks) instead of counting `/` as the working directory.
+    let rt = runtime();
+    let srv = server(&rt);
+    let url = srv.base_url();
+    let dir = tempfile::tempdir().unwrap();
+    let inside = dir.path().join("work");
+    std::fs::create_dir(&inside).unwrap();
+    let storage = format!("sqlite:{}", dir.path().join("s.db").display());
+    let outside = dir.path().join("outside.txt");
+    let input = serde_json::json!({"file_path": outside.to_string_lossy(), "content": "Ada"}).to_string();
+    srv.push(MockReply::sse([chunk::tool_call(0, Some("w1"), Some("Write"), &input), chunk::finish("tool_calls")]));
+    let mut args = chat_args(&storage, &url);
+    args.extend(["--permission-mode", "accept_edits", "--workdir", ".", "--message", "Write it.", "--json"]);
+    let o = agentscope(&args).current_dir(&inside).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("REQUIRE_USER_CONFIRM"), "{}", stdout(&o));
+    assert!(!outside.exists(), "written without asking");
+    // A --workdir that does not exist is a usage error.
+    let mut args = chat_args(&storage, &url);
+    args.extend(["--workdir", "no-such-dir", "--message", "Hi."]);
+    let o = agentscope(&args).current_dir(&inside).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--workdir no-such-dir"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("new session"), "a session was created: {}", stderr(&o));
+}
+
+#[test]
 fn confirm_no_tells_the_model_it_was_denied() {
     let rt = runtime();
     let srv = server(&rt);

@@ -262,9 +262,9 @@ pub struct OpenAiCompatibleConfig {
     pub idle_timeout: Duration,
     /// Provider-level retries of retryable errors, before the first chunk.
     pub retry: RetryPolicy,
-    /// The largest non-streamed response body accepted, in bytes (default 64 MiB); more is an
-    /// [`ModelErrorKind::InvalidResponse`]. A streamed response is bounded per event instead
-    /// ([`crate::DEFAULT_MAX_EVENT_BYTES`]).
+    /// The largest response body accepted, in bytes (default 64 MiB), streamed or not; more is an
+    /// [`ModelErrorKind::InvalidResponse`]. Each event of a stream is also bounded by
+    /// [`crate::DEFAULT_MAX_EVENT_BYTES`].
     pub max_response_bytes: usize,
     /// The directory whose files `file://` media URLs in messages may name (read and sent inline);
     /// `None` (default) reads none. See [`crate::FormatterOptions::local_files`].
@@ -371,7 +371,7 @@ impl OpenAiCompatibleConfig {
         self
     }
 
-    /// Sets the largest non-streamed response body accepted (at least 1 KiB).
+    /// Sets the largest response body accepted, streamed or not (at least 1 KiB).
     pub fn with_max_response_bytes(mut self, bytes: usize) -> Self {
         self.max_response_bytes = bytes.max(1024);
         self

@@ -27,16 +27,19 @@ pub(crate) fn is_context_length(message: &str, err: &Value) -> bool {
     .any(|p| m.contains(p))
 }
 
-/// Parses `retry-after-ms` / `retry-after` (seconds, integer or decimal).
+/// The longest wait a `Retry-After` answer can ask for; longer values are clamped to it (a server's
+/// number is input, and `Duration::from_secs_f64` panics beyond `Duration::MAX`).
+pub(crate) const MAX_RETRY_AFTER: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// Parses `retry-after-ms` / `retry-after` (seconds, integer or decimal), clamped to [`MAX_RETRY_AFTER`].
 pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     let get = |k: &str| headers.get(k).and_then(|v| v.to_str().ok()).map(str::trim);
-    if let Some(ms) = get("retry-after-ms").and_then(|v| v.parse::<f64>().ok()).filter(|v| v.is_finite() && *v >= 0.0) {
-        return Some(Duration::from_secs_f64(ms / 1000.0));
-    }
-    get("retry-after")
-        .and_then(|v| v.parse::<f64>().ok())
-        .filter(|v| v.is_finite() && *v >= 0.0)
-        .map(Duration::from_secs_f64)
+    let secs = |v: &str, scale: f64| v.parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0).map(|v| v / scale);
+    let max = MAX_RETRY_AFTER.as_secs_f64();
+    get("retry-after-ms")
+        .and_then(|v| secs(v, 1000.0))
+        .or_else(|| get("retry-after").and_then(|v| secs(v, 1.0)))
+        .map(|s| Duration::from_secs_f64(s.min(max)))
 }
 
 /// Maps a non-success HTTP answer.
@@ -64,9 +67,16 @@ pub(crate) fn from_status(
     ModelError::new(kind, provider, message).with_status(status)
 }
 
-/// Maps a reqwest failure (connect, body read).
+/// Maps a reqwest failure (connect, body read). A request that could not even be built (a URL
+/// without a usable scheme, a header value with a newline) is `InvalidRequest`: retrying cannot help.
 pub(crate) fn from_transport(provider: &'static str, e: reqwest::Error, secret: Option<&str>) -> ModelError {
-    let kind = if e.is_timeout() { ModelErrorKind::Timeout } else { ModelErrorKind::Transport };
+    let kind = if e.is_timeout() {
+        ModelErrorKind::Timeout
+    } else if e.is_builder() {
+        ModelErrorKind::InvalidRequest
+    } else {
+        ModelErrorKind::Transport
+    };
     let msg = redact(&e.to_string(), secret);
     ModelError::new(kind, provider, msg)
 }
@@ -114,5 +124,17 @@ mod tests {
         assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
         h.insert("retry-after-ms", HeaderValue::from_static("250"));
         assert_eq!(retry_after(&h), Some(Duration::from_millis(250)));
+    }
+
+    #[test]
+    fn huge_retry_after_is_clamped_not_a_panic() {
+        for (name, value) in [("retry-after", "1e20"), ("retry-after-ms", "1e23"), ("retry-after", "1e308")] {
+            let mut h = HeaderMap::new();
+            h.insert(name, HeaderValue::from_static(value));
+            assert_eq!(retry_after(&h), Some(MAX_RETRY_AFTER), "{name}: {value}");
+        }
+        let mut h = HeaderMap::new();
+        h.insert("retry-after", HeaderValue::from_static("-1"));
+        assert_eq!(retry_after(&h), None);
     }
 }

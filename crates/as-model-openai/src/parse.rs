@@ -1,7 +1,7 @@
 //! Chat completion responses and stream chunks: our own serde types (plain structs, no untagged enums, so they
 //! deserialize under serde_json's `arbitrary_precision`) and the per-stream state that turns chunks into deltas.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 
 use as_message::{ContentBlock, JsonMap, TextBlock, ThinkingBlock, ToolCallBlock, generate_id};
 use as_model::{ChatChunk, ChatResponse, ChatUsage, FinishReason, ModelError, ModelErrorKind};
@@ -109,11 +109,26 @@ pub struct StreamState {
     reasoning: ReasoningField,
     text_id: String,
     thinking_id: String,
-    calls: BTreeMap<u64, (String, String)>,
+    /// This response's tool calls, in the order they opened.
+    calls: Vec<Slot>,
     /// Tool-call ids in use (the request's history, then this response's calls).
     taken: HashSet<String>,
     saw_finish: bool,
     started: std::time::Instant,
+    /// The API key, replaced by `[REDACTED]` in any server text copied into an error.
+    secret: Option<String>,
+}
+
+/// One tool call being streamed.
+#[derive(Debug)]
+struct Slot {
+    /// The wire `index`, when the server sends one.
+    index: Option<u64>,
+    /// The id the server gave (empty if none yet).
+    wire_id: String,
+    /// The id we use: the wire id, or a fresh one when it was missing or already taken.
+    id: String,
+    name: String,
 }
 
 impl StreamState {
@@ -124,11 +139,25 @@ impl StreamState {
             reasoning,
             text_id: generate_id(),
             thinking_id: generate_id(),
-            calls: BTreeMap::new(),
+            calls: Vec::new(),
             taken: HashSet::new(),
             saw_finish: false,
             started: std::time::Instant::now(),
+            secret: None,
         }
+    }
+
+    /// Measures `usage.time` from `started` (when the call began, before the request was sent and any
+    /// retries), as the non-streamed path does.
+    pub fn with_started(mut self, started: std::time::Instant) -> Self {
+        self.started = started;
+        self
+    }
+
+    /// Redacts `secret` from server text copied into errors (an error object inside a 200 answer).
+    pub fn with_secret(mut self, secret: Option<&str>) -> Self {
+        self.secret = secret.map(str::to_owned);
+        self
     }
 
     /// Declares the tool-call ids the conversation already uses. A provider that repeats an id (some
@@ -146,7 +175,39 @@ impl StreamState {
     }
 
     fn invalid(&self, msg: String) -> ModelError {
-        ModelError::new(ModelErrorKind::InvalidResponse, self.provider, msg)
+        ModelError::new(ModelErrorKind::InvalidResponse, self.provider, crate::error::redact(&msg, self.secret.as_deref()))
+    }
+
+    /// The slot a tool-call delta continues, or a new one. Deltas are matched by `index`; a delta whose
+    /// non-empty id differs from the slot's opens a new call (some servers give every parallel call
+    /// index 0). Without an index, a delta with an id opens a new call unless a call has that id
+    /// (servers that repeat it on every delta), and one without continues the last call when it is
+    /// first in its chunk (later ones in the same chunk are further calls).
+    fn slot(&mut self, index: Option<u64>, wire_id: &str, pos: usize) -> usize {
+        let found = match index {
+            Some(i) => self
+                .calls
+                .iter()
+                .rposition(|c| c.index == Some(i))
+                .filter(|&k| wire_id.is_empty() || self.calls[k].wire_id.is_empty() || self.calls[k].wire_id == wire_id),
+            None if !wire_id.is_empty() => self.calls.iter().rposition(|c| c.wire_id == wire_id),
+            None if pos == 0 => self.calls.len().checked_sub(1),
+            None => None,
+        };
+        if let Some(k) = found {
+            if self.calls[k].wire_id.is_empty() && !wire_id.is_empty() {
+                self.calls[k].wire_id = wire_id.to_owned();
+            }
+            return k;
+        }
+        let mut id = if wire_id.is_empty() { format!("call_{}", generate_id()) } else { wire_id.to_owned() };
+        if self.taken.contains(&id) {
+            tracing::debug!(id = %id, "the provider reused a tool-call id; replaced by a fresh one");
+            id = format!("call_{}", generate_id());
+        }
+        self.taken.insert(id.clone());
+        self.calls.push(Slot { index, wire_id: wire_id.to_owned(), id, name: String::new() });
+        self.calls.len() - 1
     }
 
     /// Parses one SSE `data:` payload (not `[DONE]`) into a delta chunk.
@@ -160,6 +221,7 @@ impl StreamState {
             } else {
                 ModelErrorKind::Provider
             };
+            let msg = crate::error::redact(&msg, self.secret.as_deref());
             return Err(ModelError::new(kind, self.provider, format!("error in stream: {msg}")));
         }
         let mut chunk = ChatChunk::default();
@@ -170,7 +232,9 @@ impl StreamState {
             chunk.usage = Some(usage);
         }
         for choice in wire.choices {
-            if let Some(r) = &choice.finish_reason {
+            // Some servers send `""` (or `"null"`) on every chunk: that is no finish reason, and taking it
+            // for one would make a stream cut short look complete.
+            if let Some(r) = choice.finish_reason.as_deref().filter(|r| !r.is_empty() && !r.eq_ignore_ascii_case("null")) {
                 self.saw_finish = true;
                 chunk.finish_reason = Some(FinishReason::from_provider(r));
             }
@@ -190,25 +254,16 @@ impl StreamState {
                 chunk.content.push(ContentBlock::Text(TextBlock { text: t, id: self.text_id.clone() }));
             }
             for (pos, call) in delta.tool_calls.into_iter().flatten().enumerate() {
-                let index = call.index.unwrap_or(pos as u64);
                 let function = call.function.unwrap_or_default();
-                let entry = self.calls.entry(index).or_insert_with(|| (String::new(), String::new()));
-                if entry.0.is_empty() {
-                    let mut id = call.id.filter(|i| !i.is_empty()).unwrap_or_else(|| format!("call_{}", generate_id()));
-                    if self.taken.contains(&id) {
-                        tracing::debug!(id = %id, "the provider reused a tool-call id; replaced by a fresh one");
-                        id = format!("call_{}", generate_id());
-                    }
-                    self.taken.insert(id.clone());
-                    entry.0 = id;
-                }
+                let k = self.slot(call.index, call.id.as_deref().unwrap_or_default(), pos);
+                let slot = &mut self.calls[k];
                 if let Some(n) = function.name.filter(|n| !n.is_empty())
-                    && entry.1.is_empty()
+                    && slot.name.is_empty()
                 {
-                    entry.1 = n;
+                    slot.name = n;
                 }
                 let args = function.arguments.unwrap_or_default();
-                chunk.content.push(ContentBlock::ToolCall(ToolCallBlock::new(entry.0.clone(), entry.1.clone(), args)));
+                chunk.content.push(ContentBlock::ToolCall(ToolCallBlock::new(slot.id.clone(), slot.name.clone(), args)));
             }
         }
         Ok(chunk)

@@ -254,7 +254,10 @@ impl ChatModel for OpenAiCompatibleModel {
             ContentBlock::ToolResult(r) => Some(r.id.clone()),
             _ => None,
         });
-        let mut state = StreamState::new(self.config.provider, self.reasoning_field()).with_taken_ids(history);
+        let mut state = StreamState::new(self.config.provider, self.reasoning_field())
+            .with_taken_ids(history)
+            .with_started(started)
+            .with_secret(self.secret());
         if !self.config.stream {
             let provider = self.config.provider;
             let text = tokio::select! {
@@ -271,10 +274,7 @@ impl ChatModel for OpenAiCompatibleModel {
                     Ok(Ok(Body::Whole(b))) => String::from_utf8_lossy(&b).into_owned(),
                 },
             };
-            let mut response = state.parse_response(&text)?;
-            if let Some(u) = &mut response.usage {
-                u.time = started.elapsed().as_secs_f64();
-            }
+            let response = state.parse_response(&text)?;
             return Ok(ChatStream::from_response(response));
         }
         let driver = Driver {
@@ -285,6 +285,8 @@ impl ChatModel for OpenAiCompatibleModel {
             done: false,
             saw_done: false,
             idle: self.config.idle_timeout,
+            received: 0,
+            max_bytes: self.config.max_response_bytes,
             provider: self.config.provider,
             secret: self.secret().map(str::to_owned),
         };
@@ -312,6 +314,10 @@ struct Driver {
     done: bool,
     saw_done: bool,
     idle: Duration,
+    /// Body bytes read so far, and the most allowed: a server that never ends the stream cannot grow
+    /// the accumulated response without bound.
+    received: usize,
+    max_bytes: usize,
     provider: &'static str,
     secret: Option<String>,
 }
@@ -370,6 +376,11 @@ impl Driver {
                 )));
             }
             Ok(Some(Ok(bytes))) => {
+                self.received = self.received.saturating_add(bytes.len());
+                if self.received > self.max_bytes {
+                    let msg = format!("the streamed response is over {} bytes", self.max_bytes);
+                    return self.fail(ModelErrorKind::InvalidResponse, msg);
+                }
                 let mut events = Vec::new();
                 match self.parser.feed(&bytes, &mut events) {
                     Ok(()) => {}
@@ -388,6 +399,8 @@ impl Driver {
             }
             Ok(None) => {
                 match self.parser.finish() {
+                    // After `[DONE]` or a finish reason a torn last line is noise; the response is whole.
+                    Err(_) if self.saw_done || self.state.saw_finish() => {}
                     Err(_) => {
                         return self.fail(ModelErrorKind::Transport, "the stream was cut in the middle of an event");
                     }

@@ -577,3 +577,152 @@ async fn non_streamed_tool_calls_and_reasoning_match_the_streamed_form() {
     assert_eq!(usage(&whole), Some((30, 12)));
     assert_eq!(usage(&whole), usage(&streamed));
 }
+
+#[tokio::test]
+async fn a_huge_retry_after_is_clamped_not_a_panic() {
+    let s = server().await;
+    s.push(MockReply::error(429, "Rate limit reached", None).with_header("retry-after", "1e20"));
+    let m = model(config(&s).with_retry(RetryPolicy::none()));
+    let e = m.call(ChatRequest::new(vec![Msg::user("user", "Hi")])).await.unwrap_err();
+    assert_eq!(e.kind(), ModelErrorKind::RateLimited { retry_after: Some(Duration::from_secs(24 * 60 * 60)) });
+}
+
+#[tokio::test]
+async fn a_request_that_cannot_be_built_is_invalid_and_not_retried() {
+    // "localhost:8000/v1" parses as a URL whose scheme is `localhost`: no retry can help.
+    let m = model(
+        OpenAiCompatibleConfig::custom("localhost:8000/v1", "m").with_retry(RetryPolicy::new(3, Duration::from_secs(5))),
+    );
+    let t = Instant::now();
+    let e = m.call(ChatRequest::new(vec![Msg::user("user", "Hi")])).await.unwrap_err();
+    assert_eq!(e.kind(), ModelErrorKind::InvalidRequest, "{e}");
+    assert!(!e.is_retryable());
+    assert!(t.elapsed() < Duration::from_secs(5), "it waited for a retry");
+}
+
+#[tokio::test]
+async fn an_endless_stream_is_cut_at_the_response_limit() {
+    let s = server().await;
+    let piece = chunk::text(&"x".repeat(1000)).to_string();
+    s.push(MockReply::sse_steps((0..100).map(|_| SseStep::Data(piece.clone()))));
+    let m = model(config(&s).with_max_response_bytes(32 * 1024));
+    let stream = m.stream(ChatRequest::new(vec![Msg::user("user", "Hi")])).await.unwrap();
+    let handle = stream.handle();
+    let e = stream.collect().await.unwrap_err();
+    assert_eq!(e.kind(), ModelErrorKind::InvalidResponse, "{e}");
+    assert!(e.message().contains("over 32768 bytes"), "{e}");
+    let kept = handle.snapshot().text().len();
+    assert!(kept <= 32 * 1024, "kept {kept} bytes");
+    // Under the limit the same stream is whole.
+    s.push(MockReply::sse((0..10).map(|_| chunk::text("abc")).chain([chunk::finish("stop")])));
+    assert_eq!(m.call(ChatRequest::new(vec![Msg::user("user", "Hi")])).await.unwrap().text().len(), 30);
+}
+
+#[tokio::test]
+async fn an_empty_finish_reason_on_every_chunk_is_no_finish() {
+    // Ollama and SGLang send `"finish_reason": ""` until the end: a body cut before the real one is
+    // not a complete response, and its half-streamed tool call is never executable.
+    let with_blank_finish = |mut v: serde_json::Value, reason: &str| {
+        v["choices"][0]["finish_reason"] = json!(reason);
+        v.to_string()
+    };
+    let s = server().await;
+    let m = model(config(&s));
+    for blank in ["", "null"] {
+        s.push(MockReply::sse_steps([
+            SseStep::Data(with_blank_finish(chunk::tool_call(0, Some("c"), Some("rm"), r#"{"path": "/tmp/a"#), blank)),
+            SseStep::Data(with_blank_finish(chunk::text(""), blank)),
+        ]));
+        let stream = m.stream(ChatRequest::new(vec![Msg::user("user", "Hi")])).await.unwrap();
+        let handle = stream.handle();
+        let e = stream.collect().await.unwrap_err();
+        assert_eq!(e.kind(), ModelErrorKind::Transport, "{blank:?}: {e}");
+        assert!(handle.snapshot().executable_tool_calls().is_empty());
+    }
+    // The real finish reason after blank ones ends the response as usual.
+    s.push(MockReply::sse_steps([
+        SseStep::Data(with_blank_finish(chunk::text("done"), "")),
+        SseStep::Data(chunk::finish("stop").to_string()),
+    ]));
+    let r = m.call(ChatRequest::new(vec![Msg::user("user", "Hi")])).await.unwrap();
+    assert_eq!((r.text().as_str(), r.finish_reason), ("done", FinishReason::Stop));
+}
+
+#[tokio::test]
+async fn parallel_calls_sharing_an_index_or_without_one_stay_apart() {
+    let s = server().await;
+    let m = model(config(&s));
+    let no_index = |id: Option<&str>, name: Option<&str>, args: &str| {
+        let mut v = chunk::tool_call(0, id, name, args);
+        v["choices"][0]["delta"]["tool_calls"][0].as_object_mut().unwrap().remove("index");
+        SseStep::Data(v.to_string())
+    };
+    let replies = [
+        // Every call at index 0, each with its own id.
+        MockReply::sse_steps([
+            SseStep::Data(chunk::tool_call(0, Some("call_a"), Some("get_weather"), r#"{"city":"#).to_string()),
+            SseStep::Data(chunk::tool_call(0, None, None, r#""Paris"}"#).to_string()),
+            SseStep::Data(chunk::tool_call(0, Some("call_b"), Some("get_time"), r#"{"tz":"CET"}"#).to_string()),
+            SseStep::Data(chunk::finish("tool_calls").to_string()),
+            SseStep::Data("[DONE]".into()),
+        ]),
+        // No index at all: an id opens a call, a delta without one continues the last.
+        MockReply::sse_steps([
+            no_index(Some("call_a"), Some("get_weather"), r#"{"city":"#),
+            no_index(None, None, r#""Paris"}"#),
+            no_index(Some("call_b"), Some("get_time"), r#"{"tz":"#),
+            no_index(Some("call_b"), None, r#""CET"}"#),
+            SseStep::Data(chunk::finish("tool_calls").to_string()),
+            SseStep::Data("[DONE]".into()),
+        ]),
+    ];
+    for (n, reply) in replies.into_iter().enumerate() {
+        s.push(reply);
+        let r = m.call(ChatRequest::new(vec![Msg::user("user", "Hi")])).await.unwrap();
+        let calls: Vec<(&str, &str, &str)> =
+            r.executable_tool_calls().iter().map(|c| (c.id.as_str(), c.name.as_str(), c.input.as_str())).collect();
+        assert_eq!(
+            calls,
+            vec![("call_a", "get_weather", r#"{"city":"Paris"}"#), ("call_b", "get_time", r#"{"tz":"CET"}"#)],
+            "reply {n}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_error_inside_a_200_answer_never_shows_the_key() {
+    let s = server().await;
+    let m = model(config(&s));
+    let err = json!({"error": {"message": format!("invalid key {KEY}")}});
+    s.push(MockReply::sse_steps([SseStep::Data(err.to_string())]));
+    s.push(MockReply::sse_steps([SseStep::Raw(format!("data: {{\"oops {KEY}\n\n").into_bytes())]));
+    s.push(MockReply::json(err));
+    for n in 0..2 {
+        let e = m.call(ChatRequest::new(vec![Msg::user("user", "Hi")])).await.unwrap_err();
+        let shown = format!("{e} {e:?}");
+        assert!(!shown.contains(KEY) && shown.contains("[REDACTED]"), "stream {n}: {shown}");
+    }
+    let m = model(config(&s).with_stream(false));
+    let e = m.call(ChatRequest::new(vec![Msg::user("user", "Hi")])).await.unwrap_err();
+    let shown = format!("{e} {e:?}");
+    assert!(!shown.contains(KEY) && shown.contains("[REDACTED]"), "non-streamed: {shown}");
+}
+
+#[tokio::test]
+async fn a_torn_line_after_the_finish_is_noise_and_usage_time_counts_from_the_call() {
+    let s = server().await;
+    let m = model(config(&s));
+    s.push(
+        MockReply::sse_steps([
+            SseStep::Data(chunk::text("whole").to_string()),
+            SseStep::Data(chunk::finish("stop").to_string()),
+            SseStep::Data(chunk::usage(3, 1).to_string()),
+            SseStep::Raw(b"data: [DO".to_vec()),
+        ])
+        .delayed(Duration::from_millis(150)),
+    );
+    let r = m.call(ChatRequest::new(vec![Msg::user("user", "Hi")])).await.unwrap();
+    assert_eq!((r.text().as_str(), r.is_interrupted()), ("whole", false));
+    let time = r.usage.as_ref().map(|u| u.time).unwrap();
+    assert!(time >= 0.15, "usage.time {time}s leaves out the wait for the headers");
+}

@@ -462,10 +462,11 @@ fn get_blocking(conn: &mut Connection, inner: &Inner, key: &SessionKey) -> Resul
 
 /// The cursor is `created_sort|id` of the last item of the previous page. Ids may contain `|`,
 /// but the fixed-width sort key never does, so the first `|` separates the two.
+/// Anything else (a sort key that is not one this store writes, or no id) is `InvalidInput`.
 fn parse_cursor(c: &str) -> Result<(String, String), OpError> {
     c.split_once('|')
+        .filter(|(a, b)| !b.is_empty() && a.parse::<Timestamp>().is_ok_and(|t| sort_key(&t) == *a))
         .map(|(a, b)| (a.to_owned(), b.to_owned()))
-        .filter(|(a, b)| !a.is_empty() && !b.is_empty())
         .ok_or_else(|| err(StorageErrorKind::InvalidInput, "list_sessions", format!("invalid cursor {c:?}")))
 }
 
@@ -477,7 +478,8 @@ fn list_blocking(
 ) -> Result<SessionPage, OpError> {
     const OP: &str = "list_sessions";
     let limit = page.limit.max(1);
-    let fetch = i64::try_from(limit).unwrap_or(i64::MAX - 1) + 1;
+    // One more than the page, to know whether another follows (saturating: `limit` may be huge).
+    let fetch = i64::try_from(limit).ok().and_then(|l| l.checked_add(1)).unwrap_or(i64::MAX);
     let cursor = page.cursor.as_deref().map(parse_cursor).transpose()?;
     let (after_sort, after_id) = cursor.unwrap_or_default();
     let has_cursor = page.cursor.is_some();

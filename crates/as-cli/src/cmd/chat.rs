@@ -521,6 +521,21 @@ async fn ask_confirmations(
     Some(answers)
 }
 
+/// `--workdir` (default: the current directory) as an absolute path with symlinks resolved: the
+/// permission checks ("inside the working directory") compare real paths, and a directory that does
+/// not exist is a usage error rather than a working directory nobody can be inside of.
+fn working_dir(arg: Option<&std::path::Path>) -> Result<PathBuf, CliError> {
+    let usage = |msg: String| CliError::new(ExitKind::Usage, msg);
+    let Some(dir) = arg else {
+        return std::env::current_dir().map_err(|e| usage(format!("no working directory: {e}")));
+    };
+    let real = std::fs::canonicalize(dir).map_err(|e| usage(format!("--workdir {}: {e}", dir.display())))?;
+    if !real.is_dir() {
+        return Err(usage(format!("--workdir {}: not a directory", dir.display())));
+    }
+    Ok(real)
+}
+
 /// Builds the agent for a session.
 pub(crate) fn build_agent(
     name: &str,
@@ -583,6 +598,8 @@ pub(crate) async fn chat_with(
     toolkit: as_tools::Toolkit,
     sink: &mut dyn EventSink,
 ) -> CliResult {
+    // Checked before the session is opened: a bad --workdir creates nothing.
+    let workdir = working_dir(args.workdir.as_deref())?;
     let (handle, mut state, created) = SessionHandle::open(
         storage,
         &args.user,
@@ -594,10 +611,6 @@ pub(crate) async fn chat_with(
     if created {
         eprintln!("new session {} (continue it with --session {})", handle.key.session_id, handle.key.session_id);
     }
-    let workdir = match &args.workdir {
-        Some(d) => d.clone(),
-        None => std::env::current_dir().map_err(|e| CliError::new(ExitKind::Usage, format!("no working dir: {e}")))?,
-    };
     let agent = build_agent(&args.agent, &args.system_prompt, model, args.max_iters, workdir, toolkit)?;
     // From here on Ctrl-C is handled (interrupt or quit), never the default kill.
     let _armed = CtrlC::arm()?;

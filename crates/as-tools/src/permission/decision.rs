@@ -148,11 +148,18 @@ pub(crate) fn expand_user(path: &str) -> PathBuf {
     PathBuf::from(path)
 }
 
-/// `os.path.realpath` on an absolute path: walks the components, resolving `.`, `..` and every
-/// symlink met on the way (also inside a missing tail), like Python's non-strict `realpath`.
+/// `os.path.realpath`: walks the components, resolving `.`, `..` and every symlink met on the way
+/// (also inside a missing tail), like Python's non-strict `realpath`. A relative path is taken
+/// from the process's current directory first, as Python does (a relative working directory such
+/// as `.` must not resolve to `/`, which would put every path "inside" it).
 pub(crate) fn real_path(path: &Path) -> PathBuf {
     let mut out = PathBuf::from("/");
     let mut budget = 40u32;
+    if path.is_relative()
+        && let Ok(cwd) = std::env::current_dir()
+    {
+        resolve_into(&mut out, &cwd, &mut budget);
+    }
     resolve_into(&mut out, path, &mut budget);
     out
 }
@@ -178,5 +185,24 @@ fn resolve_into(out: &mut PathBuf, path: &Path, budget: &mut u32) {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_relative_working_directory_is_not_the_root() {
+        let cwd = std::env::current_dir().unwrap();
+        let permission = PermissionContext::default();
+        for dir in [".", "./", "sub/.."] {
+            let ctx = PermissionCheckContext::new(&permission, Path::new(dir));
+            assert!(!ctx.is_in_working_dirs("/etc/passwd"), "cwd {dir:?}");
+            assert!(!ctx.is_in_working_dirs("../elsewhere/x.rs"), "cwd {dir:?}");
+            assert!(ctx.is_in_working_dirs("inside.rs"), "cwd {dir:?}");
+            assert!(ctx.is_in_working_dirs(&cwd.join("new/file.rs").to_string_lossy()), "cwd {dir:?}");
+        }
+        assert_eq!(real_path(Path::new(".")), real_path(&cwd));
     }
 }
