@@ -43,13 +43,15 @@ pub trait Middleware: Send + Sync + fmt::Debug {
     }
 
     /// Called before a permitted local tool runs (possibly concurrently with other calls of the
-    /// batch, hence no `slot`); returning a result answers the call without running the tool.
+    /// batch, hence no `slot`); returning a result answers the call without running the tool (the
+    /// block's `id` and `name` are set to the call's, whatever it carried).
     async fn on_acting(&self, call: &ToolCallBlock) -> Result<Option<ToolResultBlock>> {
         let _ = call;
         Ok(None)
     }
 
-    /// Called with each tool result before it is saved to the context.
+    /// Called with each tool result before it is saved to the context (external results included). The
+    /// result stays the answer to its call: changes to `id` or `name` are undone.
     async fn on_tool_result(&self, result: &mut ToolResultBlock, slot: &mut JsonValue) -> Result<()> {
         let _ = (result, slot);
         Ok(())

@@ -318,7 +318,16 @@ impl<'a> Run<'a> {
 
     async fn handle_external(&mut self, ev: ExternalExecutionResultEvent) -> Result<()> {
         let reply_id = self.reply_id();
-        for result in ev.execution_results {
+        // One result per call: for a repeated id the last one counts, at its first position (as
+        // for confirmations). Saving both would leave two results for one call in the context.
+        let mut results: Vec<ToolResultBlock> = Vec::with_capacity(ev.execution_results.len());
+        for r in ev.execution_results {
+            match results.iter_mut().find(|x| x.id == r.id) {
+                Some(x) => *x = r,
+                None => results.push(r),
+            }
+        }
+        for result in results {
             let id = result.id.clone();
             self.started.insert(id.clone());
             match &result.output {
@@ -335,23 +344,31 @@ impl<'a> Run<'a> {
             }
             let mut end = ToolResultEndEvent::new(reply_id.clone(), id.clone(), result.state);
             end.metadata.clone_from(&result.metadata);
-            self.save_result(result).await?;
+            self.save_result_as(result, false).await?;
             self.emit(end).await?;
         }
         Ok(())
     }
 
     /// Saves a tool result (after the result middlewares and truncation) and finishes its call.
-    async fn save_result(&mut self, mut block: ToolResultBlock) -> Result<()> {
+    async fn save_result(&mut self, block: ToolResultBlock) -> Result<()> {
+        self.save_result_as(block, true).await
+    }
+
+    /// [`Self::save_result`]; `truncate = false` keeps the output as given (external results, §7).
+    /// The block stays the answer to its call: a middleware cannot change its id or name.
+    async fn save_result_as(&mut self, mut block: ToolResultBlock, truncate: bool) -> Result<()> {
         let agent = self.agent;
+        let (id, name) = (block.id.clone(), block.name.clone());
         for mw in &agent.middlewares {
             let slots = &mut self.g.state.middle_context;
             let r = mw.on_tool_result(&mut block, slot(slots, mw.key())).await;
             settle(slots, mw.key());
             r?;
         }
-        let block = crate::compress::truncate_tool_result(self.agent, block);
-        let id = block.id.clone();
+        block.id = id.clone();
+        block.name = name;
+        let block = if truncate { crate::compress::truncate_tool_result(self.agent, block) } else { block };
         save_to_context(self.g.state, &self.agent.name, vec![ContentBlock::ToolResult(block)], None);
         if let Some(c) = call_mut(self.g.state, &self.agent.name, &id) {
             c.state = ToolCallState::Finished;
@@ -728,7 +745,11 @@ impl<'a> Run<'a> {
             }
             for mw in &agent.middlewares {
                 match mw.on_acting(&call).await {
-                    Ok(Some(block)) => {
+                    Ok(Some(mut block)) => {
+                        // The answer is this call's, whatever id the middleware's block carried (a
+                        // cached result of another call would leave this one open forever).
+                        block.id.clone_from(&call.id);
+                        block.name.clone_from(&call.name);
                         let mut actions = head;
                         if let TextOrBlocks::Blocks(bs) = &block.output {
                             for b in bs {

@@ -267,6 +267,23 @@ impl SessionRunner {
     async fn load(&self, key: &SessionKey, input: &ReplyInput) -> Result<(SessionRecord, bool, Option<Msg>)> {
         let (record, created) = match self.storage.get_session(key).await? {
             Some(r) => (r, false),
+            // A resume or an interrupt of a session that does not exist: the agent rejects it (or it
+            // is a no-op) on a fresh state, which is not stored: a rejected turn creates nothing.
+            None if !matches!(input, ReplyInput::Messages(_)) => {
+                let now = as_storage::Timestamp::now();
+                let meta = as_storage::SessionMeta {
+                    id: key.session_id.clone(),
+                    updated_at: now,
+                    created_at: now,
+                    user_id: key.user_id.clone(),
+                    agent_id: key.agent_id.clone(),
+                    source: as_storage::SessionSource::default(),
+                    source_schedule_id: None,
+                    team_id: None,
+                    config: self.config.clone(),
+                };
+                return Ok((SessionRecord::from_parts(meta, AgentState::default()), false, None));
+            }
             None => {
                 let req = UpsertSession::new(key.owner(), self.config.clone()).with_session_id(key.session_id.clone());
                 let r = self.storage.upsert_session(req).await?;

@@ -153,3 +153,66 @@ async fn a_reply_dropped_during_a_hook_keeps_the_middlewares_slot_in_place() {
     let seen = state.middle_context["Stuck"]["seen"].as_i64().unwrap();
     assert!(seen > 10, "the hook's writes are kept: {seen}");
 }
+
+/// Answers every call from a cache, with the block it cached for another call (another id), and
+/// renames results on the way to the context.
+#[derive(Debug)]
+struct StaleCache;
+
+#[async_trait]
+impl Middleware for StaleCache {
+    fn key(&self) -> &str {
+        "StaleCache"
+    }
+
+    async fn on_acting(&self, _call: &ToolCallBlock) -> as_agent::Result<Option<as_message::ToolResultBlock>> {
+        Ok(Some(as_message::ToolResultBlock::new(
+            "call_from_last_week",
+            "cached_tool",
+            "cached output",
+            as_message::ToolResultState::Success,
+        )))
+    }
+
+    async fn on_tool_result(
+        &self,
+        result: &mut as_message::ToolResultBlock,
+        _slot: &mut JsonValue,
+    ) -> as_agent::Result<()> {
+        result.id = "renamed".into();
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_middlewares_answer_always_answers_the_call_it_was_asked_for() {
+    let model = Arc::new(ScriptedModel::new(
+        "m",
+        [ScriptedTurn::new().tool_call("c1", "echo", r#"{"text": "a"}"#), ScriptedTurn::new().text("Done.")],
+    ));
+    let agent = Agent::builder("Friday", "sys", model)
+        .toolkit(Toolkit::new().with(AllowTool::new("echo").arc()))
+        .middleware(Arc::new(StaleCache))
+        .build()
+        .unwrap();
+    let mut state = AgentState::default();
+    // Before, the call stayed open and the loop answered it again forever (max_iters never reached).
+    let out = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        agent.reply_outcome(&mut state, Msg::user("user", "go")),
+    )
+    .await
+    .expect("the reply ends")
+    .unwrap();
+    assert_eq!(out.status, ReplyStatus::Completed);
+    let results: Vec<(String, String, String)> = state
+        .context
+        .iter()
+        .flat_map(|m| &m.content)
+        .filter_map(|b| match b {
+            as_message::ContentBlock::ToolResult(r) => Some((r.id.clone(), r.name.clone(), r.output.text())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results, vec![("c1".to_owned(), "echo".to_owned(), "cached output".to_owned())]);
+}

@@ -595,3 +595,78 @@ async fn a_message_log_failure_after_the_state_was_saved_does_not_fail_the_turn(
     let stored = as_storage::StorageBase::get_session(&*storage, &k).await.unwrap().unwrap();
     assert_eq!((stored.revision(), stored.state), (out.revision, out.state), "the state was saved");
 }
+
+#[tokio::test]
+async fn a_resume_or_interrupt_of_a_missing_session_creates_nothing() {
+    let storage = store().await;
+    let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
+    let agent = agent_with(vec![ScriptedTurn::new().text("never")], Toolkit::new());
+    let k = key("nobody-here");
+    let call = as_message::ToolCallBlock::new("c1", "t", "{}");
+    let external = as_agent::ExternalExecutionResultEvent::new(
+        "r",
+        vec![as_message::ToolResultBlock::new("c1", "t", "ran", as_message::ToolResultState::Success)],
+    );
+    let inputs: Vec<(ReplyInput, Option<AgentErrorKind>)> = vec![
+        (
+            UserConfirmResultEvent::new("r", vec![as_agent::ConfirmResult::approve(call)]).into(),
+            Some(AgentErrorKind::UnexpectedEvent),
+        ),
+        (external.into(), Some(AgentErrorKind::UnexpectedEvent)),
+        (as_agent::UserInterruptEvent::new("r").into(), None),
+    ];
+    for (input, kind) in inputs {
+        let label = format!("{input:?}");
+        let (events, r) = turn(&runner, &agent, &k, input).await;
+        match kind {
+            Some(kind) => assert_eq!(r.unwrap_err().kind(), kind, "{label}"),
+            None => assert_eq!(r.unwrap().status, ReplyStatus::NoOp, "{label}"),
+        }
+        assert!(events.is_empty(), "{label}");
+        assert!(storage.get_session(&k).await.unwrap().is_none(), "{label}: the session was created");
+    }
+    assert_eq!(runner.wait_background_writes().await, 0);
+}
+
+#[tokio::test]
+async fn a_repeated_external_result_id_answers_its_call_once() {
+    let storage = store().await;
+    let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
+    let agent = agent_with(
+        vec![ScriptedTurn::new().tool_call("x1", "remote", r#"{"text": "a"}"#), ScriptedTurn::new().text("thanks")],
+        Toolkit::new().with(AllowTool::new("remote").external().arc()),
+    );
+    let k = key("ext");
+    let parked = turn(&runner, &agent, &k, Msg::user("user", "go")).await.1.unwrap();
+    assert_eq!(parked.status, ReplyStatus::Parked);
+    let result =
+        |text: &str| as_message::ToolResultBlock::new("x1", "remote", text, as_message::ToolResultState::Success);
+    let ev = as_agent::ExternalExecutionResultEvent::new(parked.state.reply_id.clone(), vec![result("A"), result("B")]);
+    let (events, r) = turn(&runner, &agent, &k, ev).await;
+    let done = r.unwrap();
+    assert_eq!(done.status, ReplyStatus::Completed);
+    let ends = events.iter().filter(|e| matches!(e, AgentEvent::ToolResultEnd(_))).count();
+    assert_eq!(ends, 1, "one result per call");
+    let results: Vec<String> = done
+        .state
+        .context
+        .iter()
+        .flat_map(|m| &m.content)
+        .filter_map(|b| match b {
+            ContentBlock::ToolResult(r) if r.id == "x1" => Some(r.output.text()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results, vec!["B".to_owned()], "the last result for the id counts");
+    // The log's reply message agrees with the state.
+    let log = storage.list_messages(&k, 0, 0).await.unwrap();
+    let logged: Vec<String> = log
+        .iter()
+        .flat_map(|m| &m.content)
+        .filter_map(|b| match b {
+            ContentBlock::ToolResult(r) if r.id == "x1" => Some(r.output.text()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(logged, vec!["B".to_owned()]);
+}

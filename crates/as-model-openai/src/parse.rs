@@ -175,7 +175,11 @@ impl StreamState {
     }
 
     fn invalid(&self, msg: String) -> ModelError {
-        ModelError::new(ModelErrorKind::InvalidResponse, self.provider, crate::error::redact(&msg, self.secret.as_deref()))
+        ModelError::new(
+            ModelErrorKind::InvalidResponse,
+            self.provider,
+            crate::error::redact(&msg, self.secret.as_deref()),
+        )
     }
 
     /// The slot a tool-call delta continues, or a new one. Deltas are matched by `index`; a delta whose
@@ -185,11 +189,9 @@ impl StreamState {
     /// first in its chunk (later ones in the same chunk are further calls).
     fn slot(&mut self, index: Option<u64>, wire_id: &str, pos: usize) -> usize {
         let found = match index {
-            Some(i) => self
-                .calls
-                .iter()
-                .rposition(|c| c.index == Some(i))
-                .filter(|&k| wire_id.is_empty() || self.calls[k].wire_id.is_empty() || self.calls[k].wire_id == wire_id),
+            Some(i) => self.calls.iter().rposition(|c| c.index == Some(i)).filter(|&k| {
+                wire_id.is_empty() || self.calls[k].wire_id.is_empty() || self.calls[k].wire_id == wire_id
+            }),
             None if !wire_id.is_empty() => self.calls.iter().rposition(|c| c.wire_id == wire_id),
             None if pos == 0 => self.calls.len().checked_sub(1),
             None => None,
@@ -234,7 +236,9 @@ impl StreamState {
         for choice in wire.choices {
             // Some servers send `""` (or `"null"`) on every chunk: that is no finish reason, and taking it
             // for one would make a stream cut short look complete.
-            if let Some(r) = choice.finish_reason.as_deref().filter(|r| !r.is_empty() && !r.eq_ignore_ascii_case("null")) {
+            if let Some(r) =
+                choice.finish_reason.as_deref().filter(|r| !r.is_empty() && !r.eq_ignore_ascii_case("null"))
+            {
                 self.saw_finish = true;
                 chunk.finish_reason = Some(FinishReason::from_provider(r));
             }
@@ -263,7 +267,11 @@ impl StreamState {
                     slot.name = n;
                 }
                 let args = function.arguments.unwrap_or_default();
-                chunk.content.push(ContentBlock::ToolCall(ToolCallBlock::new(slot.id.clone(), slot.name.clone(), args)));
+                chunk.content.push(ContentBlock::ToolCall(ToolCallBlock::new(
+                    slot.id.clone(),
+                    slot.name.clone(),
+                    args,
+                )));
             }
         }
         Ok(chunk)

@@ -591,7 +591,8 @@ async fn a_huge_retry_after_is_clamped_not_a_panic() {
 async fn a_request_that_cannot_be_built_is_invalid_and_not_retried() {
     // "localhost:8000/v1" parses as a URL whose scheme is `localhost`: no retry can help.
     let m = model(
-        OpenAiCompatibleConfig::custom("localhost:8000/v1", "m").with_retry(RetryPolicy::new(3, Duration::from_secs(5))),
+        OpenAiCompatibleConfig::custom("localhost:8000/v1", "m")
+            .with_retry(RetryPolicy::new(3, Duration::from_secs(5))),
     );
     let t = Instant::now();
     let e = m.call(ChatRequest::new(vec![Msg::user("user", "Hi")])).await.unwrap_err();
