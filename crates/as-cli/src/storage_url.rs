@@ -146,11 +146,18 @@ mod tests {
             ("redis://:p@ss@h", "redis://:***@h"),
             ("redis://h:6379", "redis://h:6379"),
             ("sqlite:/tmp/a@b.db", "sqlite:/tmp/a@b.db"),
+            // Passwords a URL parser chokes on (base64 often has `/`), and a typo'd scheme.
+            ("redis://:s3cr/t@127.0.0.1:6379", "redis://:***@127.0.0.1:6379"),
+            ("redis://u:a?b#c@h/1", "redis://u:***@h/1"),
+            ("redis:/:hunter2@h", "redis:***@h"),
+            ("REDIS:hunter2@h", "REDIS:***@h"),
         ] {
             assert_eq!(as_storage_redis::redact_url(url), shown, "{url}");
         }
-        let e = StorageUrl::parse(Some("Valkey://:hunter2@h:6379")).unwrap_err();
-        assert!(!e.to_string().contains("hunter2"), "{e}");
+        for bad in ["Valkey://:hunter2@h:6379", "redis://:hunt/er2@h:6379", "redis:/:hunter2@h"] {
+            let e = StorageUrl::parse(Some(bad)).unwrap_err();
+            assert!(!e.to_string().contains("hunt"), "{e}");
+        }
     }
 
     #[test]

@@ -77,3 +77,25 @@ fn help_never_shows_the_storage_url_from_the_environment() {
         assert!(!text.contains("hunter2"), "{args:?} shows the password: {text}");
     }
 }
+
+#[test]
+fn a_closed_stdout_is_exit_1_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{not json").unwrap();
+    let bad = bad.to_string_lossy().into_owned();
+    let cases: [&[&str]; 4] = [
+        &["schema"],
+        &["schema", "agent-state"],
+        &["state", "check", &bad],
+        &["--storage", "memory", "sessions", "validate", "--user", "alice"],
+    ];
+    for args in cases {
+        // The reader is gone before the command starts: its first write fails (EPIPE).
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let o = agentscope(args).stdout(writer).stderr(std::process::Stdio::piped()).output().unwrap();
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("panicked"), "{args:?}: {}", stderr(&o));
+    }
+}

@@ -101,28 +101,38 @@ fn bad_url(url: &str, why: impl std::fmt::Display) -> StorageError {
 
 /// `url` fit to print (errors, logs, a CLI's output): the password of a `scheme://user:password@host…`
 /// URL becomes `***` (all of the user part when it has no `:`), also when the rest of the URL is not
-/// one this crate accepts.
+/// one this crate accepts: the user part runs to the *last* `@`, so a password holding `/`, `?`, `#`
+/// or `@` (a URL that does not even parse) is hidden whole. A Redis-family scheme missing a slash
+/// (`redis:/:pw@h`, a typo) is treated the same way.
 ///
 /// ```
 /// use as_storage_redis::redact_url;
 /// assert_eq!(redact_url("redis://:hunter2@h:6379/0"), "redis://:***@h:6379/0");
+/// assert_eq!(redact_url("redis://:s3cr/t@h:6379"), "redis://:***@h:6379");
 /// assert_eq!(redact_url("Valkey://hunter2@h"), "Valkey://***@h");
 /// assert_eq!(redact_url("redis://h:6379"), "redis://h:6379");
 /// ```
 pub fn redact_url(url: &str) -> String {
     let (head, rest) = match url.find("://") {
         Some(i) => url.split_at(i + 3),
-        None => ("", url),
+        None => match url.split_once(':') {
+            Some((scheme, _)) if is_redis_scheme(scheme) => url.split_at(scheme.len() + 1),
+            _ => return url.to_owned(),
+        },
     };
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(end);
-    let Some(at) = authority.rfind('@') else { return url.to_owned() };
-    let (userinfo, host) = authority.split_at(at);
+    let Some(at) = rest.rfind('@') else { return url.to_owned() };
+    let (userinfo, host) = rest.split_at(at);
     let shown = match userinfo.split_once(':') {
-        Some((user, _)) => format!("{user}:***"),
-        None => "***".to_owned(),
+        Some((user, _)) if !user.contains(['/', '?', '#']) => format!("{user}:***"),
+        _ => "***".to_owned(),
     };
-    format!("{head}{shown}{host}{tail}")
+    format!("{head}{shown}{host}")
+}
+
+/// A scheme of the Redis family (any case), as people type it.
+fn is_redis_scheme(scheme: &str) -> bool {
+    let s = scheme.to_ascii_lowercase();
+    s.starts_with("redis") || s.starts_with("valkey")
 }
 
 impl RedisStorageConfig {

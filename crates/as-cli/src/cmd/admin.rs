@@ -24,6 +24,7 @@
 //! backend that cannot list agents asks for `--agent`). Lines come out per agent (sorted), then
 //! newest session first, so two exports of equal stores are byte-identical.
 
+use super::outln;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 
@@ -479,7 +480,7 @@ pub(crate) async fn run_export(storage: &SharedStorage, args: ExportArgs) -> Cli
 pub(crate) async fn run_import(storage: &SharedStorage, args: ImportArgs) -> CliResult {
     let text = read_input(&args.file)?;
     let stats = import(storage, &text, args.overwrite, std::io::stderr().is_terminal()).await;
-    println!("{}", stats.summary());
+    outln!("{}", stats.summary())?;
     if stats.stopped {
         Err(CliError::silent(ExitKind::Unavailable))
     } else if stats.failed > 0 {
@@ -612,7 +613,13 @@ pub(crate) async fn validate(
                                 }
                             }
                         }
-                        Err(e) => problems.push(Problem { key: name, why: format!("message log: {e}") }),
+                        Err(e)
+                            if matches!(e.kind(), StorageErrorKind::Serialization | StorageErrorKind::InvalidKey) =>
+                        {
+                            problems.push(Problem { key: name, why: format!("message log: {e}") });
+                        }
+                        // An unreachable store is not a bad record: exit 6, as for the record itself.
+                        Err(e) => return Err(e.into()),
                     }
                 }
                 Err(e) if matches!(e.kind(), StorageErrorKind::Serialization | StorageErrorKind::InvalidKey) => {
@@ -629,10 +636,10 @@ pub(crate) async fn validate(
 pub(crate) async fn run_validate(storage: &SharedStorage, args: ValidateArgs) -> CliResult {
     let (checked, problems) = validate(storage, &args.user, &args.agents).await?;
     for p in &problems {
-        println!("bad  {}  {}", p.key, p.why);
+        outln!("bad  {}  {}", p.key, p.why)?;
     }
     let bad: std::collections::BTreeSet<&str> = problems.iter().map(|p| p.key.as_str()).collect();
-    println!("checked {checked} sessions: {} bad", bad.len());
+    outln!("checked {checked} sessions: {} bad", bad.len())?;
     if bad.is_empty() { Ok(()) } else { Err(CliError::silent(ExitKind::Failed)) }
 }
 

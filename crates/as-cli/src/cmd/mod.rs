@@ -6,3 +6,23 @@ pub(crate) mod demo;
 pub(crate) mod schema;
 pub(crate) mod sessions;
 pub(crate) mod state;
+
+use crate::exit::{CliError, CliResult, ExitKind};
+
+/// Writes to stdout; a closed or failing stdout (`… | head -1`) is exit 1, not a panic.
+pub(crate) fn out(args: std::fmt::Arguments<'_>) -> CliResult {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_fmt(args)
+        .and_then(|()| stdout.flush())
+        .map_err(|e| CliError::new(ExitKind::Failed, format!("cannot write the output: {e}")))
+}
+
+/// `println!` through [`out`]: `outln!(...)?`.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::cmd::out(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+pub(crate) use outln;

@@ -1,5 +1,6 @@
 //! `agentscope schema [NAME]`.
 
+use super::outln;
 use as_cli::schemas::{SCHEMAS, find, render};
 
 use crate::GlobalArgs;
@@ -20,7 +21,7 @@ pub(crate) fn run(_global: &GlobalArgs, args: SchemaArgs) -> CliResult {
     match args.name {
         None => {
             for e in SCHEMAS {
-                println!("{:<16}{}", e.name, e.about);
+                outln!("{:<16}{}", e.name, e.about)?;
             }
             Ok(())
         }
@@ -29,8 +30,7 @@ pub(crate) fn run(_global: &GlobalArgs, args: SchemaArgs) -> CliResult {
                 let names: Vec<&str> = SCHEMAS.iter().map(|e| e.name).collect();
                 CliError::new(ExitKind::NotFound, format!("no schema named {name:?}; known: {}", names.join(", ")))
             })?;
-            print!("{}", render(entry));
-            Ok(())
+            super::out(format_args!("{}", render(entry)))
         }
     }
 }

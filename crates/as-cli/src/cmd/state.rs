@@ -1,5 +1,6 @@
 //! `agentscope state fmt|check`: drive the wire format from outside.
 
+use super::outln;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
@@ -178,10 +179,10 @@ fn check(args: CheckArgs) -> CliResult {
             .map_err(|e| format!("cannot read: {e}"))
             .and_then(|bytes| parse(&bytes, args.kind).map_err(|e| e.to_string()));
         match result {
-            Ok(doc) => println!("ok  {shown}  {} {} messages", doc.kind().as_str(), doc.messages()),
+            Ok(doc) => outln!("ok  {shown}  {} {} messages", doc.kind().as_str(), doc.messages())?,
             Err(msg) => {
                 failed += 1;
-                println!("error  {shown}  {msg}");
+                outln!("error  {shown}  {msg}")?;
             }
         }
     }
