@@ -105,8 +105,9 @@ fn quitting_at_a_confirmation_parks_and_the_next_chat_asks_first(storage: &str) 
     assert!(ask.contains("The agent wants to run: Write"), "{ask}");
     assert!(ask.contains("Allow? [y]es / [n]o / [a]lways"), "{ask}");
     pty.send(b"\x03");
-    // Quitting is a normal exit (not a death by SIGINT), and the call stays parked in the store.
-    assert_eq!(pty.wait(), 0, "{}", pty.all());
+    // Ctrl-C quits with exit 130 (the guide's "interrupted by Ctrl-C (state saved)", as at the `you>`
+    // prompt; the process exits, it is not killed by SIGINT), and the call stays parked in the store.
+    assert_eq!(pty.wait(), 130, "{}", pty.all());
     assert!(!note.exists());
     let session = pty
         .all()

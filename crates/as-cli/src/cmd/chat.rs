@@ -489,12 +489,13 @@ async fn prompt(lines: &mut mpsc::UnboundedReceiver<Option<String>>, text: &str,
     }
 }
 
-/// Asks about each parked call; `None` when the user quit at the prompt (the session stays parked).
+/// Asks about each parked call; `Err` with how the user quit at the prompt (`Typed::Eof` or
+/// `Typed::CtrlC`; the session stays parked).
 async fn ask_confirmations(
     lines: &mut mpsc::UnboundedReceiver<Option<String>>,
     calls: &[ToolCallBlock],
     colour: bool,
-) -> Option<Vec<Answer>> {
+) -> Result<Vec<Answer>, Typed> {
     let mut answers = Vec::new();
     for call in calls {
         let rules: Vec<String> = always_rules(call)
@@ -511,14 +512,14 @@ async fn ask_confirmations(
                     "a" | "always" => break answers.push(Answer::Always),
                     _ => println!("Please answer y, n or a."),
                 },
-                Typed::Eof | Typed::CtrlC => {
+                quit @ (Typed::Eof | Typed::CtrlC) => {
                     println!();
-                    return None;
+                    return Err(quit);
                 }
             }
         }
     }
-    Some(answers)
+    Ok(answers)
 }
 
 /// `--workdir` (default: the current directory) as an absolute path with symlinks resolved: the
@@ -672,9 +673,17 @@ async fn interactive(
         // A parked reply is answered before anything else.
         let calls = asking_calls(state, &args.agent);
         let input = if !calls.is_empty() {
-            let Some(answers) = ask_confirmations(&mut lines, &calls, colour).await else {
-                println!("The session stays parked; the next chat on it asks again.");
-                return Ok(());
+            let answers = match ask_confirmations(&mut lines, &calls, colour).await {
+                Ok(answers) => answers,
+                Err(quit) => {
+                    println!("The session stays parked; the next chat on it asks again.");
+                    // Ctrl-C is exit 130 wherever it is pressed (Ctrl-D is a normal end).
+                    return if matches!(quit, Typed::CtrlC) {
+                        Err(CliError::silent(ExitKind::Interrupted))
+                    } else {
+                        Ok(())
+                    };
+                }
             };
             confirm_input(state, &calls, &answers)
         } else {
