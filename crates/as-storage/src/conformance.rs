@@ -203,12 +203,16 @@ pub const SCENARIOS: &[&str] = &[
     "delete_cascades",
     "list_is_newest_first",
     "list_pagination_is_stable",
+    "list_ties_are_ordered_by_id",
     "messages_upsert_replaces_last_or_appends",
     "messages_list_uses_lrange_semantics",
     "messages_require_session",
     "concurrent_cas_writers_lose_no_update",
     "concurrent_readers_see_whole_writes",
     "delete_racing_update_leaves_no_zombie",
+    "concurrent_creates_of_one_id_have_one_winner",
+    "concurrent_message_writers_overwrite_nothing",
+    "message_racing_delete_leaves_no_log",
     "model_based_random_operations",
     "durable_survives_reopen",
     "cross_process_instances_agree",
@@ -230,9 +234,12 @@ macro_rules! __storage_conformance_scenarios {
             update_replaces_state_only revisions_strictly_increase cas_rejects_stale_revision
             state_session_id_is_forced ownership_is_exact list_is_scoped_to_owner invalid_ids_are_rejected
             too_large_is_rejected_before_writing delete_cascades list_is_newest_first list_pagination_is_stable
+            list_ties_are_ordered_by_id
             messages_upsert_replaces_last_or_appends messages_list_uses_lrange_semantics messages_require_session
             concurrent_cas_writers_lose_no_update concurrent_readers_see_whole_writes
-            delete_racing_update_leaves_no_zombie model_based_random_operations durable_survives_reopen
+            delete_racing_update_leaves_no_zombie concurrent_creates_of_one_id_have_one_winner
+            concurrent_message_writers_overwrite_nothing message_racing_delete_leaves_no_log
+            model_based_random_operations durable_survives_reopen
             cross_process_instances_agree ttl_expires_idle_sessions import_record_is_verbatim import_record_modes
             import_record_validates list_agents_is_scoped_and_sorted
         }
@@ -504,11 +511,30 @@ pub async fn lifecycle<F: StorageFactory>(factory: &F) -> Res {
     c.ok("second close", s.close().await)?;
     c.kind("get_session after close", s.get_session(&o.session(rec.id.clone())).await, StorageErrorKind::Unavailable)?;
     c.kind("upsert_session after close", s.upsert_session(req(&o, "x")).await, StorageErrorKind::Unavailable)?;
+    let k = o.session(rec.id);
     c.kind(
         "update_session_state after close",
-        s.update_session_state(&o.session(rec.id), &AgentState::default(), None).await,
+        s.update_session_state(&k, &AgentState::default(), None).await,
         StorageErrorKind::Unavailable,
     )?;
+    c.kind(
+        "list_sessions after close",
+        s.list_sessions(&o, &PageRequest::first(5)).await,
+        StorageErrorKind::Unavailable,
+    )?;
+    c.kind("delete_session after close", s.delete_session(&k).await, StorageErrorKind::Unavailable)?;
+    c.kind("upsert_message after close", s.upsert_message(&k, &msg("m", "t")).await, StorageErrorKind::Unavailable)?;
+    c.kind("get_message after close", s.get_message(&k, "m").await, StorageErrorKind::Unavailable)?;
+    c.kind("list_messages after close", s.list_messages(&k, 0, 0).await, StorageErrorKind::Unavailable)?;
+    // The optional methods: `Unsupported` (not implemented) is as good as `Unavailable`.
+    let optional = |what: &str, r: Result<String, StorageError>| match r {
+        Err(e) if matches!(e.kind(), StorageErrorKind::Unavailable | StorageErrorKind::Unsupported) => Ok(()),
+        Err(e) => Err(c.fail(format!("{what} after close: expected Unavailable, got {:?}: {e}", e.kind()))),
+        Ok(v) => Err(c.fail(format!("{what} after close: expected Unavailable, got Ok({v})"))),
+    };
+    let record = foreign_record(&o, "after-close", "c").map_err(|e| c.fail(e))?;
+    optional("import_record", s.import_record(&record, &[], ImportMode::CreateOnly).await.map(|o| format!("{o:?}")))?;
+    optional("list_agents", s.list_agents("user-1").await.map(|a| format!("{a:?}")))?;
     Ok(Outcome::Passed)
 }
 
@@ -1042,6 +1068,34 @@ pub async fn list_pagination_is_stable<F: StorageFactory>(factory: &F) -> Res {
     c.ensure(one.sessions.len() == 1, || format!("limit 0 gave {} sessions, expected 1", one.sessions.len()))?;
     let bad = PageRequest { limit: 3, cursor: Some("not a cursor".into()) };
     c.kind("list_sessions with a garbage cursor", s.list_sessions(&o, &bad).await, StorageErrorKind::InvalidInput)?;
+    // A real cursor with a byte in front: shaped like one, but not one this store wrote.
+    let real = c.ok("list_sessions", s.list_sessions(&o, &PageRequest::first(1)).await)?.next_cursor;
+    let real = real.ok_or_else(|| c.fail("a page of 1 of 14 sessions has no next_cursor"))?;
+    let mangled = PageRequest { limit: 3, cursor: Some(format!("x{real}")) };
+    c.kind("list_sessions with a mangled cursor", s.list_sessions(&o, &mangled).await, StorageErrorKind::InvalidInput)?;
+    Ok(Outcome::Passed)
+}
+
+/// Sessions created at the same instant are ordered by id, descending, and paging through them
+/// repeats and skips none (a cursor on `created_at` alone would). Needs `import_record` to plant
+/// equal timestamps.
+pub async fn list_ties_are_ordered_by_id<F: StorageFactory>(factory: &F) -> Res {
+    let c = Ctx { name: "list_ties_are_ordered_by_id" };
+    let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
+    let o = owner("user-1", "agent-1");
+    let ids = ["tie-c", "tie-a", "tie-g", "tie-e", "tie-b", "tie-f", "tie-d"];
+    for id in ids {
+        let rec = foreign_record(&o, id, "tie").map_err(|e| c.fail(e))?;
+        if try_import(&c, &s, &rec, &[], ImportMode::CreateOnly).await?.is_none() {
+            return skipped(IMPORT_UNSUPPORTED);
+        }
+    }
+    let mut want: Vec<String> = ids.iter().map(|&i| i.to_owned()).collect();
+    want.sort_by(|a, b| b.cmp(a));
+    for limit in [1, 2, 3, 50] {
+        let got = c.list_all(&s, &o, limit).await?;
+        c.ensure(got == want, || format!("pages of {limit}: {got:?}, expected {want:?}"))?;
+    }
     Ok(Outcome::Passed)
 }
 
@@ -1261,6 +1315,164 @@ pub async fn delete_racing_update_leaves_no_zombie<F: StorageFactory>(factory: &
     Ok(Outcome::Passed)
 }
 
+/// Agents of one user creating the same explicit session id at once: exactly one create wins,
+/// every other gets `AlreadyExists`, and the stored session is the winner's.
+pub async fn concurrent_creates_of_one_id_have_one_winner<F: StorageFactory>(factory: &F) -> Res {
+    const N: usize = 6;
+    let c = Ctx { name: "concurrent_creates_of_one_id_have_one_winner" };
+    let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
+    for round in 0..4 {
+        let id = format!("contested-{round}");
+        let barrier = Arc::new(tokio::sync::Barrier::new(N));
+        let mut tasks = Vec::new();
+        for a in 0..N {
+            let (s, barrier, id) = (s.clone(), barrier.clone(), id.clone());
+            tasks.push(tokio::spawn(async move {
+                let o = owner("user-1", &format!("agent-{a}"));
+                barrier.wait().await;
+                match s.upsert_session(req(&o, &format!("by-{a}")).with_session_id(id)).await {
+                    Ok(rec) => Ok(Some((a, rec))),
+                    Err(e) if e.kind() == StorageErrorKind::AlreadyExists => Ok(None),
+                    Err(e) => Err(e),
+                }
+            }));
+        }
+        let mut winners = Vec::new();
+        for t in tasks {
+            if let Some(w) = c.joined("creator", t.await)? {
+                winners.push(w);
+            }
+        }
+        let [(a, rec)] = winners.as_slice() else {
+            let who: Vec<usize> = winners.iter().map(|(a, _)| *a).collect();
+            return Err(c.fail(format!("round {round}: agents {who:?} all created {id:?} (expected exactly one)")));
+        };
+        let winner = owner("user-1", &format!("agent-{a}"));
+        let got = c.must_get(&s, &winner.session(id.clone())).await?;
+        c.ensure(got == *rec && got.config.name == format!("by-{a}"), || {
+            format!("round {round}: the stored session is not the winner's: {:?}", got.meta())
+        })?;
+        for other in (0..N).filter(|o| o != a) {
+            let o = owner("user-1", &format!("agent-{other}"));
+            c.ensure(c.get(&s, &o.session(id.clone())).await?.is_none(), || {
+                format!("round {round}: agent-{other} sees the winner's session")
+            })?;
+        }
+    }
+    Ok(Outcome::Passed)
+}
+
+/// Writers appending to one message log while another keeps replacing its own last message:
+/// no appended message is ever overwritten or lost, and each writer's messages keep their order.
+pub async fn concurrent_message_writers_overwrite_nothing<F: StorageFactory>(factory: &F) -> Res {
+    const APPENDERS: usize = 4;
+    const EACH: usize = 24;
+    let c = Ctx { name: "concurrent_message_writers_overwrite_nothing" };
+    let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
+    let o = owner("user-1", "agent-1");
+    let k = o.session(c.create(&s, req(&o, "log")).await?.id);
+    let barrier = Arc::new(tokio::sync::Barrier::new(APPENDERS + 1));
+    let mut tasks = Vec::new();
+    for w in 0..APPENDERS {
+        let (s, k, barrier) = (s.clone(), k.clone(), barrier.clone());
+        tasks.push(tokio::spawn(async move {
+            barrier.wait().await;
+            for i in 0..EACH {
+                s.upsert_message(&k, &msg(&format!("w{w}-{i}"), &format!("from {w}"))).await?;
+                tokio::task::yield_now().await;
+            }
+            Ok::<_, StorageError>(())
+        }));
+    }
+    // A streaming reply: the same id written again and again (replace when last, else append).
+    let streamer = {
+        let (s, k, barrier) = (s.clone(), k.clone(), barrier.clone());
+        tokio::spawn(async move {
+            barrier.wait().await;
+            // Back to back, as deltas stream in: most writes replace the streamer's own last message.
+            for v in 0..APPENDERS * EACH {
+                s.upsert_message(&k, &msg("stream", &format!("v{v}"))).await?;
+            }
+            Ok::<_, StorageError>(())
+        })
+    };
+    for t in tasks {
+        c.joined("appender", t.await)?;
+    }
+    c.joined("streamer", streamer.await)?;
+    let log = c.ok("list_messages", s.list_messages(&k, 0, 0).await)?;
+    for w in 0..APPENDERS {
+        let mine: Vec<&str> =
+            log.iter().map(|m| m.id.as_str()).filter(|id| id.starts_with(&format!("w{w}-"))).collect();
+        let want: Vec<String> = (0..EACH).map(|i| format!("w{w}-{i}")).collect();
+        c.ensure(mine == want, || format!("writer {w}'s messages in the log: {mine:?}, expected {want:?}"))?;
+    }
+    let last = log.iter().rev().find(|m| m.id == "stream").map(|m| texts(std::slice::from_ref(m)));
+    let final_version = format!("v{}", APPENDERS * EACH - 1);
+    let newest = c.ok("get_message", s.get_message(&k, "stream").await)?.map(|m| texts(std::slice::from_ref(&m)));
+    c.ensure(last.is_some() && newest == last && newest == Some(vec![final_version.clone()]), || {
+        format!("the streamed message's newest copy is {newest:?} (last in log {last:?}), expected {final_version}")
+    })?;
+    Ok(Outcome::Passed)
+}
+
+/// Messages written while the session is deleted never outlive the delete: once it completed,
+/// writes fail with `NotFound`, and a session created again under the id starts with an empty log.
+pub async fn message_racing_delete_leaves_no_log<F: StorageFactory>(factory: &F) -> Res {
+    let c = Ctx { name: "message_racing_delete_leaves_no_log" };
+    let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
+    let o = owner("user-1", "agent-1");
+    for round in 0..12 {
+        let id = format!("md{round}");
+        let k = o.session(c.create(&s, req(&o, &id).with_session_id(id.clone())).await?.id);
+        let writer = {
+            let (s, k) = (s.clone(), k.clone());
+            tokio::spawn(async move {
+                for i in 0..60 {
+                    match s.upsert_message(&k, &msg(&format!("m{i}"), "racing")).await {
+                        Ok(()) => tokio::task::yield_now().await,
+                        Err(e) if e.kind() == StorageErrorKind::NotFound => return Ok(()),
+                        Err(e) => return Err(e),
+                    }
+                }
+                Ok(())
+            })
+        };
+        let deleter = {
+            let (s, k) = (s.clone(), k.clone());
+            tokio::spawn(async move {
+                // Strike while the writer is busy: after its first messages landed, then at a
+                // different point of its next write in each round.
+                for _ in 0..10_000 {
+                    if !s.list_messages(&k, 0, 0).await?.is_empty() {
+                        break;
+                    }
+                    tokio::task::yield_now().await;
+                }
+                for _ in 0..round {
+                    tokio::task::yield_now().await;
+                }
+                s.delete_session(&k).await
+            })
+        };
+        c.joined("message writer", writer.await)?;
+        c.ensure(c.joined("deleter", deleter.await)?, || "delete of an existing session returned false".into())?;
+        c.kind(
+            "upsert_message after delete",
+            s.upsert_message(&k, &msg("late", "x")).await,
+            StorageErrorKind::NotFound,
+        )?;
+        c.ensure(c.ok("list_messages", s.list_messages(&k, 0, 0).await)?.is_empty(), || {
+            format!("round {round}: messages outlived the delete")
+        })?;
+        c.create(&s, req(&o, "again").with_session_id(id.clone())).await?;
+        c.ensure(c.ok("list_messages", s.list_messages(&k, 0, 0).await)?.is_empty(), || {
+            format!("round {round}: the recreated session inherited messages")
+        })?;
+    }
+    Ok(Outcome::Passed)
+}
+
 /// A durable backend keeps sessions and messages across a close and a reopen.
 pub async fn durable_survives_reopen<F: StorageFactory>(factory: &F) -> Res {
     let c = Ctx { name: "durable_survives_reopen" };
@@ -1312,7 +1524,7 @@ pub async fn cross_process_instances_agree<F: StorageFactory>(factory: &F) -> Re
     Ok(Outcome::Passed)
 }
 
-/// With a TTL, an idle session expires (polled for up to 10 s).
+/// With a TTL, an idle session expires with its message log and its listing entry (polled for up to 10 s).
 pub async fn ttl_expires_idle_sessions<F: StorageFactory>(factory: &F) -> Res {
     let c = Ctx { name: "ttl_expires_idle_sessions" };
     let (_g0, probe) = c.build(factory, &BuildOptions::default()).await?;
@@ -1323,9 +1535,15 @@ pub async fn ttl_expires_idle_sessions<F: StorageFactory>(factory: &F) -> Res {
     let (_g, s) = c.build(factory, &BuildOptions::default().with_ttl(Duration::from_secs(1))).await?;
     let o = owner("user-1", "agent-1");
     let k = o.session(c.create(&s, req(&o, "ttl")).await?.id);
+    c.ok("upsert_message", s.upsert_message(&k, &msg("m1", "expires too")).await)?;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     loop {
         if c.get(&s, &k).await?.is_none() {
+            // Everything of the session goes with it.
+            c.ensure(c.ok("list_messages", s.list_messages(&k, 0, 0).await)?.is_empty(), || {
+                "the message log outlived its expired session".into()
+            })?;
+            c.ensure(c.list_all(&s, &o, 50).await?.is_empty(), || "an expired session is still listed".into())?;
             return Ok(Outcome::Passed);
         }
         if tokio::time::Instant::now() > deadline {

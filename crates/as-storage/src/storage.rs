@@ -197,21 +197,25 @@ pub enum ImportOutcome {
 /// # Contract
 ///
 /// Every clause below is checked by a scenario of the conformance suite
-/// (`as_storage::conformance`, feature `conformance`), named in brackets, except the second half
-/// of **Listing is cheap**: a record that cannot be read can only be planted behind the
-/// backend's back, so each backend tests that part itself (the Redis and SQLite backends do).
+/// (`as_storage::conformance`, feature `conformance`), named in brackets, except **Listing is
+/// cheap**: not parsing states is a cost, which no scenario can observe through the trait, and a
+/// record that cannot be read can only be planted behind the backend's back, so each backend tests
+/// that part itself (the Redis and SQLite backends do).
 ///
 /// * **Lifecycle.** Call [`StorageBase::open`] before use and [`StorageBase::close`] after; both are
 ///   idempotent. Methods called on a closed store fail with `Unavailable` (a store that was
-///   never opened may fail the same way; [`crate::InMemoryStorage`] does) \[`lifecycle`\].
+///   never opened may fail the same way; [`crate::InMemoryStorage`] does); the optional methods may
+///   answer `Unsupported` instead \[`lifecycle`\].
 /// * **Ids.** Every id (a non-empty `source_schedule_id` included) is checked with
 ///   [`crate::validate_id`] before any I/O; a bad one fails with
 ///   [`crate::StorageErrorKind::InvalidKey`] and nothing is read or written \[`invalid_ids_are_rejected`\].
 /// * **Addressing and ownership.** A session is addressed by `(user_id, agent_id, session_id)`;
 ///   session ids are unique per user (as in the 2.0.4 Redis layout). Every method sees a session
 ///   only under the exact owner that created it: a wrong `agent_id` (or `user_id`) behaves as if
-///   the session did not exist (`None`, `NotFound`, `false`, empty), and never changes it
-///   \[`ownership_is_exact`, `list_is_scoped_to_owner`\].
+///   the session did not exist (`None`, `NotFound`, `false`, empty), and never changes it. Of
+///   several agents of a user creating one session id at the same time, exactly one creates it and
+///   the others get `AlreadyExists` \[`ownership_is_exact`, `list_is_scoped_to_owner`,
+///   `concurrent_creates_of_one_id_have_one_winner`\].
 /// * **Not found.** `get_session` and `get_message` return `None`; `update_session_state` and
 ///   `upsert_message` fail with `NotFound` and create nothing; `delete_session` returns `false`;
 ///   `list_messages` of a missing session is empty \[`get_missing_is_none`,
@@ -221,8 +225,10 @@ pub enum ImportOutcome {
 ///   [`crate::SessionRecord::from_parts`]), which substitute the record's id \[`state_session_id_is_forced`\].
 /// * **Atomicity.** Every write is all-or-nothing; no reader ever sees half a write, a record
 ///   without its index entry, or an index entry or message log outliving a completed delete; an
-///   update racing a delete never brings the record back \[`concurrent_readers_see_whole_writes`,
-///   `delete_racing_update_leaves_no_zombie`, `delete_cascades`\].
+///   update (or a message write) racing a delete never brings the record (or its log) back; a
+///   message write never overwrites another writer's message \[`concurrent_readers_see_whole_writes`,
+///   `delete_racing_update_leaves_no_zombie`, `delete_cascades`, `concurrent_message_writers_overwrite_nothing`,
+///   `message_racing_delete_leaves_no_log`\].
 /// * **Revisions.** Each record's revision is its stored `updated_at` ([`Revision`]); a create sets
 ///   `updated_at` equal to `created_at` (so a caller can tell from the returned record whether its
 ///   upsert created the session), every write makes it strictly greater than before, and the
@@ -232,13 +238,17 @@ pub enum ImportOutcome {
 ///   revision equals it, otherwise fails with `Conflict` and writes nothing; of N concurrent
 ///   conditional writers from the same revision exactly one wins \[`cas_rejects_stale_revision`,
 ///   `concurrent_cas_writers_lose_no_update`\].
-/// * **Ordering.** `list_sessions` is newest first (`created_at` descending, then id descending)
-///   with a stable cursor; messages are kept in append order \[`list_is_newest_first`,
-///   `list_pagination_is_stable`\].
+/// * **Ordering.** `list_sessions` is newest first (`created_at` descending, then id descending,
+///   also across page boundaries) with a stable cursor; a cursor the store cannot read is
+///   `InvalidInput`, never taken for the first page; messages are kept in append order
+///   \[`list_is_newest_first`, `list_pagination_is_stable`, `list_ties_are_ordered_by_id`\].
 /// * **Size.** A record (or message) over the backend's configured limit fails with
 ///   [`crate::StorageErrorKind::TooLarge`] and nothing is written \[`too_large_is_rejected_before_writing`\].
 /// * **Listing is cheap.** A listing reads summaries without parsing states; a record that
 ///   cannot be read is reported in [`SessionPage::errors`] instead of failing the page.
+/// * **Expiry** (optional, [`crate::Capabilities::ttl`]). With a TTL configured, a session that
+///   is not written for that long disappears with its message log and its listing entry; writes
+///   restart the TTL, reads do not \[`ttl_expires_idle_sessions`\].
 /// * **Verbatim import** (optional, [`StorageBase::import_record`]). A backend either reports
 ///   `Unsupported` (the default implementation) or writes the record exactly as given: every
 ///   field, `created_at`, `updated_at`, `source`, `source_schedule_id` and `team_id` included,

@@ -1,6 +1,9 @@
 //! The conformance suite against `InMemoryStorage`, and proof that the suite catches broken
 //! backends: wrappers that each break one clause must fail the scenarios of that clause.
 
+// Test helpers outside #[test] fns are test code too (clippy.toml only covers `#[test]` items).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::sync::Arc;
 
 use as_message::Msg;
@@ -57,15 +60,36 @@ enum Defect {
     ImportAlwaysOverwrites,
     /// `list_agents` in reverse order.
     AgentsUnsorted,
+    /// 2.0.4's message write (R4): read the last message's id, then, later, overwrite the last
+    /// message or append: an append that lands in between is overwritten.
+    RacyMessageReplace,
+    /// 2.0.4's `EXISTS` then `RPUSH`: a message write that checked before a delete lands after
+    /// it, and the log outlives the session.
+    MessageWriteRacesDelete,
+    /// Ignores `agent_id` on create only: every agent creating one id "creates" it.
+    CreateIgnoresOtherAgents,
 }
 
 #[derive(Debug)]
 struct Broken {
     inner: InMemoryStorage,
     defect: Defect,
+    /// The message logs, for the message defects (kept here so the wrapper can race on them).
+    logs: std::sync::Mutex<std::collections::HashMap<String, Vec<Msg>>>,
+}
+
+/// Gives the other tasks a chance to run between a check and the write that depends on it.
+async fn window() {
+    for _ in 0..8 {
+        tokio::task::yield_now().await;
+    }
 }
 
 impl Broken {
+    fn own_logs(&self) -> bool {
+        matches!(self.defect, Defect::RacyMessageReplace | Defect::MessageWriteRacesDelete)
+    }
+
     fn key(&self, k: &SessionKey) -> SessionKey {
         match self.defect {
             Defect::IgnoresAgentId => SessionKey::new(k.user_id.clone(), "shared", k.session_id.clone()),
@@ -97,6 +121,13 @@ impl StorageBase for Broken {
     }
     async fn upsert_session(&self, mut req: UpsertSession) -> Result<SessionRecord> {
         req.owner = self.owner(&req.owner);
+        if let (Defect::CreateIgnoresOtherAgents, Some(id)) = (self.defect, req.session_id.clone()) {
+            // Each agent gets its own store namespace for the id: nobody ever collides.
+            req.session_id = Some(format!("{}~{id}", req.owner.agent_id));
+            let mut rec = self.inner.upsert_session(req).await?;
+            rec.id = id;
+            return Ok(rec);
+        }
         self.inner.upsert_session(req).await
     }
     async fn update_session_state(
@@ -116,22 +147,78 @@ impl StorageBase for Broken {
         }
     }
     async fn get_session(&self, key: &SessionKey) -> Result<Option<SessionRecord>> {
+        if let Defect::CreateIgnoresOtherAgents = self.defect {
+            let k = SessionKey::new(
+                key.user_id.clone(),
+                key.agent_id.clone(),
+                format!("{}~{}", key.agent_id, key.session_id),
+            );
+            if let Some(mut rec) = self.inner.get_session(&k).await? {
+                rec.id.clone_from(&key.session_id);
+                rec.state.session_id.clone_from(&key.session_id);
+                return Ok(Some(rec));
+            }
+        }
         self.inner.get_session(&self.key(key)).await
     }
     async fn list_sessions(&self, owner: &Owner, page: &PageRequest) -> Result<SessionPage> {
         self.inner.list_sessions(&self.owner(owner), page).await
     }
     async fn delete_session(&self, key: &SessionKey) -> Result<bool> {
-        self.inner.delete_session(&self.key(key)).await
+        let existed = self.inner.delete_session(&self.key(key)).await?;
+        if existed && self.own_logs() {
+            self.logs.lock().unwrap().remove(&key.to_string());
+        }
+        Ok(existed)
     }
     async fn upsert_message(&self, key: &SessionKey, msg: &Msg) -> Result<()> {
-        self.inner.upsert_message(&self.key(key), msg).await
+        if !self.own_logs() {
+            return self.inner.upsert_message(&self.key(key), msg).await;
+        }
+        if self.inner.get_session(key).await?.is_none() {
+            return Err(StorageError::new(
+                as_storage::StorageErrorKind::NotFound,
+                "broken",
+                "upsert_message",
+                "no session",
+            ));
+        }
+        let name = key.to_string();
+        let replace = match self.defect {
+            Defect::RacyMessageReplace => {
+                let last_is_mine =
+                    self.logs.lock().unwrap().get(&name).and_then(|l| l.last()).is_some_and(|m| m.id == msg.id);
+                window().await;
+                Some(last_is_mine)
+            }
+            _ => {
+                window().await;
+                None
+            }
+        };
+        let mut logs = self.logs.lock().unwrap();
+        let log = logs.entry(name).or_default();
+        let replace = replace.unwrap_or_else(|| log.last().is_some_and(|m| m.id == msg.id));
+        match log.last_mut() {
+            Some(last) if replace => *last = msg.clone(),
+            _ => log.push(msg.clone()),
+        }
+        Ok(())
     }
     async fn get_message(&self, key: &SessionKey, message_id: &str) -> Result<Option<Msg>> {
-        self.inner.get_message(&self.key(key), message_id).await
+        if !self.own_logs() {
+            return self.inner.get_message(&self.key(key), message_id).await;
+        }
+        let logs = self.logs.lock().unwrap();
+        Ok(logs.get(&key.to_string()).and_then(|l| l.iter().rev().find(|m| m.id == message_id).cloned()))
     }
     async fn list_messages(&self, key: &SessionKey, offset: i64, limit: i64) -> Result<Vec<Msg>> {
-        self.inner.list_messages(&self.key(key), offset, limit).await
+        if !self.own_logs() {
+            return self.inner.list_messages(&self.key(key), offset, limit).await;
+        }
+        let logs = self.logs.lock().unwrap();
+        let log = logs.get(&key.to_string()).cloned().unwrap_or_default();
+        Ok(log[as_storage::message_range(log.len(), offset, limit)].to_vec())
     }
     async fn import_record(&self, record: &SessionRecord, messages: &[Msg], mode: ImportMode) -> Result<ImportOutcome> {
         match self.defect {
@@ -165,7 +252,7 @@ impl StorageFactory for BrokenFactory {
     type Guard = ();
 
     async fn build(&self, _options: &BuildOptions) -> Result<((), SharedStorage), StorageError> {
-        let store = Broken { inner: InMemoryStorage::new(), defect: self.0 };
+        let store = Broken { inner: InMemoryStorage::new(), defect: self.0, logs: Default::default() };
         store.open().await?;
         Ok(((), Arc::new(store)))
     }
@@ -227,4 +314,27 @@ async fn a_lossy_or_careless_import_is_caught() {
 async fn an_unsorted_agent_listing_is_caught() {
     let f = BrokenFactory(Defect::AgentsUnsorted);
     assert_fails("list_agents_is_scoped_and_sorted", conformance::list_agents_is_scoped_and_sorted(&f).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racy_message_writes_are_caught() {
+    let f = BrokenFactory(Defect::RacyMessageReplace);
+    assert_fails(
+        "concurrent_message_writers_overwrite_nothing",
+        conformance::concurrent_message_writers_overwrite_nothing(&f).await,
+    );
+    // Sequential message writes are right, so the sequential scenario passes.
+    assert_eq!(conformance::messages_upsert_replaces_last_or_appends(&f).await.unwrap(), Outcome::Passed);
+    let f = BrokenFactory(Defect::MessageWriteRacesDelete);
+    assert_fails("message_racing_delete_leaves_no_log", conformance::message_racing_delete_leaves_no_log(&f).await);
+    assert_eq!(conformance::delete_cascades(&f).await.unwrap(), Outcome::Passed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn colliding_creates_are_caught() {
+    let f = BrokenFactory(Defect::CreateIgnoresOtherAgents);
+    assert_fails(
+        "concurrent_creates_of_one_id_have_one_winner",
+        conformance::concurrent_creates_of_one_id_have_one_winner(&f).await,
+    );
 }
