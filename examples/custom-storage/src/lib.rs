@@ -103,6 +103,15 @@ fn id_path(id: &str) -> PathBuf {
     p
 }
 
+/// The session id whose `record.json` is at `path` below `user_dir`: the inverse of [`id_path`].
+fn session_id_of(user_dir: &Path, path: &Path) -> Option<String> {
+    let dir = path.parent()?.strip_prefix(user_dir).ok()?;
+    let hex: String = dir.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+    let bytes: Option<Vec<u8>> =
+        (0..hex.len()).step_by(2).map(|i| hex.get(i..i + 2).and_then(|b| u8::from_str_radix(b, 16).ok())).collect();
+    String::from_utf8(bytes?).ok()
+}
+
 /// Every `record.json` below `dir` (session directories may nest: see [`id_path`]).
 fn find_records(dir: &Path, out: &mut Vec<PathBuf>) -> io::Result<()> {
     for entry in fs::read_dir(dir)? {
@@ -141,12 +150,35 @@ impl Inner {
 
     /// Write-then-rename: a reader sees the old file or the new one, never half of one.
     fn write_atomic(&self, op: &'static str, path: &Path, bytes: &[u8]) -> Result<()> {
+        let tmp = self.stage(op, path, bytes)?;
+        fs::rename(&tmp, path).map_err(|e| {
+            let _ = fs::remove_file(&tmp);
+            io_err(op, e)
+        })
+    }
+
+    /// Writes `bytes` to a new temporary file next to `path` (synced), for a later [`fs::rename`]:
+    /// the slow, failure-prone part of a write done before anything visible changes.
+    fn stage(&self, op: &'static str, path: &Path, bytes: &[u8]) -> Result<PathBuf> {
         let dir = path.parent().unwrap_or(&self.root);
         fs::create_dir_all(dir).map_err(|e| io_err(op, e))?;
         let tmp = dir.join(format!(".tmp-{}", generate_id()));
-        let mut f = fs::File::create(&tmp).map_err(|e| io_err(op, e))?;
-        f.write_all(bytes).and_then(|()| f.sync_all()).map_err(|e| io_err(op, e))?;
-        fs::rename(&tmp, path).map_err(|e| io_err(op, e))
+        let written = fs::File::create(&tmp).and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()));
+        if let Err(e) = written {
+            let _ = fs::remove_file(&tmp);
+            return Err(io_err(op, e));
+        }
+        Ok(tmp)
+    }
+
+    /// Moves `path` aside (to a name no reader looks at), if it exists; `Ok(None)` if it did not.
+    fn set_aside(&self, op: &'static str, path: &Path) -> Result<Option<PathBuf>> {
+        let aside = path.with_file_name(format!(".old-{}", generate_id()));
+        match fs::rename(path, &aside) {
+            Ok(()) => Ok(Some(aside)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io_err(op, e)),
+        }
     }
 
     /// The envelope of `key`'s record, if it exists and belongs to `key`'s agent.
@@ -235,9 +267,13 @@ impl StorageBase for JsonDirStorage {
                 config: req.config,
             };
             let state = req.state.unwrap_or_default();
+            // A message log without a record (a crash in the middle of an import) must not leak
+            // into the new session: it goes first, and if it cannot go, nothing is created.
+            match fs::remove_file(db.messages_path(&meta.user_id, &id)) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(io_err(OP, e)),
+                _ => {}
+            }
             db.write_record(OP, &meta, &state)?;
-            // A message log left by a crash between the two deletes must not leak into a new session.
-            let _ = fs::remove_file(db.messages_path(&meta.user_id, &id));
             Ok(SessionRecord::from_parts(meta, state))
         })
         .await
@@ -298,7 +334,8 @@ impl StorageBase for JsonDirStorage {
                     Ok(m) if m.agent_id == owner.agent_id => all.push((m, bytes.len() as u64)),
                     Ok(_) => {}
                     Err(e) => {
-                        let session_id = path.display().to_string();
+                        let session_id = session_id_of(&db.user_dir(&owner.user_id), &path)
+                            .unwrap_or_else(|| path.display().to_string());
                         out.errors.push(as_storage::ListError { session_id, error: bad_json(OP, e) });
                     }
                 }
@@ -334,11 +371,19 @@ impl StorageBase for JsonDirStorage {
             if db.meta(OP, &key)?.is_none() {
                 return Ok(false);
             }
-            // Record first: once it is gone the session does not exist, whatever happens next.
-            fs::remove_file(db.record_path(&key.user_id, &key.session_id)).map_err(|e| io_err(OP, e))?;
-            match fs::remove_file(db.messages_path(&key.user_id, &key.session_id)) {
-                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(io_err(OP, e)),
-                _ => {}
+            // All or nothing: the log is moved aside (one rename), then the record goes; if the
+            // record cannot go, the log is put back and the session is as it was.
+            let log = db.messages_path(&key.user_id, &key.session_id);
+            let aside = db.set_aside(OP, &log)?;
+            if let Err(e) = fs::remove_file(db.record_path(&key.user_id, &key.session_id)) {
+                if let Some(a) = &aside {
+                    let _ = fs::rename(a, &log);
+                }
+                return Err(io_err(OP, e));
+            }
+            if let Some(a) = aside {
+                // Named so no reader looks at it: a leftover is garbage, not data.
+                let _ = fs::remove_file(a);
             }
             Ok(true)
         })
@@ -405,9 +450,9 @@ impl StorageBase for JsonDirStorage {
     }
 
     /// Optional method: the record file is written with the record's own timestamps (no
-    /// `now_after`), and the message log file is replaced whole. The log is written first and the
-    /// record last, so the session only appears once both are in place (a crash in between leaves
-    /// an orphan log, which the next create of that id removes).
+    /// `now_after`), and the message log file is replaced whole. Both are staged first, then
+    /// renamed into place, the record last, so a new session only appears once both are in place
+    /// (a crash in between leaves an orphan log, which the next create of that id removes).
     async fn import_record(&self, record: &SessionRecord, messages: &[Msg], mode: ImportMode) -> Result<ImportOutcome> {
         const OP: &str = "import_record";
         validate_import(record)?;
@@ -433,16 +478,53 @@ impl StorageBase for JsonDirStorage {
                     ImportOutcome::Replaced
                 }
             };
+            // Both files are written (and synced) before anything visible changes, so a full disk
+            // fails the import with the old session intact. Then three renames: the old log aside,
+            // the new log in, the record in; a failing one undoes the others.
             let log_path = db.messages_path(&meta.user_id, &meta.id);
-            if log.is_empty() {
-                match fs::remove_file(&log_path) {
-                    Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(io_err(OP, e)),
-                    _ => {}
-                }
+            let new_record = db.stage(OP, &path, json.as_bytes())?;
+            let new_log = if log.is_empty() {
+                None
             } else {
-                db.write_atomic(OP, &log_path, log.as_bytes())?;
+                match db.stage(OP, &log_path, log.as_bytes()) {
+                    Ok(p) => Some(p),
+                    Err(e) => {
+                        let _ = fs::remove_file(&new_record);
+                        return Err(e);
+                    }
+                }
+            };
+            let discard = |new_log: &Option<PathBuf>| {
+                let _ = fs::remove_file(&new_record);
+                if let Some(p) = new_log {
+                    let _ = fs::remove_file(p);
+                }
+            };
+            let old_log = match db.set_aside(OP, &log_path) {
+                Ok(a) => a,
+                Err(e) => {
+                    discard(&new_log);
+                    return Err(e);
+                }
+            };
+            let swapped = match &new_log {
+                Some(p) => fs::rename(p, &log_path),
+                None => Ok(()),
             }
-            db.write_atomic(OP, &path, json.as_bytes())?;
+            .and_then(|()| fs::rename(&new_record, &path));
+            if let Err(e) = swapped {
+                if new_log.is_some() {
+                    let _ = fs::remove_file(&log_path);
+                }
+                if let Some(a) = &old_log {
+                    let _ = fs::rename(a, &log_path);
+                }
+                discard(&new_log);
+                return Err(io_err(OP, e));
+            }
+            if let Some(a) = old_log {
+                let _ = fs::remove_file(a);
+            }
             Ok(outcome)
         })
         .await

@@ -53,3 +53,43 @@ async fn path_like_ids_stay_inside_the_root() {
     let outside: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(outside, [std::ffi::OsString::from("root")], "nothing written outside the root");
 }
+
+/// A record that cannot be read is reported under its session id (what `delete_session` takes),
+/// also for a long id whose directory is nested.
+#[tokio::test]
+async fn an_unreadable_record_is_reported_by_session_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = JsonDirStorage::new(dir.path());
+    store.open().await.unwrap();
+    let owner = as_storage::Owner::new("u", "a");
+    let long = "s".repeat(200);
+    for id in ["short", long.as_str()] {
+        store
+            .upsert_session(
+                as_storage::UpsertSession::new(owner.clone(), as_storage::SessionConfig::new("ws")).with_session_id(id),
+            )
+            .await
+            .unwrap();
+    }
+    // Corrupt both records behind the store's back.
+    let mut stack = vec![dir.path().to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.file_name().is_some_and(|n| n == "record.json") {
+                std::fs::write(&p, "{not json").unwrap();
+            }
+        }
+    }
+    let page = store.list_sessions(&owner, &as_storage::PageRequest::first(10)).await.unwrap();
+    let mut ids: Vec<&str> = page.errors.iter().map(|e| e.session_id.as_str()).collect();
+    ids.sort();
+    let mut want = [long.as_str(), "short"];
+    want.sort();
+    assert_eq!(ids, want);
+    for e in &page.errors {
+        assert_eq!(e.error.kind(), as_storage::StorageErrorKind::Serialization);
+    }
+}
