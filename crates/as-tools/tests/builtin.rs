@@ -378,3 +378,55 @@ async fn concurrent_reads_share_the_cache() {
     cached.sort();
     assert_eq!(cached.len(), 8);
 }
+
+#[tokio::test]
+async fn read_refuses_what_never_ends_or_is_too_big() {
+    let env = Env::new();
+    let r = env.call("Read", json!({"file_path": "/dev/zero"})).await;
+    assert_eq!(err(&r), "Error: Not a regular file: /dev/zero");
+    // A sparse file just over the limit (no disk used).
+    let big = env.path("big.log");
+    std::fs::File::create(&big).unwrap().set_len(64 * 1024 * 1024 + 1).unwrap();
+    let r = env.call("Read", json!({"file_path": env.p("big.log"), "limit": 10})).await;
+    assert!(err(&r).starts_with("Error: File is too large to read (67108865 bytes"), "{}", r.text());
+}
+
+#[tokio::test]
+async fn write_replaces_whole_keeps_permissions_and_follows_symlinks() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let env = Env::new();
+    let target = env.path("script.sh");
+    std::fs::write(&target, "old\n").unwrap();
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o750)).unwrap();
+    std::os::unix::fs::symlink(&target, env.path("link.sh")).unwrap();
+    ok(&env.call("Read", json!({"file_path": env.p("link.sh")})).await);
+    ok(&env.call("Write", json!({"file_path": env.p("link.sh"), "content": "new\n"})).await);
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "new\n");
+    assert!(std::fs::symlink_metadata(env.path("link.sh")).unwrap().file_type().is_symlink(), "the link stays a link");
+    assert_eq!(std::fs::metadata(&target).unwrap().permissions().mode() & 0o777, 0o750);
+    let leftovers: Vec<String> = std::fs::read_dir(env.dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[tokio::test]
+async fn edit_refuses_a_file_changed_within_the_same_mtime() {
+    let env = Env::new();
+    let file = env.path("e.txt");
+    std::fs::write(&file, "alpha\n").unwrap();
+    set_mtime(&file, 1_600_000_000);
+    ok(&env.call("Read", json!({"file_path": env.p("e.txt")})).await);
+    // Someone rewrites it and the mtime does not move (two writes in one clock tick).
+    std::fs::write(&file, "alpha and omega\n").unwrap();
+    set_mtime(&file, 1_600_000_000);
+    let edit = json!({"file_path": env.p("e.txt"), "old_string": "alpha", "new_string": "ALPHA"});
+    let r = env.call("Edit", edit).await;
+    assert_eq!(
+        err(&r),
+        format!("Error: {} has changed since it was read. Read it again before editing.", env.p("e.txt"))
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "alpha and omega\n", "the other writer's text is kept");
+}

@@ -8,7 +8,7 @@ use serde::Deserialize;
 
 use super::files::mtime;
 use super::write::file_change_permission;
-use super::{dir_suggestion, path_rule_matches, split_keep_ends};
+use super::{dir_suggestion, split_keep_ends};
 use crate::context::ToolCallContext;
 use crate::error::ToolError;
 use crate::permission::{PermissionCheckContext, PermissionDecision};
@@ -66,8 +66,8 @@ impl Tool for EditTool {
     fn check_permissions(&self, a: &EditArgs, ctx: &PermissionCheckContext<'_>) -> PermissionDecision {
         file_change_permission("Edit", "editing", &a.file_path, ctx)
     }
-    fn match_rule(&self, rule: &str, _: PermissionBehavior, a: &EditArgs, _: &PermissionCheckContext<'_>) -> bool {
-        path_rule_matches(&a.file_path, rule)
+    fn match_rule(&self, rule: &str, list: PermissionBehavior, a: &EditArgs, ctx: &PermissionCheckContext<'_>) -> bool {
+        super::file_rule_matches(&a.file_path, rule, list, ctx)
     }
     fn generate_suggestions(&self, a: &EditArgs, _: &PermissionCheckContext<'_>) -> Vec<PermissionRule> {
         dir_suggestion("Edit", &a.file_path)
@@ -120,6 +120,14 @@ impl Tool for EditTool {
                 a.file_path
             )));
         };
+        // The cache says the mtime is unchanged, but two writes within one clock tick keep it: the
+        // edit applies only to the very text that was read.
+        if super::decode_text(on_disk.as_bytes()) != content {
+            return Err(ToolError::execution(format!(
+                "Error: {} has changed since it was read. Read it again before editing.",
+                a.file_path
+            )));
+        }
         let crlf = on_disk.contains("\r\n") && on_disk.matches('\n').count() == on_disk.matches("\r\n").count();
         if !crlf && on_disk.contains('\r') {
             return Err(ToolError::execution(format!(
@@ -129,7 +137,7 @@ impl Tool for EditTool {
             )));
         }
         let bytes = if crlf { updated.replace('\n', "\r\n") } else { updated.clone() };
-        tokio::fs::write(path, bytes.as_bytes())
+        super::write_file_atomically(path, bytes.into_bytes())
             .await
             .map_err(|e| ToolError::execution(format!("Error writing file: {e}")).with_source(e))?;
         if let Some(m) = mtime(path) {

@@ -4,11 +4,14 @@
 //! Paths given to Read/Write/Edit must be absolute (as in 2.0.4); Glob, Grep and Bash resolve
 //! relative paths against [`crate::ToolCallContext::working_dir`].
 //!
-//! Permissions follow 2.0.4: Read/Glob/Grep are read-only (explore mode allows them); Write
-//! and Edit ask for sensitive paths even in bypass mode, are allowed inside the working
-//! directories in `accept_edits` mode, and otherwise fall through to the rules and finally
-//! ASK; Bash allows known read-only commands, asks (bypass-immune) for dangerous or
-//! unanalysable ones, and matches deny/ask rules per command segment.
+//! Permissions follow 2.0.4: Read/Glob/Grep are read-only (explore mode allows them; Read asks
+//! for a process's `environ`); Write and Edit ask for sensitive paths (as written or where a
+//! symlink leads; the ask is marked bypass-immune, though `bypass` mode itself allows everything,
+//! as in 2.0.4), are allowed inside the working directories in `accept_edits` mode, and otherwise
+//! fall through to the rules and finally ASK; Bash allows known read-only commands, asks
+//! (bypass-immune) for dangerous or unanalysable ones, and matches deny/ask rules per command
+//! segment, also as the shell reads it. Path rules match the path as written and its normal form
+//! (deny/ask: either, or the real path; allow: both).
 
 mod bash;
 mod edit;
@@ -94,6 +97,82 @@ pub(crate) fn path_rule_matches(path: &str, rule: &str) -> bool {
     !path.is_empty() && fnmatch(path, rule)
 }
 
+/// A rule on a file path, matched so that spelling cannot dodge it: a deny or ask rule matches
+/// the path as given, its lexically normal form (`//`, `.` and `..` resolved) or its real path
+/// (symlinks resolved); an allow rule must match both the path as given and its normal form (so
+/// `/proj/**` does not allow `/proj/../home/u/.bashrc`).
+pub(crate) fn file_rule_matches(
+    path: &str,
+    rule: &str,
+    list: PermissionBehavior,
+    ctx: &crate::permission::PermissionCheckContext<'_>,
+) -> bool {
+    if path.is_empty() {
+        return false;
+    }
+    let absolute = ctx.absolute(path);
+    let normal = lexical_normal(&absolute).to_string_lossy().into_owned();
+    match list {
+        PermissionBehavior::Allow => fnmatch(path, rule) && fnmatch(&normal, rule),
+        _ => {
+            fnmatch(path, rule)
+                || fnmatch(&normal, rule)
+                || fnmatch(&crate::permission::real_path(&absolute).to_string_lossy(), rule)
+        }
+    }
+}
+
+/// `path` with `.`, `..` and repeated separators resolved by text alone (no symlinks followed).
+pub(crate) fn lexical_normal(path: &std::path::Path) -> std::path::PathBuf {
+    use std::path::Component;
+    let mut out = std::path::PathBuf::from("/");
+    for c in path.components() {
+        match c {
+            Component::Normal(n) => out.push(n),
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    out
+}
+
+/// Whether `path` is sensitive as written or where it really leads (a symlink inside the working
+/// directory to `.git/config` is as sensitive as `.git/config`).
+pub(crate) fn is_dangerous_target(path: &str, ctx: &crate::permission::PermissionCheckContext<'_>) -> bool {
+    is_dangerous_path(path) || is_dangerous_path(&crate::permission::real_path(&ctx.absolute(path)).to_string_lossy())
+}
+
+/// Replaces `path`'s content all at once: the bytes go to a temporary file in the same directory
+/// (synced, with the old file's permissions), which is then renamed over the file, so a failed
+/// write (a full disk) leaves the old content whole. A symlink is followed: its target is replaced.
+pub(crate) async fn write_file_atomically(path: &std::path::Path, bytes: Vec<u8>) -> std::io::Result<()> {
+    let path = path.to_owned();
+    tokio::task::spawn_blocking(move || {
+        use std::io::Write as _;
+        let target = std::fs::canonicalize(&path).unwrap_or(path);
+        let dir = target.parent().unwrap_or(std::path::Path::new("/"));
+        let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let tmp = dir.join(format!(".{name}.tmp-{}", as_message::generate_id()));
+        let result = (|| {
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(&bytes)?;
+            f.sync_all()?;
+            if let Ok(old) = std::fs::metadata(&target) {
+                std::fs::set_permissions(&tmp, old.permissions())?;
+            }
+            std::fs::rename(&tmp, &target)
+        })();
+        if result.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        result
+    })
+    .await
+    .map_err(std::io::Error::other)?
+}
+
 /// 2.0.4's directory suggestion: `dirname(path).rstrip("/") + "/**"`, or `**` without a
 /// directory; none for an empty path.
 pub(crate) fn dir_suggestion(tool: &str, path: &str) -> Vec<PermissionRule> {
@@ -137,6 +216,37 @@ mod tests {
         ] {
             assert_eq!(is_dangerous_path(p), expect, "{p}");
         }
+    }
+
+    #[test]
+    fn file_rules_cannot_be_dodged_by_spelling() {
+        let perm = as_message::PermissionContext::default();
+        let ctx = crate::permission::PermissionCheckContext::new(&perm, std::path::Path::new("/proj"));
+        let deny = |p: &str, r: &str| file_rule_matches(p, r, PermissionBehavior::Deny, &ctx);
+        let allow = |p: &str, r: &str| file_rule_matches(p, r, PermissionBehavior::Allow, &ctx);
+        for p in ["/etc/secret/k", "/etc//secret/k", "/etc/./secret/k", "/etc/x/../secret/k"] {
+            assert!(deny(p, "/etc/secret/**"), "{p}");
+        }
+        assert!(allow("/proj/src/a.rs", "/proj/**"));
+        assert!(!allow("/proj/../home/u/.config/x.service", "/proj/**"));
+        assert!(!deny("/proj/src/a.rs", "/etc/secret/**"));
+        assert!(!allow("", "**"));
+    }
+
+    #[test]
+    fn a_symlink_to_a_sensitive_file_is_sensitive() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::write(root.join(".git/config"), "[core]\n").unwrap();
+        std::fs::create_dir_all(root.join("docs")).unwrap();
+        std::os::unix::fs::symlink("../.git/config", root.join("docs/notes.txt")).unwrap();
+        let perm = as_message::PermissionContext::default();
+        let ctx = crate::permission::PermissionCheckContext::new(&perm, &root);
+        let link = root.join("docs/notes.txt").to_string_lossy().into_owned();
+        assert!(!is_dangerous_path(&link));
+        assert!(is_dangerous_target(&link, &ctx));
+        assert!(!is_dangerous_target(&root.join("docs/other.txt").to_string_lossy(), &ctx));
     }
 
     #[test]

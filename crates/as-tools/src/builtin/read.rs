@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::files::mtime;
-use super::{decode_text, dir_suggestion, path_rule_matches, split_keep_ends};
+use super::{decode_text, dir_suggestion, split_keep_ends};
 use crate::context::ToolCallContext;
 use crate::error::ToolError;
 use crate::permission::{PermissionCheckContext, PermissionDecision};
@@ -46,6 +46,9 @@ fn two_thousand() -> i64 {
     2000
 }
 
+/// The largest file Read loads (the whole file is read and cached, whatever `limit` says).
+pub(crate) const MAX_READ_BYTES: u64 = 64 * 1024 * 1024;
+
 /// The `Read` tool: read-only, concurrency-safe, state-aware (it fills the read cache that
 /// Write and Edit check).
 #[derive(Clone, Debug)]
@@ -78,11 +81,20 @@ impl Tool for ReadTool {
     fn is_read_only(&self) -> bool {
         true
     }
-    fn check_permissions(&self, _: &ReadArgs, _: &PermissionCheckContext<'_>) -> PermissionDecision {
+    fn check_permissions(&self, a: &ReadArgs, ctx: &PermissionCheckContext<'_>) -> PermissionDecision {
+        // A process's environment (`/proc/<pid>/environ`, the agent's own included) holds the API
+        // keys the agent hides from its tools: never read without asking.
+        let real = crate::permission::real_path(&ctx.absolute(&a.file_path));
+        let mut parts = real.components().map(|c| c.as_os_str().to_string_lossy().into_owned());
+        if parts.nth(1).as_deref() == Some("proc") && real.file_name().is_some_and(|n| n == "environ") {
+            return PermissionDecision::ask(format!("Permission required: {} holds a process's secrets", a.file_path))
+                .reason("Safety check: process environment")
+                .immune();
+        }
         PermissionDecision::passthrough("File reading is read-only.")
     }
-    fn match_rule(&self, rule: &str, _: PermissionBehavior, a: &ReadArgs, _: &PermissionCheckContext<'_>) -> bool {
-        path_rule_matches(&a.file_path, rule)
+    fn match_rule(&self, rule: &str, list: PermissionBehavior, a: &ReadArgs, ctx: &PermissionCheckContext<'_>) -> bool {
+        super::file_rule_matches(&a.file_path, rule, list, ctx)
     }
     fn generate_suggestions(&self, a: &ReadArgs, _: &PermissionCheckContext<'_>) -> Vec<PermissionRule> {
         dir_suggestion("Read", &a.file_path)
@@ -101,6 +113,18 @@ impl Tool for ReadTool {
             Err(_) => return Err(ToolError::execution(format!("Error: File does not exist: {}", a.file_path))),
             Ok(m) if m.is_dir() => {
                 return Err(ToolError::execution(format!("Error: Path is a directory, not a file: {}", a.file_path)));
+            }
+            // A device, a FIFO or a socket (`/dev/zero`, `/dev/stdin`) never ends or blocks for ever.
+            Ok(m) if !m.is_file() => {
+                return Err(ToolError::execution(format!("Error: Not a regular file: {}", a.file_path)));
+            }
+            Ok(m) if m.len() > MAX_READ_BYTES => {
+                return Err(ToolError::execution(format!(
+                    "Error: File is too large to read ({} bytes, the limit is {MAX_READ_BYTES}); use Grep or Bash (head, \
+                     tail, sed -n) to read parts of it: {}",
+                    m.len(),
+                    a.file_path
+                )));
             }
             Ok(_) => {}
         }
@@ -146,4 +170,24 @@ pub(crate) async fn load_lines(ctx: &ToolCallContext, file_path: &str) -> Result
         ctx.state.with(|s| s.tool_context.cache_file_with_mtime(file_path, lines.clone(), b));
     }
     Ok(lines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn process_environments_always_ask() {
+        let perm = as_message::PermissionContext::default();
+        let ctx = PermissionCheckContext::new(&perm, Path::new("/"));
+        let tool = ReadTool::default();
+        let args = |p: &str| ReadArgs { file_path: p.into(), offset: 1, limit: 10 };
+        for p in ["/proc/self/environ", "/proc/1/environ", "/proc//self/./environ"] {
+            let d = tool.check_permissions(&args(p), &ctx);
+            assert!(d.behavior == PermissionBehavior::Ask && d.bypass_immune, "{p}: {d:?}");
+        }
+        for p in ["/proc/self/status", "/etc/hostname"] {
+            assert_ne!(tool.check_permissions(&args(p), &ctx).behavior, PermissionBehavior::Ask, "{p}");
+        }
+    }
 }

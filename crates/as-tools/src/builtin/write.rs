@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::files::mtime;
-use super::{decode_text, dir_suggestion, is_dangerous_path, path_rule_matches, split_keep_ends};
+use super::{decode_text, dir_suggestion, split_keep_ends};
 use crate::context::ToolCallContext;
 use crate::error::ToolError;
 use crate::permission::{PermissionCheckContext, PermissionDecision};
@@ -48,7 +48,7 @@ pub(crate) fn file_change_permission(
     if file_path.is_empty() {
         return PermissionDecision::passthrough("No file path provided");
     }
-    if is_dangerous_path(file_path) {
+    if super::is_dangerous_target(file_path, ctx) {
         return PermissionDecision::ask(format!("Permission required: {verb} operation on sensitive file {file_path}"))
             .reason("Safety check: dangerous file or directory")
             .immune();
@@ -77,8 +77,14 @@ impl Tool for WriteTool {
     fn check_permissions(&self, a: &WriteArgs, ctx: &PermissionCheckContext<'_>) -> PermissionDecision {
         file_change_permission("Write", "writing", &a.file_path, ctx)
     }
-    fn match_rule(&self, rule: &str, _: PermissionBehavior, a: &WriteArgs, _: &PermissionCheckContext<'_>) -> bool {
-        path_rule_matches(&a.file_path, rule)
+    fn match_rule(
+        &self,
+        rule: &str,
+        list: PermissionBehavior,
+        a: &WriteArgs,
+        ctx: &PermissionCheckContext<'_>,
+    ) -> bool {
+        super::file_rule_matches(&a.file_path, rule, list, ctx)
     }
     fn generate_suggestions(&self, a: &WriteArgs, _: &PermissionCheckContext<'_>) -> Vec<PermissionRule> {
         dir_suggestion("Write", &a.file_path)
@@ -107,7 +113,7 @@ impl Tool for WriteTool {
                 .await
                 .map_err(|e| ToolError::execution(format!("Error writing file: {e}")).with_source(e))?;
         }
-        tokio::fs::write(path, a.content.as_bytes())
+        super::write_file_atomically(path, a.content.as_bytes().to_vec())
             .await
             .map_err(|e| ToolError::execution(format!("Error writing file: {e}")).with_source(e))?;
         if let Some(m) = mtime(path) {
