@@ -46,15 +46,31 @@ pub struct SessionLock {
     ttl: Duration,
     heartbeat: Duration,
     poll: Duration,
+    timeout: Duration,
+}
+
+/// Runs one lock command within `limit` (a caller's pool may have no command timeout at all):
+/// past it, a typed `Unavailable`.
+async fn within<T>(
+    limit: Duration,
+    op: &'static str,
+    key: &str,
+    fut: impl std::future::Future<Output = Result<T, StorageError>>,
+) -> Result<T, StorageError> {
+    match tokio::time::timeout(limit, fut).await {
+        Ok(r) => r,
+        Err(_) => Err(err(StorageErrorKind::Unavailable, op, format!("no answer for {key} within {limit:?}"))),
+    }
 }
 
 impl SessionLock {
-    /// Locks on the connection of an open `storage`, with 2.0.4's timings.
+    /// Locks on the connection of an open `storage`, with 2.0.4's timings and the storage's
+    /// command timeout.
     pub fn new(storage: &RedisStorage) -> Result<Self, StorageError> {
-        Ok(Self::from_pool(storage.pool()?))
+        Ok(Self::from_pool(storage.pool()?).with_timeout(storage.timeout()))
     }
 
-    /// Locks on a caller's pool.
+    /// Locks on a caller's pool (command timeout 5 s; see [`SessionLock::with_timeout`]).
     pub fn from_pool(pool: Pool) -> Self {
         Self {
             pool,
@@ -62,7 +78,15 @@ impl SessionLock {
             ttl: Duration::from_secs(600),
             heartbeat: Duration::from_secs(300),
             poll: Duration::from_millis(50),
+            timeout: Duration::from_secs(5),
         }
+    }
+
+    /// Sets how long one lock command may take before it fails with `Unavailable` (default 5 s).
+    /// A heartbeat's extension is also bounded by how long the lock is surely still ours.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout.max(Duration::from_millis(1));
+        self
     }
 
     /// Sets the lock expiry (default 600 s; kept within 10 ms ..= 100 years, since Redis refuses
@@ -105,15 +129,43 @@ impl SessionLock {
         // The key expires at the latest one TTL after the SET was sent.
         let sent = Instant::now();
         let ms = i64::try_from(self.ttl.as_millis()).unwrap_or(i64::MAX);
-        let set: Option<String> = self
-            .pool
-            .set(&key, token.as_str(), Some(Expiration::PX(ms)), Some(SetOptions::NX), false)
-            .await
-            .map_err(|e| map_fred(OP, Some(&key), e))?;
-        if set.is_none() {
-            return Ok(None);
+        let taken = within(self.timeout, OP, &key, async {
+            let set: Option<String> = self
+                .pool
+                .set(&key, token.as_str(), Some(Expiration::PX(ms)), Some(SetOptions::NX), false)
+                .await
+                .map_err(|e| map_fred(OP, Some(&key), e))?;
+            if set.is_some() {
+                return Ok(true);
+            }
+            // Nil: someone holds it, or this very SET ran before and its reply was lost (a re-sent
+            // command): then the key holds our token and the lock is ours.
+            let holder: Option<String> = self.pool.get(&key).await.map_err(|e| map_fred(OP, Some(&key), e))?;
+            Ok(holder.as_deref() == Some(token.as_str()))
+        })
+        .await;
+        match taken {
+            Ok(true) => Ok(Some(SessionLockGuard::start(
+                self.pool.clone(),
+                key,
+                token,
+                self.ttl,
+                self.heartbeat,
+                sent,
+                self.timeout,
+            ))),
+            Ok(false) => Ok(None),
+            Err(e) => {
+                // The SET may have been applied and only its reply lost: a token nobody knows would
+                // block the session for the whole TTL. Take it back if it is there (compare-and-delete).
+                let (pool, limit) = (self.pool.clone(), self.timeout);
+                tokio::spawn(async move {
+                    let release = eval::<i64>(&pool, LOCK_RELEASE, &key, vec![Value::String(token.into())]);
+                    let _ = tokio::time::timeout(limit, release).await;
+                });
+                Err(e)
+            }
         }
-        Ok(Some(SessionLockGuard::start(self.pool.clone(), key, token, self.ttl, self.heartbeat, sent)))
     }
 
     /// Takes the lock, polling while another runner holds it; `Conflict` after `wait`.
@@ -163,6 +215,11 @@ impl Shared {
     fn may_expire_by(&self, t: Instant) -> bool {
         self.held_until.lock().unwrap_or_else(PoisonError::into_inner).is_some_and(|until| until <= t)
     }
+
+    /// How long after `t` the lock is surely still ours (`None`: beyond what an `Instant` holds).
+    fn surely_held_for(&self, t: Instant) -> Option<Duration> {
+        self.held_until.lock().unwrap_or_else(PoisonError::into_inner).map(|until| until.saturating_duration_since(t))
+    }
 }
 
 /// A held session lock. A background heartbeat extends it while held; if the heartbeat finds
@@ -176,6 +233,7 @@ pub struct SessionLockGuard {
     key: String,
     token: String,
     ttl: Duration,
+    timeout: Duration,
     shared: Arc<Shared>,
     heartbeat: Option<JoinHandle<()>>,
     released: bool,
@@ -203,7 +261,15 @@ async fn eval<R: fred::prelude::FromValue>(
 }
 
 impl SessionLockGuard {
-    fn start(pool: Pool, key: String, token: String, ttl: Duration, every: Duration, sent: Instant) -> Self {
+    fn start(
+        pool: Pool,
+        key: String,
+        token: String,
+        ttl: Duration,
+        every: Duration,
+        sent: Instant,
+        timeout: Duration,
+    ) -> Self {
         let shared = Arc::new(Shared {
             lost: AtomicBool::new(false),
             notify: Notify::new(),
@@ -217,7 +283,10 @@ impl SessionLockGuard {
                 loop {
                     tick.tick().await;
                     let sent = Instant::now();
-                    match extend(&pool, &key, &token, ttl).await {
+                    // An answer that comes after the lock may have run out is no renewal: wait at
+                    // most until then (and at most the command timeout).
+                    let sure = shared.surely_held_for(sent).unwrap_or(timeout);
+                    match within(timeout.min(sure), "lock_extend", &key, extend(&pool, &key, &token, ttl)).await {
                         Ok(true) => shared.renewed(sent, ttl),
                         Ok(false) => {
                             shared.mark_lost();
@@ -236,7 +305,7 @@ impl SessionLockGuard {
                 }
             })
         };
-        Self { pool, key, token, ttl, shared, heartbeat: Some(task), released: false }
+        Self { pool, key, token, ttl, timeout, shared, heartbeat: Some(task), released: false }
     }
 
     /// The lock key.
@@ -249,9 +318,10 @@ impl SessionLockGuard {
         &self.token
     }
 
-    /// Whether the heartbeat found the lock taken over or expired, or could not renew it in time.
+    /// Whether the heartbeat found the lock taken over or expired, or could not renew it in time,
+    /// or the last renewal has run out by now (also while an extension is still unanswered).
     pub fn is_lost(&self) -> bool {
-        self.shared.lost.load(Ordering::SeqCst)
+        self.shared.lost.load(Ordering::SeqCst) || self.shared.may_expire_by(Instant::now())
     }
 
     /// Resolves when the lock is lost (see [`SessionLockGuard::is_lost`]).
@@ -268,7 +338,8 @@ impl SessionLockGuard {
     /// Extends the lock now; `false` (and marked lost) when it is no longer ours.
     pub async fn extend(&self) -> Result<bool, StorageError> {
         let sent = Instant::now();
-        let ok = extend(&self.pool, &self.key, &self.token, self.ttl).await?;
+        let ok = within(self.timeout, "lock_extend", &self.key, extend(&self.pool, &self.key, &self.token, self.ttl))
+            .await?;
         if ok {
             self.shared.renewed(sent, self.ttl);
         } else {
@@ -283,9 +354,12 @@ impl SessionLockGuard {
         if let Some(h) = self.heartbeat.take() {
             h.abort();
         }
-        let r: i64 = eval(&self.pool, LOCK_RELEASE, &self.key, vec![Value::String(self.token.as_str().into())])
-            .await
-            .map_err(|e| map_fred("lock_release", Some(&self.key), e))?;
+        let release = async {
+            eval::<i64>(&self.pool, LOCK_RELEASE, &self.key, vec![Value::String(self.token.as_str().into())])
+                .await
+                .map_err(|e| map_fred("lock_release", Some(&self.key), e))
+        };
+        let r = within(self.timeout, "lock_release", &self.key, release).await?;
         Ok(r == 1)
     }
 }
@@ -301,8 +375,10 @@ impl Drop for SessionLockGuard {
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             let (pool, key, token) =
                 (self.pool.clone(), std::mem::take(&mut self.key), std::mem::take(&mut self.token));
+            let limit = self.timeout;
             rt.spawn(async move {
-                let _ = eval::<i64>(&pool, LOCK_RELEASE, &key, vec![Value::String(token.into())]).await;
+                let release = eval::<i64>(&pool, LOCK_RELEASE, &key, vec![Value::String(token.into())]);
+                let _ = tokio::time::timeout(limit, release).await;
             });
         }
     }

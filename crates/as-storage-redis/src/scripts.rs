@@ -6,6 +6,10 @@
 //!   other key written, index sets included), `keep` (`SET … KEEPTTL`).
 //! * A CAS token is a prefix of the stored record (its envelope up to `"state":`); with
 //!   `exact = 1` it is the whole stored value.
+//! * Every write is safe to run twice: a cluster client (and a caller's fred pool) re-sends a
+//!   command whose reply a dropped connection lost, so a script that finds its own write already
+//!   done reports success (the new envelope carries a fresh `updated_at`, so no other writer's
+//!   record can look like it). Only a replayed delete reports the session as already gone.
 //! * Ownership is checked on the record's envelope: the canonical `"user_id":…,"agent_id":…,`
 //!   fragment at the record's first `"user_id":` within the first 4 KiB, and only when no object
 //!   or array opens before it (so it is the record's own top-level field, never one quoted inside
@@ -103,9 +107,13 @@ end
     (
         "token_state",
         r#"
-local function token_state(key, token, exact)
+-- 1: the record is the one the caller read; 2: it already is the one the caller writes (this
+-- very write ran before: fred re-sends a command whose reply a dropped connection lost); 0:
+-- missing; -1: someone else wrote.
+local function token_state(key, token, exact, newtok)
   local head = redis.call('GETRANGE', key, 0, #token - 1)
   if head == token and (exact == '0' or redis.call('STRLEN', key) == #token) then return 1 end
+  if newtok and newtok ~= '' and redis.call('GETRANGE', key, 0, #newtok - 1) == newtok then return 2 end
   if redis.call('EXISTS', key) == 0 then return 0 end
   return -1
 end
@@ -114,19 +122,26 @@ end
 ];
 
 /// KEYS: record, agent index, [schedule index]. ARGV: value, id, mode, ttl.
-/// Returns 1 (created) or 0 (a non-empty record already exists).
+/// Returns 1 (created) or 0 (a non-empty record already exists). A record that holds exactly
+/// this value is this create run before (a re-sent command): 1 again.
 const CREATE: &str = r#"
-if redis.call('GETRANGE', KEYS[1], 0, 0) ~= '' then return 0 end
+if redis.call('GETRANGE', KEYS[1], 0, 0) ~= '' then
+  if redis.call('GET', KEYS[1]) == ARGV[1] then return 1 end
+  return 0
+end
 set_record(KEYS[1], ARGV[1], ARGV[3], ARGV[4])
 add_to_indexes(2, ARGV[2], ARGV[3], ARGV[4])
 return 1
 "#;
 
-/// KEYS: record, messages, agent index, [schedule index]. ARGV: token, exact, id, mode, ttl, value.
+/// KEYS: record, messages, agent index, [schedule index]. ARGV: token, exact, id, mode, ttl, value,
+/// new token (the written value's envelope).
 /// The update for small records: the value travels in `ARGV` (one command, no staging key).
-/// Returns 1 (written), 0 (missing), -1 (token mismatch: someone else wrote).
+/// Returns 1 (written, or written by this same command before), 0 (missing), -1 (token mismatch:
+/// someone else wrote).
 const UPDATE_INLINE: &str = r#"
-local s = token_state(KEYS[1], ARGV[1], ARGV[2])
+local s = token_state(KEYS[1], ARGV[1], ARGV[2], ARGV[7])
+if s == 2 then return 1 end
 if s ~= 1 then return s end
 set_record(KEYS[1], ARGV[6], ARGV[4], ARGV[5])
 apply_ttl(KEYS[2], ARGV[4], ARGV[5])
@@ -134,15 +149,17 @@ add_to_indexes(3, ARGV[3], ARGV[4], ARGV[5])
 return 1
 "#;
 
-/// KEYS: record, staged value, messages, agent index, [schedule index]. ARGV: token, exact, id, mode, ttl.
+/// KEYS: record, staged value, messages, agent index, [schedule index]. ARGV: token, exact, id, mode, ttl,
+/// new token.
 /// The new record was written to the staging key (same hash slot) just before, in the same
 /// pipeline; the script moves it into place with `RENAME` (O(1)) instead of carrying a large
 /// value through Lua (which costs about 3 ms per MB in Redis 7), then applies the TTL policy.
 /// Returns 1 (written), 0 (missing), -1 (token mismatch: someone else wrote), -3 (no staged value).
 const UPDATE: &str = r#"
-local s = token_state(KEYS[1], ARGV[1], ARGV[2])
+local s = token_state(KEYS[1], ARGV[1], ARGV[2], ARGV[6])
 if s ~= 1 then
   redis.call('DEL', KEYS[2])
+  if s == 2 then return 1 end
   return s
 end
 if redis.call('EXISTS', KEYS[2]) == 0 then return -3 end
@@ -236,9 +253,14 @@ return false
 /// list, TTLs) but the record's bytes are the caller's, and the message list is replaced whole.
 /// Returns 1 (written) or -1 (the record is not what the caller read: read again).
 const IMPORT: &str = r#"
+-- A record that already holds exactly this value: this import ran before (a re-sent command).
 if ARGV[5] == '' then
-  if redis.call('GETRANGE', KEYS[1], 0, 0) ~= '' then return -1 end
+  if redis.call('GETRANGE', KEYS[1], 0, 0) ~= '' then
+    if redis.call('GET', KEYS[1]) == ARGV[1] then return 1 end
+    return -1
+  end
 elseif token_state(KEYS[1], ARGV[5], ARGV[6]) ~= 1 then
+  if redis.call('GET', KEYS[1]) == ARGV[1] then return 1 end
   return -1
 end
 local last = 3

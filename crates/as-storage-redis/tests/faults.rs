@@ -187,6 +187,36 @@ async fn a_lock_that_cannot_be_renewed_in_time_is_marked_lost() {
     assert!(kept.release().await.unwrap());
 }
 
+/// A caller's fred pool has no command timeout by default: the lock must still not hang, and a
+/// guard must know it is lost once its last renewal ran out, whatever the heartbeat waits for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn locks_on_a_pool_without_timeouts_never_hang() {
+    let Some(server) = RedisServer::start() else { return };
+    let pool = fred::prelude::Builder::from_config(fred::prelude::Config::from_url(&server.url()).unwrap())
+        .build_pool(1)
+        .unwrap();
+    fred::prelude::ClientLike::init(&pool).await.unwrap();
+    let locks = SessionLock::from_pool(pool)
+        .with_timeout(TIMEOUT)
+        .with_ttl(Duration::from_millis(900))
+        .with_heartbeat(Duration::from_millis(600));
+    let guard = locks.try_acquire("sess-a").await.unwrap().unwrap();
+    server.pause().unwrap();
+    let start = Instant::now();
+    let bound = TIMEOUT + SLACK + Duration::from_secs(2);
+    let e = tokio::time::timeout(bound, locks.try_acquire("sess-b")).await.expect("try_acquire hung").unwrap_err();
+    assert_eq!(e.kind(), StorageErrorKind::Unavailable, "{e}");
+    assert!(start.elapsed() < TIMEOUT + SLACK, "try_acquire took {:?}", start.elapsed());
+    // The heartbeat's extension hangs (no pool timeout); the guard still says lost in time.
+    tokio::time::timeout(Duration::from_secs(5), guard.lost()).await.expect("the guard never noticed");
+    assert!(guard.is_lost());
+    let start = Instant::now();
+    let released = tokio::time::timeout(bound, guard.release()).await.expect("release hung");
+    assert_eq!(released.unwrap_err().kind(), StorageErrorKind::Unavailable);
+    assert!(start.elapsed() < TIMEOUT + SLACK, "release took {:?}", start.elapsed());
+    server.resume().unwrap();
+}
+
 #[tokio::test]
 async fn huge_durations_do_not_overflow() {
     let Some(server) = RedisServer::start() else { return };

@@ -522,3 +522,28 @@ async fn session_lock_is_exclusive_token_checked_and_2_0_4_compatible() {
     let g2 = waiter.await.unwrap().unwrap();
     assert!(g2.release().await.unwrap());
 }
+
+#[tokio::test]
+async fn an_account_without_dangerous_commands_can_open_and_work() {
+    // The Redis ACL docs' hardened account: everything but the @dangerous category (INFO, KEYS,
+    // FLUSHALL, ...). AgentScope 2.0.4 works with it, so must we.
+    let Some(server) = RedisServer::start() else {
+        println!("skipped: redis-server is not installed");
+        return;
+    };
+    let reply =
+        as_storage_redis::testing::raw_command(server.port(), "ACL SETUSER app on >s3cret +@all -@dangerous ~*")
+            .unwrap();
+    assert!(reply.starts_with("+OK"), "{reply}");
+    let url = format!("redis://app:s3cret@127.0.0.1:{}/0", server.port());
+    let store = RedisStorage::new(RedisStorageConfig::from_url(&url).unwrap()).unwrap();
+    store.open().await.unwrap();
+    let o = owner();
+    let rec = store.upsert_session(req(&o)).await.unwrap();
+    let k = o.session(rec.id.clone());
+    store.update_session_state(&k, &rich_state(), Some(&rec.revision())).await.unwrap();
+    store.upsert_message(&k, &Msg::user("user", "hi")).await.unwrap();
+    assert_eq!(store.list_sessions(&o, &PageRequest::first(10)).await.unwrap().sessions.len(), 1);
+    assert!(store.delete_session(&k).await.unwrap());
+    store.close().await.unwrap();
+}
