@@ -6,10 +6,13 @@
 //!   other key written, index sets included), `keep` (`SET … KEEPTTL`).
 //! * A CAS token is a prefix of the stored record (its envelope up to `"state":`); with
 //!   `exact = 1` it is the whole stored value.
-//! * Every write is safe to run twice: a cluster client (and a caller's fred pool) re-sends a
-//!   command whose reply a dropped connection lost, so a script that finds its own write already
-//!   done reports success (the new envelope carries a fresh `updated_at`, so no other writer's
-//!   record can look like it). Only a replayed delete reports the session as already gone.
+//! * A cluster client (and a caller's fred pool) re-sends a command whose reply a dropped
+//!   connection lost. Create and import find their own write (the record holds exactly their
+//!   value) and report success again. A state update cannot: two writers from one revision may
+//!   write the same `updated_at` (and, racing on a counter, the very same bytes), so "the record
+//!   already is what I write" does not prove it was this writer; a replayed update therefore
+//!   reports a conflict (a conditional write's caller re-reads and finds its own state), never a
+//!   false success. A replayed delete reports the session as already gone.
 //! * Ownership is checked on the record's envelope: the canonical `"user_id":…,"agent_id":…,`
 //!   fragment at the record's first `"user_id":` within the first 4 KiB, and only when no object
 //!   or array opens before it (so it is the record's own top-level field, never one quoted inside
@@ -107,13 +110,9 @@ end
     (
         "token_state",
         r#"
--- 1: the record is the one the caller read; 2: it already is the one the caller writes (this
--- very write ran before: fred re-sends a command whose reply a dropped connection lost); 0:
--- missing; -1: someone else wrote.
-local function token_state(key, token, exact, newtok)
+local function token_state(key, token, exact)
   local head = redis.call('GETRANGE', key, 0, #token - 1)
   if head == token and (exact == '0' or redis.call('STRLEN', key) == #token) then return 1 end
-  if newtok and newtok ~= '' and redis.call('GETRANGE', key, 0, #newtok - 1) == newtok then return 2 end
   if redis.call('EXISTS', key) == 0 then return 0 end
   return -1
 end
@@ -134,14 +133,11 @@ add_to_indexes(2, ARGV[2], ARGV[3], ARGV[4])
 return 1
 "#;
 
-/// KEYS: record, messages, agent index, [schedule index]. ARGV: token, exact, id, mode, ttl, value,
-/// new token (the written value's envelope).
+/// KEYS: record, messages, agent index, [schedule index]. ARGV: token, exact, id, mode, ttl, value.
 /// The update for small records: the value travels in `ARGV` (one command, no staging key).
-/// Returns 1 (written, or written by this same command before), 0 (missing), -1 (token mismatch:
-/// someone else wrote).
+/// Returns 1 (written), 0 (missing), -1 (token mismatch: someone else wrote).
 const UPDATE_INLINE: &str = r#"
-local s = token_state(KEYS[1], ARGV[1], ARGV[2], ARGV[7])
-if s == 2 then return 1 end
+local s = token_state(KEYS[1], ARGV[1], ARGV[2])
 if s ~= 1 then return s end
 set_record(KEYS[1], ARGV[6], ARGV[4], ARGV[5])
 apply_ttl(KEYS[2], ARGV[4], ARGV[5])
@@ -149,17 +145,15 @@ add_to_indexes(3, ARGV[3], ARGV[4], ARGV[5])
 return 1
 "#;
 
-/// KEYS: record, staged value, messages, agent index, [schedule index]. ARGV: token, exact, id, mode, ttl,
-/// new token.
+/// KEYS: record, staged value, messages, agent index, [schedule index]. ARGV: token, exact, id, mode, ttl.
 /// The new record was written to the staging key (same hash slot) just before, in the same
 /// pipeline; the script moves it into place with `RENAME` (O(1)) instead of carrying a large
 /// value through Lua (which costs about 3 ms per MB in Redis 7), then applies the TTL policy.
 /// Returns 1 (written), 0 (missing), -1 (token mismatch: someone else wrote), -3 (no staged value).
 const UPDATE: &str = r#"
-local s = token_state(KEYS[1], ARGV[1], ARGV[2], ARGV[6])
+local s = token_state(KEYS[1], ARGV[1], ARGV[2])
 if s ~= 1 then
   redis.call('DEL', KEYS[2])
-  if s == 2 then return 1 end
   return s
 end
 if redis.call('EXISTS', KEYS[2]) == 0 then return -3 end

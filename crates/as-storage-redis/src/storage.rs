@@ -386,7 +386,6 @@ impl RedisStorage {
         token: Bytes,
         exact: bool,
         json: String,
-        new_token: &Bytes,
     ) -> Result<i64, StorageError> {
         let (mode, ttl) = self.ttl_args();
         let exact_arg = str_value(if exact { "1" } else { "0" });
@@ -399,7 +398,6 @@ impl RedisStorage {
                 mode,
                 ttl,
                 bytes_value(Bytes::from(json)),
-                bytes_value(new_token.clone()),
             ];
             return Self::eval(pool, &self.inner.scripts.update_inline, k, args)
                 .await
@@ -409,8 +407,7 @@ impl RedisStorage {
         let stage = format!("{rkey}:stage:{}", stage_suffix());
         let mut k = self.write_keys(rkey, &meta.user_id, &meta.agent_id, &meta.id, meta.source_schedule_id.as_deref());
         k.insert(1, stage.clone());
-        let args =
-            vec![bytes_value(token), exact_arg, str_value(meta.id.clone()), mode, ttl, bytes_value(new_token.clone())];
+        let args = vec![bytes_value(token), exact_arg, str_value(meta.id.clone()), mode, ttl];
         let lua = &self.inner.scripts.update;
         let fail = |e| map_fred(op, Some(rkey), e);
         // One round trip: stage the value (expiring on its own if we die here), then the script.
@@ -533,7 +530,7 @@ impl RedisStorage {
             meta.config = req.config.clone();
             let state = req.state.clone().unwrap_or(stored.state);
             let (json, new_token) = self.encode(OP, &meta, &state)?;
-            match self.cas_write(&pool, OP, &rkey, &meta, token, exact, json, &new_token).await? {
+            match self.cas_write(&pool, OP, &rkey, &meta, token, exact, json).await? {
                 1 => {
                     self.cache_put(rkey, Cached { meta: meta.clone(), token: new_token, exact: false });
                     return Ok(SessionRecord::from_parts(meta, state));
@@ -590,7 +587,7 @@ impl RedisStorage {
             let mut meta = old.clone();
             meta.updated_at = Timestamp::now_after(&old.updated_at);
             let (json, new_token) = self.encode(OP, &meta, state)?;
-            match self.cas_write(&pool, OP, &rkey, &meta, token, exact, json, &new_token).await? {
+            match self.cas_write(&pool, OP, &rkey, &meta, token, exact, json).await? {
                 1 => {
                     let rev = meta.revision();
                     self.cache_put(rkey, Cached { meta, token: new_token, exact: false });
@@ -1235,8 +1232,8 @@ mod tests {
     use super::*;
 
     /// fred re-sends a command whose reply a dropped connection lost (cluster clients, and a
-    /// caller's pool, allow 3 attempts): every write script run twice with the same arguments
-    /// must report the same success, not a conflict or "exists".
+    /// caller's pool, allow 3 attempts): a create run twice reports success twice; an update run
+    /// twice reports a conflict the second time, never a success it cannot prove.
     #[tokio::test]
     async fn write_scripts_are_safe_to_run_twice() {
         let Some(server) = crate::testing::RedisServer::start() else {
@@ -1269,30 +1266,23 @@ mod tests {
             let r: i64 = RedisStorage::eval(&pool, &store.inner.scripts.create, k.clone(), args.clone()).await.unwrap();
             assert_eq!(r, 1, "create, run {run}");
         }
-        // Updates, inline (small) and staged (large), each sent twice.
+        // Updates, inline (small) and staged (large), each sent twice: the replay reports a
+        // conflict (never a false success: another writer from the same revision could have
+        // written the same bytes), and the write itself stands.
         for turns in [1, 400] {
             let (old, token, exact) = store.read_meta(&pool, "t", &rkey, &owner).await.unwrap().unwrap();
             let mut meta = old.clone();
             meta.updated_at = Timestamp::now_after(&old.updated_at);
             let state = as_storage::conformance::conversation_state(turns, "replay");
-            let (json, new_token) = store.encode("t", &meta, &state).unwrap();
+            let (json, _) = store.encode("t", &meta, &state).unwrap();
             assert_eq!(json.len() > INLINE_UPDATE_MAX_BYTES, turns > 1, "{turns} turns: {} bytes", json.len());
-            for run in 0..2 {
-                let r = store
-                    .cas_write(&pool, "t", &rkey, &meta, token.clone(), exact, json.clone(), &new_token)
-                    .await
-                    .unwrap();
-                assert_eq!(r, 1, "{turns}-turn update, run {run}");
-            }
+            let first = store.cas_write(&pool, "t", &rkey, &meta, token.clone(), exact, json.clone()).await.unwrap();
+            assert_eq!(first, 1, "{turns}-turn update");
+            let replay = store.cas_write(&pool, "t", &rkey, &meta, token.clone(), exact, json.clone()).await.unwrap();
+            assert_eq!(replay, -1, "{turns}-turn update replayed");
             let got = store.get_session(&owner.session("s1")).await.unwrap().unwrap();
             assert_eq!(got.updated_at, meta.updated_at);
             assert_eq!(got.state.context.len(), state.context.len());
-            // A writer that really lost (an older token, another new value) still loses.
-            let mut other = meta.clone();
-            other.updated_at = Timestamp::now_after(&meta.updated_at);
-            let (json2, token2) = store.encode("t", &other, &AgentState::default()).unwrap();
-            let r = store.cas_write(&pool, "t", &rkey, &other, token.clone(), exact, json2, &token2).await.unwrap();
-            assert_eq!(r, -1, "a stale writer");
         }
         // No staging key is left behind by the replayed staged update.
         let keys = crate::testing::raw_command(server.port(), "KEYS *").unwrap();
