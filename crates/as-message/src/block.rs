@@ -123,6 +123,7 @@ fn thinking_from_map<E: serde::de::Error>(mut map: JsonMap) -> Result<ThinkingBl
         None => generate_id(),
     };
     let mut extra = map;
+    extra.values().try_for_each(crate::json::check_number_digits).map_err(|e| error_at("extra", e))?;
     extra.values_mut().for_each(crate::json::canonicalize_numbers);
     Ok(ThinkingBlock { thinking, id, extra })
 }
@@ -171,7 +172,8 @@ impl UrlSource {
 
 /// Normalises a URL as pydantic's `AnyUrl` does (WHATWG, via the `url` crate).
 pub fn normalize_url(raw: &str) -> Result<String, String> {
-    let trimmed = raw.trim_matches(|c: char| c == ' ' || c.is_ascii_control());
+    // The WHATWG trim: C0 controls and space only (DEL is percent-encoded inside, not trimmed).
+    let trimmed = raw.trim_matches(|c: char| c <= ' ');
     url::Url::parse(trimmed).map(|u| u.as_str().to_owned()).map_err(|e| format!("invalid url {raw:?}: {e}"))
 }
 

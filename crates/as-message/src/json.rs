@@ -316,6 +316,47 @@ fn canonical_number(n: &serde_json::Number) -> Option<Value> {
     }
 }
 
+/// The canonical JSON text of a number's text (what [`canonicalize_numbers`] would make of it).
+pub(crate) fn canonical_number_text(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.bytes().any(|b| matches!(b, b'.' | b'e' | b'E')) {
+        return if text == "-0" { "0".into() } else { text.into() };
+    }
+    match text.parse::<f64>().ok().filter(|f| f.is_finite()).and_then(serde_json::Number::from_f64) {
+        Some(c) if c.as_str() == text => text.into(),
+        Some(c) => c.as_str().to_owned().into(),
+        None => "null".into(),
+    }
+}
+
+/// The most integer digits a number may have: CPython refuses to convert longer integer text
+/// (`sys.get_int_max_str_digits()`, 4300), and pydantic's JSON parser refuses such a number, so a
+/// record holding one could not be read by AgentScope Python.
+pub const MAX_NUMBER_DIGITS: usize = 4300;
+
+/// Fails when a number in `v` has more than [`MAX_NUMBER_DIGITS`] digits before its fraction.
+///
+/// ```
+/// let ok: as_message::JsonValue = serde_json::from_str("[1, 2.5, {\"a\": -3}]").unwrap();
+/// assert!(as_message::check_number_digits(&ok).is_ok());
+/// let huge: as_message::JsonValue = serde_json::from_str(&format!("[1{}]", "0".repeat(4300))).unwrap();
+/// assert!(as_message::check_number_digits(&huge).is_err());
+/// ```
+pub fn check_number_digits(v: &Value) -> Result<(), String> {
+    match v {
+        Value::Number(n) => {
+            let text = n.as_str().trim_start_matches('-');
+            let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+            if digits > MAX_NUMBER_DIGITS {
+                return Err(format!("number out of range: {digits} digits (at most {MAX_NUMBER_DIGITS})"));
+            }
+            Ok(())
+        }
+        Value::Array(items) => items.iter().try_for_each(check_number_digits),
+        Value::Object(map) => map.values().try_for_each(check_number_digits),
+        _ => Ok(()),
+    }
+}
+
 /// Free-form JSON objects (`metadata`, `middle_context`, `parameters`): read losslessly, with numbers
 /// canonicalised (see [`canonicalize_numbers`]). Use with `#[serde(deserialize_with = "as_message::free_form::deserialize")]`.
 pub mod free_form {
@@ -324,6 +365,7 @@ pub mod free_form {
     /// Deserializes a free-form object (`null` is rejected, as in pydantic).
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<JsonMap, D::Error> {
         let mut map = JsonMap::deserialize(d)?;
+        map.values().try_for_each(check_number_digits).map_err(D::Error::custom)?;
         map.values_mut().for_each(canonicalize_numbers);
         Ok(map)
     }
@@ -436,6 +478,35 @@ pub mod required_nullable {
 
 #[cfg(test)]
 mod tests {
+    /// Free-form data from anywhere (here `serde_json::from_str`, as tool arguments are parsed) is
+    /// written as Python writes it; reading never accepts a number Python cannot read.
+    #[test]
+    fn free_form_numbers_write_as_python_and_read_within_its_limits() {
+        let mut msg = crate::Msg::user("u", "hi");
+        msg.id = "m".into();
+        msg.metadata =
+            serde_json::from_str(r#"{"p":1.50,"q":1E2,"r":-0,"s":1e400,"t":12345678901234567890123,"u":[0.1]}"#)
+                .unwrap();
+        let json = crate::to_json(&msg);
+        assert!(
+            json.contains(r#""metadata":{"p":1.5,"q":100.0,"r":0,"s":null,"t":12345678901234567890123,"u":[0.1]}"#),
+            "{json}"
+        );
+        // Written bytes read back to the same bytes.
+        assert_eq!(crate::to_json(&crate::from_json::<crate::Msg>(&json).unwrap()), json);
+        let with = |digits: usize| json.replace("12345678901234567890123", &format!("1{}", "0".repeat(digits - 1)));
+        assert!(crate::from_json::<crate::Msg>(&with(4300)).is_ok());
+        let e = crate::from_json::<crate::Msg>(&with(4301)).unwrap_err();
+        assert!(e.to_string().contains("number out of range"), "{e}");
+    }
+
+    #[test]
+    fn urls_trim_like_whatwg() {
+        assert_eq!(crate::normalize_url(" http://a.com/x \n").unwrap(), "http://a.com/x");
+        assert_eq!(crate::normalize_url("http://a.com/x\u{7f}").unwrap(), "http://a.com/x%7F");
+        assert!(crate::normalize_url(" \u{7f}http://a.com").is_err());
+    }
+
     /// Each case as pydantic 2 (AgentScope 2.0.4's) reads it: `TypeAdapter(int).validate_python(s)`.
     #[test]
     fn integers_from_strings_like_pydantic() {

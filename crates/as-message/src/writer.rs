@@ -565,8 +565,10 @@ impl ser::Serializer for RawNumber<'_> {
         serialize_unit_struct(&'static str),
         serialize_unit_variant(&'static str, u32, &'static str),
     );
+    // A number's text as Python would write it (`1.50` → `1.5`, `1E2` → `100.0`, `-0` → `0`),
+    // whatever built the map (a `serde_json::from_str` of tool arguments keeps the raw text).
     fn serialize_str(self, v: &str) -> Result {
-        self.0.push_str(v);
+        self.0.push_str(&crate::json::canonical_number_text(v));
         Ok(())
     }
 }

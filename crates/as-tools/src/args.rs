@@ -22,7 +22,17 @@ use crate::util::{python_repr, python_type, python_value_repr};
 /// ```
 pub fn parse_arguments(raw: &str) -> Result<JsonMap, ToolError> {
     let error_message = match serde_json::from_str::<JsonValue>(raw) {
-        Ok(JsonValue::Object(map)) => return Ok(map),
+        // Python's json.loads refuses integers over 4300 digits (and a session holding one could
+        // not be read back by AgentScope Python).
+        Ok(JsonValue::Object(map)) => match map.values().try_for_each(as_message::check_number_digits) {
+            Ok(()) => return Ok(map),
+            Err(e) => {
+                return Err(ToolError::new(
+                    ToolErrorKind::InvalidJson,
+                    format!("<system-reminder>Error: Your arguments hold a {e}.</system-reminder>"),
+                ));
+            }
+        },
         Ok(other) => format!(
             "Error: Your argument string is decoded into a {} object, but a dict object is expected!",
             python_type(&other)
