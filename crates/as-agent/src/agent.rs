@@ -251,9 +251,11 @@ impl Agent {
     /// [`ReplyStream::cancel_token`], an error, or simply dropped), `state` is left consistent and resumable:
     /// the partial model output is kept, every tool call has a result (`interrupted` if it did not finish)
     /// except the calls of a reply that ended parked (waiting for a confirmation or an external result), and
-    /// the interruption notice is never stored. A stream dropped before its end closes every open call,
-    /// including one that had just started asking for confirmation: nothing is left parked that the caller
-    /// was never told about. Persist the state afterwards in every case (the [`crate::SessionRunner`] does).
+    /// the interruption notice is never stored. A stream dropped before its end closes every open call except
+    /// one whose `REQUIRE_USER_CONFIRM` / `REQUIRE_EXTERNAL_EXECUTION` event the caller already took: that
+    /// call stays parked, as if the reply had ended parked (the caller was told and may answer it; an SSE
+    /// client that closes on that event is the usual case). Nothing is left parked that the caller was never
+    /// told about. Persist the state afterwards in every case (the [`crate::SessionRunner`] does).
     pub fn reply_stream<'a>(&'a self, state: &'a mut AgentState, input: impl Into<ReplyInput>) -> ReplyStream<'a> {
         self.reply_stream_with_cancel(state, input, CancellationToken::new())
     }

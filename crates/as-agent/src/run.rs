@@ -87,6 +87,11 @@ struct Guard<'a> {
     inflight: Option<ResponseHandle>,
     tools: Option<SharedToolState>,
     armed: bool,
+    /// The reply's event queue, and the calls a `REQUIRE_*` event was queued for: a call whose
+    /// event the caller already took stays parked when the reply is dropped (the caller was told,
+    /// and may answer it), as if the reply had ended parked.
+    queue: EventQueue,
+    announced: Vec<String>,
 }
 
 impl Drop for Guard<'_> {
@@ -99,8 +104,21 @@ impl Drop for Guard<'_> {
             save_to_context(self.state, &self.name, drop_audio(r.content), r.usage.map(|u| u.to_usage()));
         }
         if self.armed {
-            close_open_calls_silently(self.state, &self.name);
+            let told: Vec<String> = std::mem::take(&mut self.announced)
+                .into_iter()
+                .filter(|id| !self.queue.holds(|e| requires(e, id)))
+                .collect();
+            close_open_calls_except(self.state, &self.name, &told);
         }
+    }
+}
+
+/// Whether `event` asks the caller about call `id` (a confirmation or an external execution).
+fn requires(event: &AgentEvent, id: &str) -> bool {
+    match event {
+        AgentEvent::RequireUserConfirm(e) => e.tool_calls.iter().any(|c| c.id == id),
+        AgentEvent::RequireExternalExecution(e) => e.tool_calls.iter().any(|c| c.id == id),
+        _ => false,
     }
 }
 
@@ -122,7 +140,15 @@ impl<'a> Run<'a> {
         let name = agent.name.clone();
         Self {
             agent,
-            g: Guard { state, name, inflight: None, tools: None, armed: false },
+            g: Guard {
+                state,
+                name,
+                inflight: None,
+                tools: None,
+                armed: false,
+                queue: queue.clone(),
+                announced: Vec::new(),
+            },
             queue,
             cancel,
             started: HashSet::new(),
@@ -680,6 +706,7 @@ impl<'a> Run<'a> {
                     c.state = ToolCallState::Asking;
                     c.suggested_rules = suggested;
                 }
+                self.g.announced.push(call_id);
                 self.emit(event).await?;
                 Ok((true, false))
             }
@@ -687,6 +714,7 @@ impl<'a> Run<'a> {
                 if let Some(c) = call_mut(self.g.state, &self.agent.name, &call_id) {
                     c.state = ToolCallState::Submitted;
                 }
+                self.g.announced.push(call_id);
                 self.emit(event).await?;
                 Ok((true, false))
             }
@@ -1114,15 +1142,24 @@ fn interrupted_result(call: &ToolCallBlock) -> ContentBlock {
 }
 
 /// Closes every unanswered call of the last own message with an `interrupted` result, silently.
-pub(crate) fn close_open_calls_silently(state: &mut AgentState, name: &str) {
+/// Closes every open call of the last own message (no events), leaving the parked (`asking`/`submitted`) calls of `parked` open.
+fn close_open_calls_except(state: &mut AgentState, name: &str, parked: &[String]) {
     let Some(last) = state.context.last_mut().filter(|m| m.role == Role::Assistant && m.name == name) else {
         return;
     };
-    close_in_msg(last);
+    close_in_msg_except(last, parked);
 }
 
 fn close_in_msg(msg: &mut Msg) {
-    let open: Vec<ToolCallBlock> = unanswered(msg).into_iter().cloned().collect();
+    close_in_msg_except(msg, &[]);
+}
+
+fn close_in_msg_except(msg: &mut Msg, parked: &[String]) {
+    let open: Vec<ToolCallBlock> = unanswered(msg)
+        .into_iter()
+        .filter(|c| !(parked.contains(&c.id) && matches!(c.state, ToolCallState::Asking | ToolCallState::Submitted)))
+        .cloned()
+        .collect();
     for call in &open {
         msg.content.push(interrupted_result(call));
     }

@@ -95,6 +95,11 @@ impl EventQueue {
     fn pop(&self) -> Option<AgentEvent> {
         self.lock().items.pop_front()
     }
+
+    /// Whether an event not yet taken by the caller satisfies `pred`.
+    pub(crate) fn holds(&self, pred: impl Fn(&AgentEvent) -> bool) -> bool {
+        self.lock().items.iter().any(pred)
+    }
 }
 
 /// Future of [`EventQueue::drained`]. It is only ever polled by [`ReplyStream::poll_next`], which

@@ -812,3 +812,70 @@ async fn an_approval_resumed_at_max_iters_is_closed_with_events() {
     assert_eq!(results.len(), 1);
     assert_eq!(results[0].state, ToolResultState::Interrupted);
 }
+
+/// A client that stops reading once it is asked (an SSE connection closed on REQUIRE_USER_CONFIRM or
+/// REQUIRE_EXTERNAL_EXECUTION) leaves the call parked and answerable; a stream dropped before the
+/// question was taken leaves nothing parked.
+#[tokio::test]
+async fn dropping_the_stream_after_the_question_keeps_the_park() {
+    let tools = || {
+        Toolkit::new()
+            .with(AllowTool::new("needs_ok").ask().arc())
+            .with(AllowTool::new("remote").concurrent().external().arc())
+    };
+    for (tool, question) in [("needs_ok", "REQUIRE_USER_CONFIRM"), ("remote", "REQUIRE_EXTERNAL_EXECUTION")] {
+        let model = ScriptedModel::new(
+            "m",
+            [ScriptedTurn::new().tool_call("c1", tool, r#"{"text": "a"}"#), ScriptedTurn::new().text("done")],
+        );
+        let agent = agent(model, tools());
+        let mut state = AgentState::default();
+        {
+            let mut stream = agent.reply_stream(&mut state, Msg::user("user", "go"));
+            while let Some(ev) = stream.next().await {
+                if types(&[ev.unwrap()]) == [question] {
+                    break;
+                }
+            }
+        }
+        let open: Vec<(String, String)> = state
+            .context
+            .iter()
+            .flat_map(|m| &m.content)
+            .filter_map(|b| match b {
+                ContentBlock::ToolCall(c) => Some((c.id.clone(), format!("{:?}", c.state))),
+                _ => None,
+            })
+            .collect();
+        let results =
+            state.context.iter().flat_map(|m| &m.content).filter(|b| matches!(b, ContentBlock::ToolResult(_))).count();
+        assert_eq!(results, 0, "{tool}: the asked call was closed: {open:?}");
+        assert!(state.has_awaiting_tool_calls("Friday"), "{tool}: not parked: {open:?}");
+        // And it can be answered.
+        let call = ToolCallBlock::new("c1", tool, r#"{"text": "a"}"#);
+        let out = if tool == "needs_ok" {
+            let ev = UserConfirmResultEvent::new(state.reply_id.clone(), vec![ConfirmResult::approve(call)]);
+            agent.reply_outcome(&mut state, ev).await.unwrap()
+        } else {
+            let ev = ExternalExecutionResultEvent::new(
+                state.reply_id.clone(),
+                vec![ToolResultBlock::new("c1", tool, "ran", ToolResultState::Success)],
+            );
+            agent.reply_outcome(&mut state, ev).await.unwrap()
+        };
+        assert_eq!(out.status, ReplyStatus::Completed, "{tool}");
+    }
+    // Dropped one event earlier (the question never reached the caller): nothing stays parked.
+    let model = ScriptedModel::new("m", [ScriptedTurn::new().tool_call("c1", "needs_ok", r#"{"text": "a"}"#)]);
+    let agent = agent(model, tools());
+    let mut state = AgentState::default();
+    {
+        let mut stream = agent.reply_stream(&mut state, Msg::user("user", "go"));
+        while let Some(ev) = stream.next().await {
+            if types(&[ev.unwrap()]) == ["TOOL_CALL_END"] {
+                break;
+            }
+        }
+    }
+    assert!(!state.has_awaiting_tool_calls("Friday"));
+}
