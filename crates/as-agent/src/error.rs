@@ -1,7 +1,9 @@
 //! `AgentError`: what stops a reply (tool failures never do: they become results for the model).
 
+use as_message::Msg;
 use as_model::ModelError;
-use as_storage::{StorageError, StorageErrorKind};
+use as_state::AgentState;
+use as_storage::{Revision, StorageError, StorageErrorKind};
 
 /// What went wrong, to match on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -90,6 +92,26 @@ pub enum AgentError {
     /// See [`AgentErrorKind::Tool`].
     #[error("tool: {0}")]
     Tool(String),
+    /// The turn ran (its events were streamed, its tools ran) but its final write failed: kind
+    /// [`AgentErrorKind::Storage`], or [`AgentErrorKind::Conflict`] when another writer moved the
+    /// session on. The turn is not lost: [`UnsavedTurn`] holds what was to be written, and
+    /// [`crate::SessionRunner::save_unsaved`] tries the write again.
+    #[error("the turn was not saved: {}", .0.error)]
+    Unsaved(Box<UnsavedTurn>),
+}
+
+/// What a turn whose final write failed was to write (see [`AgentError::Unsaved`]).
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct UnsavedTurn {
+    /// Why the write failed.
+    pub error: StorageError,
+    /// The state after the turn.
+    pub state: AgentState,
+    /// The revision the turn loaded (its conditional write expects it).
+    pub revision: Revision,
+    /// The messages for the log: the turn's inputs, then its reply message.
+    pub messages: Vec<Msg>,
 }
 
 impl AgentError {
@@ -109,6 +131,17 @@ impl AgentError {
             Self::Lock(_) => AgentErrorKind::Lock,
             Self::Middleware(_) => AgentErrorKind::Middleware,
             Self::Tool(_) => AgentErrorKind::Tool,
+            Self::Unsaved(u) if u.error.kind() == StorageErrorKind::Conflict => AgentErrorKind::Conflict,
+            Self::Unsaved(_) => AgentErrorKind::Storage,
+        }
+    }
+
+    /// The storage error behind a [`AgentErrorKind::Storage`] or [`AgentErrorKind::Conflict`] error.
+    pub fn storage_error(&self) -> Option<&StorageError> {
+        match self {
+            Self::Storage(e) => Some(e),
+            Self::Unsaved(u) => Some(&u.error),
+            _ => None,
         }
     }
 

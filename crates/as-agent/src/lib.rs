@@ -47,7 +47,7 @@ pub use config::{
     ContextConfig, DEFAULT_COMPRESSION_PROMPT, DEFAULT_INTERRUPTION_MESSAGE, DEFAULT_SUMMARY_TEMPLATE, ReActConfig,
     summary_schema,
 };
-pub use error::{AgentError, AgentErrorKind, Result};
+pub use error::{AgentError, AgentErrorKind, Result, UnsavedTurn};
 pub use event::{
     AgentEvent, ConfirmResult, CustomEvent, DataBlockDeltaEvent, DataBlockEndEvent, DataBlockStartEvent, EventTag,
     EventType, ExceedMaxItersEvent, ExternalExecutionResultEvent, HintBlockEvent, ModelCallEndEvent,

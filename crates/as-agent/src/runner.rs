@@ -24,7 +24,7 @@ use futures::StreamExt as _;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Agent, ReplyInput};
-use crate::error::{AgentError, Result};
+use crate::error::{AgentError, Result, UnsavedTurn};
 use crate::event::AgentEvent;
 use crate::reply_msg::MsgEventExt;
 use crate::stream::{ReplyStatus, StartFlag};
@@ -321,7 +321,7 @@ impl SessionRunner {
         };
         let Ok(rt) = tokio::runtime::Handle::try_current() else {
             let (result, write) = job.await;
-            let (revision, log_error) = result?;
+            let (revision, log_error) = result.map_err(|e| unsaved(e, write.clone()))?;
             return Ok((revision, log_error, write));
         };
         let (tx, rx) = tokio::sync::oneshot::channel();
@@ -341,8 +341,23 @@ impl SessionRunner {
                 "the task writing the turn ended without a result (it panicked)",
             ))
         })?;
-        let (revision, log_error) = result?;
+        let (revision, log_error) = result.map_err(|e| unsaved(e, write.clone()))?;
         Ok((revision, log_error, write))
+    }
+
+    /// Tries the final write of a turn again (after [`AgentError::Unsaved`]): the conditional state
+    /// update against the revision the turn loaded, then the message log. A `Conflict` means
+    /// someone else wrote the session since (or this write landed before its answer was lost):
+    /// reload, and merge or run the turn again as fits.
+    pub async fn save_unsaved(&self, key: &SessionKey, turn: UnsavedTurn) -> Result<Revision> {
+        let mut inputs = turn.messages;
+        let reply_msg = inputs.pop();
+        let write = Write { state: turn.state, revision: turn.revision, reply_msg, inputs };
+        let (revision, log_error) = write.persist(&self.storage, key).await.map_err(|e| unsaved(e, write))?;
+        if let Some(e) = log_error {
+            tracing::warn!(session = %key, error = %e, "the state was saved but the message log was not");
+        }
+        Ok(revision)
     }
 
     /// Waits for the writes of turns whose futures were dropped (see [`SessionRunner::run_turn_with_cancel`]),
@@ -383,11 +398,24 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// What a turn writes at its end.
+#[derive(Clone)]
 struct Write {
     state: AgentState,
     revision: Revision,
     reply_msg: Option<Msg>,
     inputs: Vec<Msg>,
+}
+
+/// A failed final write as [`AgentError::Unsaved`] (a storage failure; anything else as it is).
+fn unsaved(e: AgentError, write: Write) -> AgentError {
+    match e {
+        AgentError::Storage(error) => {
+            let mut messages = write.inputs;
+            messages.extend(write.reply_msg);
+            AgentError::Unsaved(Box::new(UnsavedTurn { error, state: write.state, revision: write.revision, messages }))
+        }
+        other => other,
+    }
 }
 
 impl Write {

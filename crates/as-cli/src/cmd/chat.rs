@@ -292,13 +292,15 @@ pub(crate) fn agent_error(e: AgentError, key: &SessionKey) -> CliError {
             CliError::new(ExitKind::Unavailable, format!("the model failed: {e}{fix}"))
         }
         AgentErrorKind::Conflict => CliError::new(ExitKind::Conflict, e.to_string()),
-        AgentErrorKind::Storage => {
-            if let AgentError::Storage(s) = e {
-                storage_error(s)
-            } else {
-                CliError::new(ExitKind::Unavailable, "storage failed")
+        AgentErrorKind::Storage => match e {
+            AgentError::Storage(s) => storage_error(s),
+            // The turn ran (its tool calls did happen) but was not saved: say so.
+            AgentError::Unsaved(u) => {
+                let c = storage_error(u.error);
+                CliError::new(c.kind(), format!("the turn ran but was not saved: {c}"))
             }
-        }
+            _ => CliError::new(ExitKind::Unavailable, "storage failed"),
+        },
         AgentErrorKind::InvalidInput | AgentErrorKind::UnexpectedEvent | AgentErrorKind::ReplyIdMismatch => {
             CliError::new(ExitKind::Invalid, e.to_string())
         }
