@@ -108,6 +108,10 @@ pub(crate) fn preflight(
     map: &dyn Fn(rusqlite::Error) -> SqliteError,
 ) -> Result<Option<i64>, SqliteError> {
     let latest = latest_version(migrations);
+    // One read snapshot for every check below: outside a transaction each statement would see
+    // its own, and a file another process creates meanwhile would look half made (tables but
+    // no version table yet: "someone else's"). Dropping the read transaction rolls it back.
+    let _snapshot = if conn.is_autocommit() { Some(conn.unchecked_transaction().map_err(map)?) } else { None };
     match current_version(conn, map)? {
         Some(current) if current > latest => Err(SqliteError::new(
             SqliteErrorKind::SchemaTooNew,
