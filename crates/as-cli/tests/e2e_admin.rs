@@ -129,6 +129,9 @@ fn round_trip(target: &str) {
     let o = run(&["--storage", target, "sessions", "validate", "--user", "alice"]);
     assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
     assert_eq!(stdout(&o).trim(), "checked 3 sessions: 0 bad", "every agent without --agent");
+    let o = run(&["--storage", target, "sessions", "validate"]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(stdout(&o).trim(), "checked 3 sessions: 0 bad", "every user without --user");
 
     // The parked session reads well.
     let o = show_summary(target, &ids[2]);
@@ -184,6 +187,15 @@ fn validate_reports_a_corrupt_record() {
     let out = stdout(&o);
     assert!(out.contains(&format!("bad  alice/friday/{}", ids[0])), "{out}");
     assert!(out.trim_end().ends_with("checked 2 sessions: 1 bad"), "{out}");
+    // Without --user: every user and agent of the store.
+    let o = run(&["--storage", &storage, "sessions", "validate"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let out = stdout(&o);
+    assert!(out.contains(&format!("bad  alice/friday/{}", ids[0])), "{out}");
+    assert!(out.trim_end().ends_with("checked 3 sessions: 1 bad"), "{out}");
+    // --agent alone is a usage error (which user's agent?).
+    let o = run(&["--storage", &storage, "sessions", "validate", "--agent", "friday"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
 
 #[test]

@@ -276,6 +276,29 @@ impl AgentScan {
     }
 }
 
+/// How to find every user's agent index sets: the `session_index` template with `*` for the
+/// user and the agent.
+#[derive(Clone, Debug)]
+pub(crate) struct UserScan {
+    /// The `MATCH` pattern.
+    pub(crate) pattern: String,
+    prefix: String,
+    middle: String,
+    suffix: String,
+}
+
+impl UserScan {
+    /// The user id of a matched key (`None` when the key does not have this shape). Ids cannot
+    /// hold the `:` that starts the literal between user and agent, so its first occurrence ends
+    /// the user id.
+    pub(crate) fn user<'k>(&self, key: &'k str) -> Option<&'k str> {
+        let rest = key.strip_prefix(self.prefix.as_str())?.strip_suffix(self.suffix.as_str())?;
+        let at = rest.find(self.middle.as_str())?;
+        let (user, agent) = (&rest[..at], &rest[at + self.middle.len()..]);
+        (!user.is_empty() && !agent.is_empty()).then_some(user)
+    }
+}
+
 /// The hash tag Redis Cluster uses for `key` (the whole key when there is none).
 pub(crate) fn hash_tag(key: &str) -> &str {
     if let Some(open) = key.find('{')
@@ -345,6 +368,27 @@ impl Keys {
             return None;
         }
         Some(AgentScan { pattern: format!("{}*{}", glob_escape(&prefix), glob_escape(&suffix)), prefix, suffix })
+    }
+
+    /// The scan for every user's agent index sets; `None` unless the `session_index` template
+    /// holds exactly `{user_id}` then `{agent_id}`, with literal text between them.
+    pub(crate) fn user_scan(&self) -> Option<UserScan> {
+        let (mut prefix, mut middle, mut suffix) = (String::new(), String::new(), String::new());
+        let mut seen = 0;
+        for part in &self.session_index.parts {
+            match (part, seen) {
+                (Part::Lit(l), 0) => prefix.push_str(l),
+                (Part::Lit(l), 1) => middle.push_str(l),
+                (Part::Lit(l), _) => suffix.push_str(l),
+                (Part::Var(Var::User), 0) | (Part::Var(Var::Agent), 1) => seen += 1,
+                (Part::Var(_), _) => return None,
+            }
+        }
+        if seen != 2 || middle.is_empty() {
+            return None;
+        }
+        let pattern = format!("{}*{}*{}", glob_escape(&prefix), glob_escape(&middle), glob_escape(&suffix));
+        Some(UserScan { pattern, prefix, middle, suffix })
     }
 
     /// Whether all keys of one user share one hash tag that depends on the user only, so every
@@ -424,6 +468,23 @@ mod tests {
         // A template whose agent cannot be cut out.
         let odd = KeyConfig { session_index: "x:{user_id}:{agent_id}:{session_id}".into(), ..KeyConfig::default() };
         assert!(keys(&odd).agent_scan("u").is_none());
+    }
+
+    #[test]
+    fn user_scan_patterns() {
+        let k = keys(&KeyConfig::default());
+        let scan = k.user_scan().unwrap();
+        assert_eq!(scan.pattern, "agentscope:user:*:agent:*:sessions");
+        assert_eq!(scan.user(&k.session_index("user-1", "friday")), Some("user-1"));
+        assert_eq!(scan.user(&k.session_index("u.x", "a")), Some("u.x"));
+        assert_eq!(scan.user("agentscope:user::agent:a:sessions"), None);
+        assert_eq!(scan.user("agentscope:user:u:agent::sessions"), None);
+        let c = keys(&KeyConfig::cluster());
+        let scan = c.user_scan().unwrap();
+        assert_eq!(scan.pattern, "agentscope:user:{*}:agent:*:sessions");
+        assert_eq!(scan.user(&c.session_index("user-1", "a")), Some("user-1"));
+        let odd = KeyConfig { session_index: "x:{agent_id}:{user_id}".into(), ..KeyConfig::default() };
+        assert!(keys(&odd).user_scan().is_none());
     }
 
     #[test]

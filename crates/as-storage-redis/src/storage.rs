@@ -950,6 +950,32 @@ impl RedisStorage {
         Ok(found.into_iter().collect())
     }
 
+    /// Every user with an agent index set: `SCAN` on every primary (a whole-keyspace walk, for
+    /// administration).
+    async fn list_users_inner(&self) -> Result<Vec<String>, StorageError> {
+        const OP: &str = "list_users";
+        let pool = self.pool_for(OP)?;
+        let Some(scan) = self.inner.keys.user_scan() else {
+            return Err(err(
+                StorageErrorKind::Unsupported,
+                OP,
+                "the session_index key template does not hold {user_id} then {agent_id} with text between",
+            ));
+        };
+        let client = pool.next().clone();
+        let pattern = scan.pattern.clone();
+        let limit = self.inner.config.timeout;
+        let pick = |k: &str| scan.user(k).filter(|u| validate_id("user_id", u).is_ok()).map(str::to_owned);
+        let users = if client.is_clustered() {
+            let stream = client.scan_cluster(pattern, Some(SCAN_COUNT), Some(ScanType::Set));
+            collect_keys(OP, stream, &scan.pattern, limit, pick).await?
+        } else {
+            let stream = client.scan(pattern, Some(SCAN_COUNT), Some(ScanType::Set));
+            collect_keys(OP, stream, &scan.pattern, limit, pick).await?
+        };
+        Ok(users.into_iter().collect())
+    }
+
     async fn open_inner(&self) -> Result<(), StorageError> {
         const OP: &str = "open";
         if matches!(&*self.inner.state.lock().unwrap_or_else(PoisonError::into_inner), State::Open(_)) {
@@ -1102,26 +1128,38 @@ async fn collect_agents(
     scan: &crate::keys::AgentScan,
     page_timeout: Duration,
 ) -> Result<std::collections::BTreeSet<String>, StorageError> {
+    collect_keys("list_agents", stream, &scan.pattern, page_timeout, |k| {
+        scan.agent(k).filter(|a| validate_id("agent_id", a).is_ok()).map(str::to_owned)
+    })
+    .await
+}
+
+/// What `pick` finds in the keys of a `SCAN` walk, each page bounded by `page_timeout` (fred puts
+/// no command timeout on SCAN pages).
+async fn collect_keys(
+    op: &'static str,
+    stream: impl futures::Stream<Item = Result<ScanResult, FredError>>,
+    pattern: &str,
+    page_timeout: Duration,
+    pick: impl Fn(&str) -> Option<String>,
+) -> Result<std::collections::BTreeSet<String>, StorageError> {
     use futures::StreamExt;
-    const OP: &str = "list_agents";
     let mut stream = std::pin::pin!(stream);
-    let mut agents = std::collections::BTreeSet::new();
+    let mut found = std::collections::BTreeSet::new();
     loop {
         let next = tokio::time::timeout(page_timeout, stream.next()).await.map_err(|_| {
-            err(StorageErrorKind::Unavailable, OP, format!("Redis did not answer a SCAN page within {page_timeout:?}"))
+            err(StorageErrorKind::Unavailable, op, format!("Redis did not answer a SCAN page within {page_timeout:?}"))
         })?;
         let Some(page) = next else { break };
-        let mut page = page.map_err(|e| map_fred(OP, Some(&scan.pattern), e))?;
+        let mut page = page.map_err(|e| map_fred(op, Some(pattern), e))?;
         for key in page.take_results().unwrap_or_default() {
-            if let Some(agent) = key.as_str().and_then(|k| scan.agent(k))
-                && validate_id("agent_id", agent).is_ok()
-            {
-                agents.insert(agent.to_owned());
+            if let Some(v) = key.as_str().and_then(&pick) {
+                found.insert(v);
             }
         }
         // Dropping the page asks for the next one.
     }
-    Ok(agents)
+    Ok(found)
 }
 
 /// The `LRANGE` stop index of 2.0.4's `list_messages(offset, limit)`: `offset + limit - 1`
@@ -1210,6 +1248,12 @@ impl StorageBase for RedisStorage {
     /// keyspace of that node, so it is for administration, not for a hot path.
     async fn list_agents(&self, user_id: &str) -> Result<Vec<String>, StorageError> {
         self.list_agents_inner(user_id).await
+    }
+
+    /// `SCAN … MATCH <session_index with user and agent as *> TYPE set` on every primary: a walk
+    /// of the whole keyspace, for administration.
+    async fn list_users(&self) -> Result<Vec<String>, StorageError> {
+        self.list_users_inner().await
     }
 }
 

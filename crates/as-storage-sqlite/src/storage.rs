@@ -721,6 +721,18 @@ fn list_agents_blocking(conn: &mut Connection, inner: &Inner, user_id: &str) -> 
     Ok(out)
 }
 
+fn list_users_blocking(conn: &mut Connection, inner: &Inner) -> Result<Vec<String>, OpError> {
+    // `sessions_by_owner` starts with user_id: an index-only scan, already in order.
+    let mut stmt =
+        conn.prepare_cached("SELECT DISTINCT user_id FROM sessions ORDER BY user_id").map_err(|e| inner.map(e))?;
+    let rows = stmt.query_map([], |r| r.get::<_, String>(0)).map_err(|e| inner.map(e))?;
+    let mut out = Vec::new();
+    for row in rows {
+        out.push(row.map_err(|e| inner.map(e))?);
+    }
+    Ok(out)
+}
+
 fn validated_key(op: &'static str, key: &SessionKey) -> Result<SessionKey> {
     key.validate().map_err(|e| StorageError::new(e.kind(), BACKEND, op, e.message().to_owned()))?;
     Ok(key.clone())
@@ -825,5 +837,9 @@ impl StorageBase for SqliteStorage {
             .map_err(|e| StorageError::new(e.kind(), BACKEND, OP, e.message().to_owned()))?;
         let user = user_id.to_owned();
         self.inner.run(OP, move |conn, inner| list_agents_blocking(conn, inner, &user)).await
+    }
+
+    async fn list_users(&self) -> Result<Vec<String>> {
+        self.inner.run("list_users", list_users_blocking).await
     }
 }

@@ -221,6 +221,7 @@ pub const SCENARIOS: &[&str] = &[
     "import_record_modes",
     "import_record_validates",
     "list_agents_is_scoped_and_sorted",
+    "list_users_is_complete_and_sorted",
 ];
 
 /// Calls `$cb!` with every scenario name (the single list both runners use).
@@ -241,7 +242,7 @@ macro_rules! __storage_conformance_scenarios {
             concurrent_message_writers_overwrite_nothing message_racing_delete_leaves_no_log
             model_based_random_operations durable_survives_reopen
             cross_process_instances_agree ttl_expires_idle_sessions import_record_is_verbatim import_record_modes
-            import_record_validates list_agents_is_scoped_and_sorted
+            import_record_validates list_agents_is_scoped_and_sorted list_users_is_complete_and_sorted
         }
     };
 }
@@ -2193,6 +2194,39 @@ pub async fn model_based_random_operations<F: StorageFactory>(factory: &F) -> Re
 #[macro_export]
 macro_rules! __names_for_test {
     ([] $($name:ident)*) => { vec![$(stringify!($name)),*] };
+}
+
+/// `list_users` lists exactly the users with sessions, sorted, and forgets a user once their
+/// sessions are deleted.
+pub async fn list_users_is_complete_and_sorted<F: StorageFactory>(factory: &F) -> Res {
+    let c = Ctx { name: "list_users_is_complete_and_sorted" };
+    let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
+    match s.list_users().await {
+        Err(e) if e.kind() == StorageErrorKind::Unsupported => {
+            return skipped("list_users reports Unsupported (optional method)");
+        }
+        r => {
+            let got = c.ok("list_users of an empty store", r)?;
+            c.ensure(got.is_empty(), || format!("an empty store lists users {got:?}"))?;
+        }
+    }
+    let mut b_sessions = Vec::new();
+    for (u, a) in
+        [("b-user", "agent-1"), ("a-user", "agent-1"), ("a-user", "agent-2"), ("user-10", "x"), ("b-user", "y")]
+    {
+        let rec = c.create(&s, req(&owner(u, a), "users")).await?;
+        if u == "b-user" {
+            b_sessions.push(owner(u, a).session(rec.id));
+        }
+    }
+    let got = c.ok("list_users", s.list_users().await)?;
+    c.ensure(got == ["a-user", "b-user", "user-10"], || format!("list_users gave {got:?}"))?;
+    for k in &b_sessions {
+        c.ok("delete_session", s.delete_session(k).await)?;
+    }
+    let got = c.ok("list_users", s.list_users().await)?;
+    c.ensure(got == ["a-user", "user-10"], || format!("after deleting b-user's sessions, list_users gave {got:?}"))?;
+    Ok(Outcome::Passed)
 }
 
 #[cfg(test)]

@@ -485,6 +485,14 @@ impl StorageBase for InMemoryStorage {
             .collect();
         Ok(agents.into_iter().collect())
     }
+
+    async fn list_users(&self) -> Result<Vec<String>> {
+        self.ready("list_users")?;
+        let inner = self.lock();
+        let users: BTreeSet<String> =
+            inner.index.iter().filter(|(_, set)| !set.is_empty()).map(|(o, _)| o.user_id.clone()).collect();
+        Ok(users.into_iter().collect())
+    }
 }
 
 fn parse_msg(json: &str, op: &'static str) -> Result<Msg> {

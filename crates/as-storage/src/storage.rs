@@ -265,6 +265,10 @@ pub enum ImportOutcome {
 ///   listed, and an agent whose sessions were all deleted is no longer listed. (A backend whose
 ///   keys expire may still list an agent whose sessions all expired; its listing is then empty.)
 ///   The user id is validated \[`list_agents_is_scoped_and_sorted`\].
+/// * **Users** (optional, [`StorageBase::list_users`]). A backend either reports `Unsupported`
+///   (the default) or returns, sorted ascending and without duplicates, every user id with at
+///   least one session; a user whose sessions were all deleted is no longer listed (with the same
+///   expiry caveat as agents) \[`list_users_is_complete_and_sorted`\].
 #[async_trait]
 pub trait StorageBase: Send + Sync + fmt::Debug {
     /// The backend's short name (`"memory"`, `"redis"`, `"sqlite"`).
@@ -362,6 +366,18 @@ pub trait StorageBase: Send + Sync + fmt::Debug {
             self.backend_name(),
             "list_agents",
             "this backend cannot list the agents of a user",
+        ))
+    }
+
+    /// The user ids that have at least one session, sorted ascending, without duplicates (for
+    /// administration: `sessions validate` without `--user`). The default implementation fails
+    /// with [`crate::StorageErrorKind::Unsupported`].
+    async fn list_users(&self) -> Result<Vec<String>> {
+        Err(crate::StorageError::new(
+            crate::StorageErrorKind::Unsupported,
+            self.backend_name(),
+            "list_users",
+            "this backend cannot list its users",
         ))
     }
 }

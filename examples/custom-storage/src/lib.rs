@@ -107,9 +107,35 @@ fn id_path(id: &str) -> PathBuf {
 fn session_id_of(user_dir: &Path, path: &Path) -> Option<String> {
     let dir = path.parent()?.strip_prefix(user_dir).ok()?;
     let hex: String = dir.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+    decode_hex(&hex)
+}
+
+/// The hex-decoded id of a directory path's segments.
+fn decode_hex(hex: &str) -> Option<String> {
     let bytes: Option<Vec<u8>> =
         (0..hex.len()).step_by(2).map(|i| hex.get(i..i + 2).and_then(|b| u8::from_str_radix(b, 16).ok())).collect();
     String::from_utf8(bytes?).ok()
+}
+
+/// The users below `dir` (whose path so far spells `hex`) that have at least one record.
+fn find_users(dir: &Path, hex: &str, out: &mut std::collections::BTreeSet<String>) -> io::Result<()> {
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        if !entry.file_type()?.is_dir() {
+            continue;
+        }
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name == "sessions" {
+            let mut records = Vec::new();
+            find_records(&entry.path(), &mut records)?;
+            if let Some(user) = decode_hex(hex).filter(|_| !records.is_empty()) {
+                out.insert(user);
+            }
+        } else if name.bytes().all(|b| b.is_ascii_hexdigit()) {
+            find_users(&entry.path(), &format!("{hex}{name}"), out)?;
+        }
+    }
+    Ok(())
 }
 
 /// Every `record.json` below `dir` (session directories may nest: see [`id_path`]).
@@ -550,6 +576,20 @@ impl StorageBase for JsonDirStorage {
                 }
             }
             Ok(agents.into_iter().collect())
+        })
+        .await
+    }
+
+    /// Optional method: the user directories that hold at least one record.
+    async fn list_users(&self) -> Result<Vec<String>> {
+        const OP: &str = "list_users";
+        self.run(OP, move |db| {
+            let mut users = std::collections::BTreeSet::new();
+            match find_users(&db.root, "", &mut users) {
+                Ok(()) => Ok(users.into_iter().collect()),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+                Err(e) => Err(io_err(OP, e)),
+            }
         })
         .await
     }

@@ -90,21 +90,38 @@ pub(crate) struct ImportArgs {
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Examples:
+  agentscope sessions validate
   agentscope sessions validate --user alice
   agentscope sessions validate --user alice --agent friday --agent helper
 
-Reads every session of the user (or of the named agents only) and its message log, parses them against the wire model
+Reads every session of every user (or of one user, or of the named agents only) and its message log, parses them
+against the wire model
 (reporting the JSON path of the first error), validates them against the published JSON Schemas
 (`agentscope schema session-record`, `msg`) and checks the invariants (ids, state.session_id, tool call
 bookkeeping). Prints `bad  <user>/<agent>/<session>  <why>` per bad record and a final count; exit 1
 when any record is bad.")]
 pub(crate) struct ValidateArgs {
-    /// The user whose sessions to check.
+    /// The user whose sessions to check (default: every user in the store).
     #[arg(long)]
-    pub(crate) user: String,
-    /// Only these agents' sessions (repeatable; default: every agent of the user).
-    #[arg(long = "agent", value_name = "AGENT")]
+    pub(crate) user: Option<String>,
+    /// Only these agents' sessions (repeatable; needs --user; default: every agent of the user).
+    #[arg(long = "agent", value_name = "AGENT", requires = "user")]
     pub(crate) agents: Vec<String>,
+}
+
+/// The users to cover: the one named, or every user in the store.
+pub(crate) async fn users_of(storage: &SharedStorage, named: Option<&str>) -> CliResult<Vec<String>> {
+    if let Some(user) = named {
+        return Ok(vec![user.to_owned()]);
+    }
+    match storage.list_users().await {
+        Ok(users) => Ok(users),
+        Err(e) if e.kind() == StorageErrorKind::Unsupported => Err(CliError::new(
+            ExitKind::Usage,
+            format!("the {} store cannot list its users; name one with --user", storage.backend_name()),
+        )),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// The agents to cover: the ones named, or (none named) every agent of `user` in the store.
@@ -634,7 +651,12 @@ pub(crate) async fn validate(
 
 /// `sessions validate`.
 pub(crate) async fn run_validate(storage: &SharedStorage, args: ValidateArgs) -> CliResult {
-    let (checked, problems) = validate(storage, &args.user, &args.agents).await?;
+    let (mut checked, mut problems) = (0, Vec::new());
+    for user in users_of(storage, args.user.as_deref()).await? {
+        let (n, p) = validate(storage, &user, &args.agents).await?;
+        checked += n;
+        problems.extend(p);
+    }
     for p in &problems {
         outln!("bad  {}  {}", p.key, p.why)?;
     }
