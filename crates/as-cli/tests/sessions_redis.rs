@@ -103,3 +103,35 @@ fn unreachable_redis_and_bad_urls_exit_with_clear_codes() {
         assert!(!String::from_utf8_lossy(&o.stderr).contains("secret"), "the password is never printed");
     }
 }
+
+/// `sessions show` prints the record exactly as stored: here one written by another (newer)
+/// writer, with a field we do not know and a number spelled its own way.
+#[test]
+fn show_prints_exactly_the_stored_bytes() {
+    let Some(server) = RedisServer::start() else {
+        println!("skipped: redis-server is not installed");
+        return;
+    };
+    let fixture = std::fs::read_to_string(fixture("session_record.compact.json")).unwrap();
+    let stored = fixture.trim_end().replacen("{\"id\"", "{\"from_a_newer_writer\":[1.50,true],\"id\"", 1);
+    assert_ne!(stored, fixture.trim_end());
+    let key = "agentscope:user:user-1:session:sessrec_fixture_0001";
+    let set = format!("*3\r\n$3\r\nSET\r\n${}\r\n{key}\r\n${}\r\n{stored}", key.len(), stored.len());
+    assert!(raw_command(server.port(), &set).unwrap().starts_with("+OK"));
+    let shown = ok(&run_s(&server.url(), "show", &["--session", "sessrec_fixture_0001"]));
+    assert_eq!(shown.trim_end(), stored);
+    // Another agent of the user does not see it.
+    let other = run(&[
+        "--storage",
+        &server.url(),
+        "sessions",
+        "show",
+        "--user",
+        "user-1",
+        "--agent",
+        "agent-2",
+        "--session",
+        "sessrec_fixture_0001",
+    ]);
+    assert_eq!(code(&other), 3);
+}

@@ -627,6 +627,18 @@ impl RedisStorage {
         Ok(Some(rec))
     }
 
+    async fn get_raw_inner(&self, key: &SessionKey) -> Result<Option<String>, StorageError> {
+        const OP: &str = "get_session_raw";
+        key.validate()?;
+        let pool = self.pool_for(OP)?;
+        let rkey = self.inner.keys.session(&key.user_id, &key.session_id);
+        let raw: Option<Bytes> = pool.get(&rkey).await.map_err(|e| map_fred(OP, Some(&rkey), e))?;
+        let Some(raw) = raw.filter(|b| !b.is_empty()) else { return Ok(None) };
+        let text = utf8(OP, &rkey, &raw)?;
+        let meta: SessionMeta = as_message::from_json(text).map_err(|e| bad_value(OP, &rkey, e))?;
+        Ok((meta.user_id == key.user_id && meta.agent_id == key.agent_id).then(|| text.to_owned()))
+    }
+
     async fn list_inner(&self, owner: &Owner, page: &PageRequest) -> Result<SessionPage, StorageError> {
         const OP: &str = "list_sessions";
         owner.validate()?;
@@ -1209,6 +1221,10 @@ impl StorageBase for RedisStorage {
 
     async fn get_session(&self, key: &SessionKey) -> Result<Option<SessionRecord>, StorageError> {
         self.timed("get_session", self.get_inner(key)).await
+    }
+
+    async fn get_session_raw(&self, key: &SessionKey) -> Result<Option<String>, StorageError> {
+        self.timed("get_session_raw", self.get_raw_inner(key)).await
     }
 
     async fn list_sessions(&self, owner: &Owner, page: &PageRequest) -> Result<SessionPage, StorageError> {

@@ -460,6 +460,17 @@ fn get_blocking(conn: &mut Connection, inner: &Inner, key: &SessionKey) -> Resul
     }
 }
 
+fn get_raw_blocking(conn: &mut Connection, inner: &Inner, key: &SessionKey) -> Result<Option<String>, OpError> {
+    let mut stmt = conn
+        .prepare_cached("SELECT record FROM sessions WHERE user_id = ?1 AND id = ?2 AND agent_id = ?3")
+        .map_err(|e| inner.map(e))?;
+    let bytes: Option<Vec<u8>> = stmt
+        .query_row(params![key.user_id, key.session_id, key.agent_id], |r| Ok(r.get_ref(0)?.as_bytes()?.to_vec()))
+        .optional()
+        .map_err(|e| inner.map(e))?;
+    bytes.map(|b| String::from_utf8(b).map_err(|e| corrupt("get_session_raw", "record", e))).transpose()
+}
+
 /// The cursor is `created_sort|id` of the last item of the previous page. Ids may contain `|`,
 /// but the fixed-width sort key never does, so the first `|` separates the two.
 /// Anything else (a sort key that is not one this store writes, or no id) is `InvalidInput`.
@@ -780,6 +791,11 @@ impl StorageBase for SqliteStorage {
     async fn get_session(&self, key: &SessionKey) -> Result<Option<SessionRecord>> {
         let key = validated_key("get_session", key)?;
         self.inner.run("get_session", move |conn, inner| get_blocking(conn, inner, &key)).await
+    }
+
+    async fn get_session_raw(&self, key: &SessionKey) -> Result<Option<String>> {
+        let key = validated_key("get_session_raw", key)?;
+        self.inner.run("get_session_raw", move |conn, inner| get_raw_blocking(conn, inner, &key)).await
     }
 
     async fn list_sessions(&self, owner: &Owner, page: &PageRequest) -> Result<SessionPage> {

@@ -188,6 +188,7 @@ pub const SCENARIOS: &[&str] = &[
     "lifecycle",
     "get_missing_is_none",
     "create_and_get_roundtrip",
+    "get_session_raw_is_the_record",
     "create_with_explicit_or_empty_id",
     "upsert_updates_existing",
     "id_taken_by_other_agent_already_exists",
@@ -230,7 +231,8 @@ pub const SCENARIOS: &[&str] = &[
 macro_rules! __storage_conformance_scenarios {
     ($cb:ident; $($ctx:tt)*) => {
         $crate::$cb! { [$($ctx)*]
-            lifecycle get_missing_is_none create_and_get_roundtrip create_with_explicit_or_empty_id
+            lifecycle get_missing_is_none create_and_get_roundtrip get_session_raw_is_the_record
+            create_with_explicit_or_empty_id
             upsert_updates_existing id_taken_by_other_agent_already_exists update_missing_is_not_found
             update_replaces_state_only revisions_strictly_increase cas_rejects_stale_revision
             state_session_id_is_forced ownership_is_exact list_is_scoped_to_owner invalid_ids_are_rejected
@@ -536,6 +538,30 @@ pub async fn lifecycle<F: StorageFactory>(factory: &F) -> Res {
     let record = foreign_record(&o, "after-close", "c").map_err(|e| c.fail(e))?;
     optional("import_record", s.import_record(&record, &[], ImportMode::CreateOnly).await.map(|o| format!("{o:?}")))?;
     optional("list_agents", s.list_agents("user-1").await.map(|a| format!("{a:?}")))?;
+    Ok(Outcome::Passed)
+}
+
+/// `get_session_raw` sees what `get_session` sees, and its text reads back as that record.
+pub async fn get_session_raw_is_the_record<F: StorageFactory>(factory: &F) -> Res {
+    let c = Ctx { name: "get_session_raw_is_the_record" };
+    let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
+    let o = owner("user-1", "agent-1");
+    let rec = c.create(&s, req(&o, "raw").with_state(conversation_state(3, "raw"))).await?;
+    let k = o.session(rec.id.clone());
+    c.ok("update", s.update_session_state(&k, &conversation_state(4, "raw2"), None).await)?;
+    let got = c.must_get(&s, &k).await?;
+    let raw = c.ok("get_session_raw", s.get_session_raw(&k).await)?;
+    let raw = raw.ok_or_else(|| c.fail("get_session_raw returned None for an existing session"))?;
+    let parsed = crate::decode_record(&raw).map_err(|e| c.fail(format!("the raw text does not read: {e}")))?;
+    c.ensure(parsed == got, || "the raw text reads as another record than get_session's".into())?;
+    let stranger = owner("user-1", "agent-2").session(rec.id.clone());
+    c.ensure(c.ok("get_session_raw", s.get_session_raw(&stranger).await)?.is_none(), || {
+        "get_session_raw shows a session to another agent".into()
+    })?;
+    let missing = o.session("nope");
+    c.ensure(c.ok("get_session_raw", s.get_session_raw(&missing).await)?.is_none(), || {
+        "get_session_raw found a missing session".into()
+    })?;
     Ok(Outcome::Passed)
 }
 

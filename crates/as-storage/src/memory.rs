@@ -324,6 +324,12 @@ impl StorageBase for InMemoryStorage {
         }
     }
 
+    async fn get_session_raw(&self, key: &SessionKey) -> Result<Option<String>> {
+        self.ready("get_session_raw")?;
+        key.validate()?;
+        Ok(self.snapshot(key).map(|(_, bytes)| bytes.to_string()))
+    }
+
     async fn list_sessions(&self, owner: &Owner, page: &PageRequest) -> Result<SessionPage> {
         self.ready("list_sessions")?;
         owner.validate()?;

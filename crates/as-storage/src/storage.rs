@@ -244,6 +244,9 @@ pub enum ImportOutcome {
 ///   \[`list_is_newest_first`, `list_pagination_is_stable`, `list_ties_are_ordered_by_id`\].
 /// * **Size.** A record (or message) over the backend's configured limit fails with
 ///   [`crate::StorageErrorKind::TooLarge`] and nothing is written \[`too_large_is_rejected_before_writing`\].
+/// * **Raw reads.** [`StorageBase::get_session_raw`] sees exactly what
+///   [`StorageBase::get_session`] sees (the same ownership, `None` alike), and its text reads back
+///   as that record \[`get_session_raw_is_the_record`\].
 /// * **Listing is cheap.** A listing reads summaries without parsing states; a record that
 ///   cannot be read is reported in [`SessionPage::errors`] instead of failing the page.
 /// * **Expiry** (optional, [`crate::Capabilities::ttl`]). With a TTL configured, a session that
@@ -312,6 +315,14 @@ pub trait StorageBase: Send + Sync + fmt::Debug {
 
     /// The record, or `None` when absent (or owned by someone else).
     async fn get_session(&self, key: &SessionKey) -> Result<Option<SessionRecord>>;
+
+    /// The record's JSON text exactly as stored (unknown fields, key order and number spelling
+    /// of another writer included), or `None` as for [`StorageBase::get_session`]. For
+    /// administration (`sessions show`). The default implementation is the canonical encoding of
+    /// [`StorageBase::get_session`]'s record, for backends that do not keep the text.
+    async fn get_session_raw(&self, key: &SessionKey) -> Result<Option<String>> {
+        Ok(self.get_session(key).await?.map(|r| r.to_canonical_json()))
+    }
 
     /// A page of the owner's sessions, newest first (`created_at` descending, then id
     /// descending), with a stable cursor: sessions created after the first page never

@@ -339,6 +339,19 @@ impl StorageBase for JsonDirStorage {
         .await
     }
 
+    async fn get_session_raw(&self, key: &SessionKey) -> Result<Option<String>> {
+        const OP: &str = "get_session_raw";
+        key.validate()?;
+        let key = key.clone();
+        self.run(OP, move |db| match db.meta(OP, &key)? {
+            Some((_, bytes)) => String::from_utf8(bytes).map(Some).map_err(|e| {
+                StorageError::new(StorageErrorKind::Serialization, BACKEND, OP, "record is not UTF-8").with_source(e)
+            }),
+            None => Ok(None),
+        })
+        .await
+    }
+
     async fn list_sessions(&self, owner: &Owner, page: &PageRequest) -> Result<SessionPage> {
         const OP: &str = "list_sessions";
         owner.validate()?;

@@ -218,10 +218,12 @@ async fn create(store: &SharedStorage, a: CreateArgs) -> CliResult {
 
 async fn show(store: &SharedStorage, a: ShowArgs) -> CliResult {
     let key = a.key.key();
-    let rec = store.get_session(&key).await.map_err(storage)?.ok_or_else(|| not_found(&key))?;
     if !a.summary {
-        return print(&rec.to_canonical_json());
+        // Exactly the stored bytes (another writer's key order and unknown fields included).
+        let raw = store.get_session_raw(&key).await.map_err(storage)?.ok_or_else(|| not_found(&key))?;
+        return print(&raw);
     }
+    let rec = store.get_session(&key).await.map_err(storage)?.ok_or_else(|| not_found(&key))?;
     // The readable view: message count, last messages, parked tool calls, tasks, permission rules.
     let log = store.list_messages(&key, 0, 0).await.map_err(storage)?;
     print(crate::cmd::admin::summary(&rec, Some(log.len())).trim_end())
