@@ -297,7 +297,9 @@ impl SessionRunner {
             ReplyInput::Confirm(_) | ReplyInput::External(_) | ReplyInput::Interrupt(_) => {
                 let state = &record.state;
                 let stored = self.storage.get_message(key, &state.reply_id).await?;
-                stored.or_else(|| state.context.iter().rev().find(|m| m.id == state.reply_id).cloned())
+                stored.or_else(|| {
+                    state.context.iter().rev().find(|m| m.id == state.reply_id).cloned().map(with_started_results)
+                })
             }
             ReplyInput::Messages(_) => None,
         };
@@ -404,6 +406,39 @@ struct Write {
     revision: Revision,
     reply_msg: Option<Msg>,
     inputs: Vec<Msg>,
+}
+
+/// The context's copy of a parked reply message, as the log's would be: a call submitted for
+/// external execution had its `TOOL_RESULT_START` event, which put an empty running result in
+/// the log's message (the context gets the result only when it arrives). Without it, the result
+/// event and the deltas that follow would both add the output.
+fn with_started_results(mut msg: Msg) -> Msg {
+    use as_message::{ContentBlock, TextOrBlocks, ToolCallState, ToolResultBlock, ToolResultState};
+    let answered: std::collections::HashSet<String> = msg
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::ToolResult(r) => Some(r.id.clone()),
+            _ => None,
+        })
+        .collect();
+    let started: Vec<ContentBlock> = msg
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::ToolCall(c) if c.state == ToolCallState::Submitted && !answered.contains(&c.id) => {
+                Some(ContentBlock::ToolResult(ToolResultBlock::new(
+                    c.id.clone(),
+                    c.name.clone(),
+                    TextOrBlocks::Blocks(Vec::new()),
+                    ToolResultState::Running,
+                )))
+            }
+            _ => None,
+        })
+        .collect();
+    msg.content.extend(started);
+    msg
 }
 
 /// A failed final write as [`AgentError::Unsaved`] (a storage failure; anything else as it is).

@@ -707,3 +707,40 @@ async fn a_turn_whose_write_failed_is_handed_back_and_can_be_saved_again() {
     assert_eq!((stored.revision(), stored.state), (rev, state));
     assert_eq!(storage.list_messages(&k, 0, 0).await.unwrap().len(), 4);
 }
+
+#[tokio::test]
+async fn a_resume_whose_log_lacks_the_reply_logs_each_result_once() {
+    let faulty = Arc::new(Faulty::default());
+    as_storage::StorageBase::open(&*faulty).await.unwrap();
+    let storage: SharedStorage = faulty.clone();
+    let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
+    let agent = agent_with(
+        vec![ScriptedTurn::new().tool_call("x1", "remote", r#"{"text": "a"}"#), ScriptedTurn::new().text("thanks")],
+        Toolkit::new().with(AllowTool::new("remote").external().arc()),
+    );
+    let k = key("no-log");
+    // The park is saved, but its messages never reach the log.
+    faulty.fail_messages.store(true, std::sync::atomic::Ordering::SeqCst);
+    let parked = turn(&runner, &agent, &k, Msg::user("user", "go")).await.1.unwrap();
+    assert_eq!(parked.status, ReplyStatus::Parked);
+    assert!(parked.log_error.is_some());
+    faulty.fail_messages.store(false, std::sync::atomic::Ordering::SeqCst);
+    let ev = as_agent::ExternalExecutionResultEvent::new(
+        parked.state.reply_id.clone(),
+        vec![as_message::ToolResultBlock::new("x1", "remote", "ran", as_message::ToolResultState::Success)],
+    );
+    let done = turn(&runner, &agent, &k, ev).await.1.unwrap();
+    assert_eq!(done.status, ReplyStatus::Completed);
+    let logged: Vec<(String, String)> = storage
+        .list_messages(&k, 0, 0)
+        .await
+        .unwrap()
+        .iter()
+        .flat_map(|m| m.content.clone())
+        .filter_map(|b| match b {
+            ContentBlock::ToolResult(r) => Some((r.output.text(), format!("{:?}", r.state))),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(logged, vec![("ran".to_owned(), "Success".to_owned())], "the log's reply message");
+}
