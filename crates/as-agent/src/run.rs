@@ -173,6 +173,13 @@ impl<'a> Run<'a> {
 
     /// Runs middleware event hooks, queues the event and waits until the caller took it.
     async fn emit(&mut self, event: impl Into<AgentEvent>) -> Result<()> {
+        self.emit_announcing(event, None).await
+    }
+
+    /// [`Self::emit`]; `announce` is the call a `REQUIRE_*` event asks about, recorded once the
+    /// event is queued for the caller (not before: a middleware hook that fails or is dropped
+    /// first means the caller was never asked).
+    async fn emit_announcing(&mut self, event: impl Into<AgentEvent>, announce: Option<String>) -> Result<()> {
         let event = event.into();
         let agent = self.agent;
         for mw in &agent.middlewares {
@@ -182,6 +189,7 @@ impl<'a> Run<'a> {
             r?;
         }
         self.queue.push(event);
+        self.g.announced.extend(announce);
         self.queue.drained().await;
         Ok(())
     }
@@ -706,16 +714,14 @@ impl<'a> Run<'a> {
                     c.state = ToolCallState::Asking;
                     c.suggested_rules = suggested;
                 }
-                self.g.announced.push(call_id);
-                self.emit(event).await?;
+                self.emit_announcing(event, Some(call_id)).await?;
                 Ok((true, false))
             }
             Action::Submit { call_id, event } => {
                 if let Some(c) = call_mut(self.g.state, &self.agent.name, &call_id) {
                     c.state = ToolCallState::Submitted;
                 }
-                self.g.announced.push(call_id);
-                self.emit(event).await?;
+                self.emit_announcing(event, Some(call_id)).await?;
                 Ok((true, false))
             }
             Action::Result { block, end } => {

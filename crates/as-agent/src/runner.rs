@@ -347,15 +347,23 @@ impl SessionRunner {
         Ok((revision, log_error, write))
     }
 
-    /// Tries the final write of a turn again (after [`AgentError::Unsaved`]): the conditional state
-    /// update against the revision the turn loaded, then the message log. A `Conflict` means
-    /// someone else wrote the session since (or this write landed before its answer was lost):
-    /// reload, and merge or run the turn again as fits.
+    /// Tries the final write of a turn again (after [`AgentError::Unsaved`]), under the session lock
+    /// when the runner has one: the conditional state update against the revision the turn loaded
+    /// (a stored state equal to the turn's counts as saved), then the message log. A `Conflict`
+    /// means someone else wrote the session since: reload and decide (running the turn again
+    /// repeats its tools' side effects).
     pub async fn save_unsaved(&self, key: &SessionKey, turn: UnsavedTurn) -> Result<Revision> {
         let mut inputs = turn.messages;
         let reply_msg = inputs.pop();
         let write = Write { state: turn.state, revision: turn.revision, reply_msg, inputs };
-        let (revision, log_error) = write.persist(&self.storage, key).await.map_err(|e| unsaved(e, write))?;
+        // Under the session lock like a turn, so it never races a turn that holds it.
+        let guard = match &self.lock {
+            Some(l) => Some(l.acquire(key).await?),
+            None => None,
+        };
+        let result = write.persist(&self.storage, key).await;
+        release(guard, key).await;
+        let (revision, log_error) = result.map_err(|e| unsaved(e, write))?;
         if let Some(e) = log_error {
             tracing::warn!(session = %key, error = %e, "the state was saved but the message log was not");
         }
@@ -460,7 +468,17 @@ impl Write {
     /// is returned beside the new revision (and logged), not as the turn's error, so a caller never
     /// retries a turn whose state was saved.
     async fn persist(&self, storage: &SharedStorage, key: &SessionKey) -> Result<(Revision, Option<String>)> {
-        let revision = storage.update_session_state(key, &self.state, Some(&self.revision)).await?;
+        let revision = match storage.update_session_state(key, &self.state, Some(&self.revision)).await {
+            Ok(r) => r,
+            // A write re-sent after its answer was lost (a reconnecting client) reports a conflict
+            // although its first run landed: when what is stored is this very state (its fresh
+            // reply_id makes another writer's equal state a same-bytes case), the turn is saved.
+            Err(e) if e.kind() == as_storage::StorageErrorKind::Conflict => match storage.get_session(key).await? {
+                Some(rec) if rec.state == self.state => rec.revision(),
+                _ => return Err(e.into()),
+            },
+            Err(e) => return Err(e.into()),
+        };
         for m in self.inputs.iter().chain(&self.reply_msg) {
             if let Err(e) = storage.upsert_message(key, m).await {
                 tracing::error!(session = %key, error = %e, "the state was saved but the message log was not");

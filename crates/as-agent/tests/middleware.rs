@@ -216,3 +216,36 @@ async fn a_middlewares_answer_always_answers_the_call_it_was_asked_for() {
         .collect();
     assert_eq!(results, vec![("c1".to_owned(), "echo".to_owned(), "cached output".to_owned())]);
 }
+
+/// Fails on the question event, before it reaches the caller.
+#[derive(Debug)]
+struct FailOnQuestion;
+
+#[async_trait]
+impl Middleware for FailOnQuestion {
+    fn key(&self) -> &str {
+        "FailOnQuestion"
+    }
+
+    async fn on_event(&self, event: &AgentEvent, _slot: &mut JsonValue) -> as_agent::Result<()> {
+        if matches!(event, AgentEvent::RequireUserConfirm(_)) {
+            return Err(as_agent::AgentError::Middleware("audit log unavailable".into()));
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_question_that_never_reached_the_caller_parks_nothing() {
+    let model =
+        Arc::new(ScriptedModel::new("m", [ScriptedTurn::new().tool_call("c1", "needs_ok", r#"{"text": "a"}"#)]));
+    let agent = Agent::builder("Friday", "sys", model)
+        .toolkit(Toolkit::new().with(AllowTool::new("needs_ok").ask().arc()))
+        .middleware(Arc::new(FailOnQuestion))
+        .build()
+        .unwrap();
+    let mut state = AgentState::default();
+    let e = agent.reply_outcome(&mut state, Msg::user("user", "go")).await.unwrap_err();
+    assert_eq!(e.kind(), as_agent::AgentErrorKind::Middleware, "{e}");
+    assert!(!state.has_awaiting_tool_calls("Friday"), "parked on a question nobody was asked");
+}

@@ -453,6 +453,9 @@ struct Faulty {
     fail_messages: std::sync::atomic::AtomicBool,
     /// The next `update_session_state` fails with `Unavailable` (Redis restarting).
     fail_next_update: std::sync::atomic::AtomicBool,
+    /// The next `update_session_state` is written, then reported as a conflict (its answer was
+    /// lost and the re-sent command found the record moved on: by this very write).
+    lose_next_answer: std::sync::atomic::AtomicBool,
 }
 
 #[async_trait]
@@ -491,6 +494,14 @@ impl as_storage::StorageBase for Faulty {
             ));
         }
         let r = self.inner.update_session_state(key, state, expected).await;
+        if r.is_ok() && self.lose_next_answer.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            return Err(as_storage::StorageError::new(
+                as_storage::StorageErrorKind::Conflict,
+                "faulty",
+                "update_session_state",
+                "the record moved on (re-sent command)",
+            ));
+        }
         self.log.lock().unwrap().push("update".into());
         r
     }
@@ -743,4 +754,20 @@ async fn a_resume_whose_log_lacks_the_reply_logs_each_result_once() {
         })
         .collect();
     assert_eq!(logged, vec![("ran".to_owned(), "Success".to_owned())], "the log's reply message");
+}
+
+#[tokio::test]
+async fn a_write_whose_answer_was_lost_counts_as_saved() {
+    let faulty = Arc::new(Faulty::default());
+    as_storage::StorageBase::open(&*faulty).await.unwrap();
+    let storage: SharedStorage = faulty.clone();
+    let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
+    let agent = agent_with(vec![ScriptedTurn::new().text("first"), ScriptedTurn::new().text("second")], Toolkit::new());
+    let k = key("lost-answer");
+    turn(&runner, &agent, &k, Msg::user("user", "one")).await.1.unwrap();
+    faulty.lose_next_answer.store(true, std::sync::atomic::Ordering::SeqCst);
+    let t = turn(&runner, &agent, &k, Msg::user("user", "two")).await.1.unwrap();
+    let stored = storage.get_session(&k).await.unwrap().unwrap();
+    assert_eq!((stored.revision(), &stored.state), (t.revision.clone(), &t.state));
+    assert_eq!(storage.list_messages(&k, 0, 0).await.unwrap().len(), 4, "the log was written too");
 }

@@ -384,7 +384,11 @@ impl Keys {
                 (Part::Var(_), _) => return None,
             }
         }
-        if seen != 2 || middle.is_empty() {
+        // The user id ends where this text starts only if an id cannot hold it: it must contain
+        // a character ids may not (`app:{user_id}-{agent_id}` would cut `user-1` at its `-`).
+        let unambiguous =
+            middle.chars().any(|c| matches!(c, ':' | '{' | '}' | '*' | '?' | '[' | ']') || c.is_whitespace());
+        if seen != 2 || !unambiguous {
             return None;
         }
         let pattern = format!("{}*{}*{}", glob_escape(&prefix), glob_escape(&middle), glob_escape(&suffix));
@@ -485,6 +489,8 @@ mod tests {
         assert_eq!(scan.user(&c.session_index("user-1", "a")), Some("user-1"));
         let odd = KeyConfig { session_index: "x:{agent_id}:{user_id}".into(), ..KeyConfig::default() };
         assert!(keys(&odd).user_scan().is_none());
+        let ambiguous = KeyConfig { session_index: "app:{user_id}-{agent_id}:sessions".into(), ..KeyConfig::default() };
+        assert!(keys(&ambiguous).user_scan().is_none(), "user-1-a could be user 'user' or 'user-1'");
     }
 
     #[test]

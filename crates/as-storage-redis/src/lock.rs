@@ -129,9 +129,11 @@ impl SessionLock {
         // The key expires at the latest one TTL after the SET was sent.
         let sent = Instant::now();
         let ms = i64::try_from(self.ttl.as_millis()).unwrap_or(i64::MAX);
+        // One connection for the SET, its check and a cleanup: commands on it run in order, so a
+        // cleanup can never overtake a SET still on its way.
+        let client = self.pool.next().clone();
         let taken = within(self.timeout, OP, &key, async {
-            let set: Option<String> = self
-                .pool
+            let set: Option<String> = client
                 .set(&key, token.as_str(), Some(Expiration::PX(ms)), Some(SetOptions::NX), false)
                 .await
                 .map_err(|e| map_fred(OP, Some(&key), e))?;
@@ -140,7 +142,7 @@ impl SessionLock {
             }
             // Nil: someone holds it, or this very SET ran before and its reply was lost (a re-sent
             // command): then the key holds our token and the lock is ours.
-            let holder: Option<String> = self.pool.get(&key).await.map_err(|e| map_fred(OP, Some(&key), e))?;
+            let holder: Option<String> = client.get(&key).await.map_err(|e| map_fred(OP, Some(&key), e))?;
             Ok(holder.as_deref() == Some(token.as_str()))
         })
         .await;
@@ -158,9 +160,9 @@ impl SessionLock {
             Err(e) => {
                 // The SET may have been applied and only its reply lost: a token nobody knows would
                 // block the session for the whole TTL. Take it back if it is there (compare-and-delete).
-                let (pool, limit) = (self.pool.clone(), self.timeout);
+                let limit = self.timeout;
                 tokio::spawn(async move {
-                    let release = eval::<i64>(&pool, LOCK_RELEASE, &key, vec![Value::String(token.into())]);
+                    let release = client_eval::<i64>(&client, LOCK_RELEASE, &key, vec![Value::String(token.into())]);
                     let _ = tokio::time::timeout(limit, release).await;
                 });
                 Err(e)
@@ -245,6 +247,20 @@ async fn extend(pool: &Pool, key: &str, token: &str, ttl: Duration) -> Result<bo
         .await
         .map_err(|e| map_fred("lock_extend", Some(key), e))?;
     Ok(r == 1)
+}
+
+/// [`eval`] on one client (its commands run in order on its connection).
+async fn client_eval<R: fred::prelude::FromValue>(
+    client: &fred::prelude::Client,
+    source: &'static str,
+    key: &str,
+    args: Vec<Value>,
+) -> Result<R, fred::prelude::Error> {
+    let sha = fred::util::sha1_hash(source);
+    match client.evalsha::<R, _, _, _>(sha, vec![key.to_owned()], args.clone()).await {
+        Err(e) if e.details().starts_with("NOSCRIPT") => client.eval(source, vec![key.to_owned()], args).await,
+        r => r,
+    }
 }
 
 async fn eval<R: fred::prelude::FromValue>(

@@ -7,8 +7,8 @@
 //! * A CAS token is a prefix of the stored record (its envelope up to `"state":`); with
 //!   `exact = 1` it is the whole stored value.
 //! * A cluster client (and a caller's fred pool) re-sends a command whose reply a dropped
-//!   connection lost. Create and import find their own write (the record holds exactly their
-//!   value) and report success again. A state update cannot: two writers from one revision may
+//!   connection lost. Create and import find their own write (the record, and for an import its
+//!   message list, hold exactly their values) and report success again. A state update cannot: two writers from one revision may
 //!   write the same `updated_at` (and, racing on a counter, the very same bytes), so "the record
 //!   already is what I write" does not prove it was this writer; a replayed update therefore
 //!   reports a conflict (a conditional write's caller re-reads and finds its own state), never a
@@ -247,14 +247,25 @@ return false
 /// list, TTLs) but the record's bytes are the caller's, and the message list is replaced whole.
 /// Returns 1 (written) or -1 (the record is not what the caller read: read again).
 const IMPORT: &str = r#"
--- A record that already holds exactly this value: this import ran before (a re-sent command).
+-- Record and message list already exactly this import's: it ran before (a re-sent command).
+local function done_before()
+  if redis.call('GET', KEYS[1]) ~= ARGV[1] then return false end
+  local n = #ARGV - 7
+  if redis.call('LLEN', KEYS[2]) ~= n then return false end
+  if n == 0 then return true end
+  local items = redis.call('LRANGE', KEYS[2], 0, -1)
+  for i = 1, n do
+    if items[i] ~= ARGV[7 + i] then return false end
+  end
+  return true
+end
 if ARGV[5] == '' then
   if redis.call('GETRANGE', KEYS[1], 0, 0) ~= '' then
-    if redis.call('GET', KEYS[1]) == ARGV[1] then return 1 end
+    if done_before() then return 1 end
     return -1
   end
 elseif token_state(KEYS[1], ARGV[5], ARGV[6]) ~= 1 then
-  if redis.call('GET', KEYS[1]) == ARGV[1] then return 1 end
+  if done_before() then return 1 end
   return -1
 end
 local last = 3

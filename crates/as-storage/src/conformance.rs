@@ -538,6 +538,8 @@ pub async fn lifecycle<F: StorageFactory>(factory: &F) -> Res {
     let record = foreign_record(&o, "after-close", "c").map_err(|e| c.fail(e))?;
     optional("import_record", s.import_record(&record, &[], ImportMode::CreateOnly).await.map(|o| format!("{o:?}")))?;
     optional("list_agents", s.list_agents("user-1").await.map(|a| format!("{a:?}")))?;
+    optional("list_users", s.list_users().await.map(|a| format!("{a:?}")))?;
+    c.kind("get_session_raw after close", s.get_session_raw(&k).await, StorageErrorKind::Unavailable)?;
     Ok(Outcome::Passed)
 }
 

@@ -410,20 +410,21 @@ impl StorageBase for JsonDirStorage {
             if db.meta(OP, &key)?.is_none() {
                 return Ok(false);
             }
-            // All or nothing: the log is moved aside (one rename), then the record goes; if the
-            // record cannot go, the log is put back and the session is as it was.
-            let log = db.messages_path(&key.user_id, &key.session_id);
-            let aside = db.set_aside(OP, &log)?;
-            if let Err(e) = fs::remove_file(db.record_path(&key.user_id, &key.session_id)) {
-                if let Some(a) = &aside {
-                    let _ = fs::rename(a, &log);
+            // All or nothing: the record is moved aside first (one rename: the session is gone at
+            // once), then the log is removed; if it cannot be, the record is put back and the
+            // session is as it was. A crash in between leaves only a log without a record, which
+            // the next create of the id removes.
+            let record = db.record_path(&key.user_id, &key.session_id);
+            let Some(aside) = db.set_aside(OP, &record)? else { return Ok(false) };
+            match fs::remove_file(db.messages_path(&key.user_id, &key.session_id)) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                    let _ = fs::rename(&aside, &record);
+                    return Err(io_err(OP, e));
                 }
-                return Err(io_err(OP, e));
+                _ => {}
             }
-            if let Some(a) = aside {
-                // Named so no reader looks at it: a leftover is garbage, not data.
-                let _ = fs::remove_file(a);
-            }
+            // Named so no reader looks at it: a leftover is garbage, not data.
+            let _ = fs::remove_file(aside);
             Ok(true)
         })
         .await
@@ -539,9 +540,23 @@ impl StorageBase for JsonDirStorage {
                     let _ = fs::remove_file(p);
                 }
             };
+            // The old record goes aside first (the session is absent from then until the new
+            // record is in: never an old record with a new or missing log), then the old log,
+            // then the new log and the new record go in. A crash leaves at worst an absent
+            // session and a log without a record, which the next create of the id removes.
+            let old_record = match db.set_aside(OP, &path) {
+                Ok(a) => a,
+                Err(e) => {
+                    discard(&new_log);
+                    return Err(e);
+                }
+            };
             let old_log = match db.set_aside(OP, &log_path) {
                 Ok(a) => a,
                 Err(e) => {
+                    if let Some(r) = &old_record {
+                        let _ = fs::rename(r, &path);
+                    }
                     discard(&new_log);
                     return Err(e);
                 }
@@ -558,11 +573,14 @@ impl StorageBase for JsonDirStorage {
                 if let Some(a) = &old_log {
                     let _ = fs::rename(a, &log_path);
                 }
+                if let Some(r) = &old_record {
+                    let _ = fs::rename(r, &path);
+                }
                 discard(&new_log);
                 return Err(io_err(OP, e));
             }
-            if let Some(a) = old_log {
-                let _ = fs::remove_file(a);
+            for aside in [old_log, old_record].into_iter().flatten() {
+                let _ = fs::remove_file(aside);
             }
             Ok(outcome)
         })
