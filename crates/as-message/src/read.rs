@@ -273,6 +273,8 @@ impl<'a> Cursor<'a> {
         }
         self.set_position(start);
         let mut map = self.serde::<JsonMap>()?;
+        // A number Python cannot read: decline, and the full reader reports the error.
+        map.values().try_for_each(crate::json::check_number_digits).ok()?;
         map.values_mut().for_each(canonicalize_numbers);
         Some(map)
     }
@@ -740,5 +742,8 @@ mod tests {
         let mut c = Cursor::new(r#"{"x":1E2,"y":-0}"#);
         let m = c.free_form().unwrap();
         assert_eq!(serde_json::to_string(&m).unwrap(), r#"{"x":100.0,"y":0}"#);
+        // Too many digits for Python: the fast path declines (the full reader gives the error).
+        let huge = format!(r#"{{"x":[1{}]}}"#, "0".repeat(4300));
+        assert!(Cursor::new(&huge).free_form().is_none());
     }
 }

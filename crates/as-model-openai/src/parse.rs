@@ -182,19 +182,26 @@ impl StreamState {
         )
     }
 
-    /// The slot a tool-call delta continues, or a new one. Deltas are matched by `index`; a delta whose
-    /// non-empty id differs from the slot's opens a new call (some servers give every parallel call
-    /// index 0). Without an index, a delta with an id opens a new call unless a call has that id
-    /// (servers that repeat it on every delta), and one without continues the last call when it is
-    /// first in its chunk (later ones in the same chunk are further calls).
-    fn slot(&mut self, index: Option<u64>, wire_id: &str, pos: usize) -> usize {
-        let found = match index {
-            Some(i) => self.calls.iter().rposition(|c| c.index == Some(i)).filter(|&k| {
-                wire_id.is_empty() || self.calls[k].wire_id.is_empty() || self.calls[k].wire_id == wire_id
-            }),
-            None if !wire_id.is_empty() => self.calls.iter().rposition(|c| c.wire_id == wire_id),
-            None if pos == 0 => self.calls.len().checked_sub(1),
-            None => None,
+    /// The slot a tool-call delta continues, or a new one. Deltas are matched by `index`; a delta that
+    /// starts another call (a function name with an id other than the slot's) opens a new one (some
+    /// servers give every parallel call index 0), while a changed id without a name continues the
+    /// call (some servers send a fresh id on every delta). Without an index, a delta with an id opens
+    /// a new call unless a call has that id (servers that repeat it on every delta), and one without
+    /// continues the last call when it is first in its chunk (later ones in the same chunk are
+    /// further calls). In a whole (non-streamed) message every entry is a call of its own.
+    fn slot(&mut self, index: Option<u64>, wire_id: &str, named: bool, pos: usize, whole: bool) -> usize {
+        let found = if whole {
+            None
+        } else {
+            match index {
+                Some(i) => self.calls.iter().rposition(|c| c.index == Some(i)).filter(|&k| {
+                    let have = &self.calls[k].wire_id;
+                    !named || wire_id.is_empty() || have.is_empty() || have == wire_id
+                }),
+                None if !wire_id.is_empty() => self.calls.iter().rposition(|c| c.wire_id == wire_id),
+                None if pos == 0 => self.calls.len().checked_sub(1),
+                None => None,
+            }
         };
         if let Some(k) = found {
             if self.calls[k].wire_id.is_empty() && !wire_id.is_empty() {
@@ -242,6 +249,7 @@ impl StreamState {
                 self.saw_finish = true;
                 chunk.finish_reason = Some(FinishReason::from_provider(r));
             }
+            let whole = choice.delta.is_none() && choice.message.is_some();
             let Some(delta) = choice.delta.or(choice.message) else { continue };
             let reasoning = match self.reasoning {
                 ReasoningField::ContentOrReasoning => delta.reasoning_content.or(delta.reasoning),
@@ -259,7 +267,8 @@ impl StreamState {
             }
             for (pos, call) in delta.tool_calls.into_iter().flatten().enumerate() {
                 let function = call.function.unwrap_or_default();
-                let k = self.slot(call.index, call.id.as_deref().unwrap_or_default(), pos);
+                let named = function.name.as_deref().is_some_and(|n| !n.is_empty());
+                let k = self.slot(call.index, call.id.as_deref().unwrap_or_default(), named, pos, whole);
                 let slot = &mut self.calls[k];
                 if let Some(n) = function.name.filter(|n| !n.is_empty())
                     && slot.name.is_empty()
@@ -314,6 +323,34 @@ mod tests {
         assert_eq!(ids[1], "call_1", "a fresh id is kept");
         assert_ne!(ids[2], "call_1", "shared with an earlier call of the same response");
         assert_ne!(ids[0], ids[2]);
+    }
+
+    #[test]
+    fn a_changed_id_without_a_name_continues_the_call() {
+        let mut st = StreamState::new("t", ReasoningField::ContentOrReasoning);
+        let a = st
+            .parse_event(r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"A","function":{"name":"bash","arguments":"{\"command\":\"rm -rf bu"}}]}}]}"#)
+            .unwrap();
+        let b = st
+            .parse_event(r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"B","function":{"arguments":"ild\"}"}}]},"finish_reason":"tool_calls"}]}"#)
+            .unwrap();
+        let mut r = ChatResponse::new(vec![]);
+        r.apply(&a);
+        r.apply(&b);
+        let calls: Vec<_> = r.tool_calls().map(|c| (c.id.clone(), c.name.clone(), c.input.clone())).collect();
+        assert_eq!(calls, vec![("A".into(), "bash".into(), r#"{"command":"rm -rf build"}"#.into())]);
+    }
+
+    #[test]
+    fn calls_of_a_whole_message_stay_apart() {
+        let mut st = StreamState::new("t", ReasoningField::ContentOrReasoning);
+        let r = st
+            .parse_response(r#"{"choices":[{"message":{"tool_calls":[{"id":"x","function":{"name":"f","arguments":"{}"}},{"id":"x","function":{"name":"g","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}"#)
+            .unwrap();
+        let calls: Vec<_> = r.tool_calls().map(|c| (c.name.clone(), c.input.clone())).collect();
+        assert_eq!(calls, vec![("f".into(), "{}".into()), ("g".into(), "{}".into())]);
+        let ids: Vec<_> = r.tool_calls().map(|c| c.id.clone()).collect();
+        assert_ne!(ids[0], ids[1]);
     }
 
     #[test]

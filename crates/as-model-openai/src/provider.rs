@@ -399,8 +399,13 @@ impl Driver {
             }
             Ok(None) => {
                 match self.parser.finish() {
-                    // After `[DONE]` or a finish reason a torn last line is noise; the response is whole.
-                    Err(_) if self.saw_done || self.state.saw_finish() => {}
+                    // After `[DONE]` or a finish reason a torn last line is noise; the response is whole
+                    // (an event completed before it, such as the usage chunk, still counts).
+                    Err(_) if self.saw_done || self.state.saw_finish() => {
+                        if let Some(last) = self.parser.take_pending() {
+                            self.handle_event(&last);
+                        }
+                    }
                     Err(_) => {
                         return self.fail(ModelErrorKind::Transport, "the stream was cut in the middle of an event");
                     }

@@ -132,9 +132,18 @@ impl SseParser {
         // Only a deferred final CR can end a line here, so `out` holds at most the one event it completed.
         let last = out.pop().or_else(|| self.data.take());
         if cut {
+            // Kept for [`SseParser::take_pending`]: a caller that can live with the torn line
+            // still gets the event completed before it.
+            self.data = last;
             return Err(SseError::CutMidLine);
         }
         Ok(last)
+    }
+
+    /// After [`SseParser::finish`] failed with [`SseError::CutMidLine`]: the event whose data lines
+    /// came before the torn line (ended by the end of input, not by a blank line), if any.
+    pub fn take_pending(&mut self) -> Option<String> {
+        self.data.take()
     }
 }
 
@@ -170,6 +179,11 @@ mod tests {
     fn end_of_input() {
         assert_eq!(parse_in_pieces(b"data: x\n", 3).1, Ok(Some("x".into())));
         assert_eq!(parse_in_pieces(b"data: {\"cut", 3).1, Err(SseError::CutMidLine));
+        // The event before a torn line is still there for a caller that wants it.
+        let mut p = SseParser::new();
+        p.feed(b"data: {\"usage\": 1}\n: keep", &mut vec![]).unwrap();
+        assert_eq!(p.finish(), Err(SseError::CutMidLine));
+        assert_eq!(p.take_pending().as_deref(), Some("{\"usage\": 1}"));
         let mut p = SseParser::new();
         assert_eq!(p.feed(b"data: \xff\n", &mut vec![]), Err(SseError::NotUtf8));
     }

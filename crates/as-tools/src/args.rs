@@ -43,7 +43,9 @@ pub fn parse_arguments(raw: &str) -> Result<JsonMap, ToolError> {
             python_decode_message(raw, &e)
         ),
     };
-    if let Some(JsonValue::Object(map)) = repair_json(raw) {
+    if let Some(JsonValue::Object(map)) = repair_json(raw)
+        && map.values().try_for_each(as_message::check_number_digits).is_ok()
+    {
         return Ok(map);
     }
     let chars: Vec<char> = raw.chars().collect();

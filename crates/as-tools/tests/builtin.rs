@@ -430,3 +430,19 @@ async fn edit_refuses_a_file_changed_within_the_same_mtime() {
     );
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "alpha and omega\n", "the other writer's text is kept");
 }
+
+#[tokio::test]
+async fn write_keeps_hard_links_and_follows_dangling_links() {
+    let env = Env::new();
+    // A hard-linked file is written in place: both names still show the new text.
+    std::fs::write(env.path("a.txt"), "old\n").unwrap();
+    std::fs::hard_link(env.path("a.txt"), env.path("b.txt")).unwrap();
+    ok(&env.call("Read", json!({"file_path": env.p("a.txt")})).await);
+    ok(&env.call("Write", json!({"file_path": env.p("a.txt"), "content": "new\n"})).await);
+    assert_eq!(std::fs::read_to_string(env.path("b.txt")).unwrap(), "new\n");
+    // A dangling symlink: its target is created, the link stays.
+    std::os::unix::fs::symlink(env.path("target.txt"), env.path("link.txt")).unwrap();
+    ok(&env.call("Write", json!({"file_path": env.p("link.txt"), "content": "made\n"})).await);
+    assert_eq!(std::fs::read_to_string(env.path("target.txt")).unwrap(), "made\n");
+    assert!(std::fs::symlink_metadata(env.path("link.txt")).unwrap().file_type().is_symlink());
+}

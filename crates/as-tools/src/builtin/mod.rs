@@ -145,29 +145,56 @@ pub(crate) fn is_dangerous_target(path: &str, ctx: &crate::permission::Permissio
 }
 
 /// Replaces `path`'s content all at once: the bytes go to a temporary file in the same directory
-/// (synced, with the old file's permissions), which is then renamed over the file, so a failed
-/// write (a full disk) leaves the old content whole. A symlink is followed: its target is replaced.
+/// (created with at most the old file's permissions, synced, then given exactly its mode), which
+/// is renamed over the file, so a failed write (a full disk) leaves the old content whole. A
+/// symlink is followed (its target is replaced). Where a rename cannot do it, the file is written
+/// in place as before: a hard-linked file (the links share it), a dangling symlink (its target is
+/// created), a directory the file may be written in but not created in, a bind-mounted file, a
+/// name too long for the temporary's suffix. Owner, ACLs and extended attributes of a replaced
+/// file are not kept.
 pub(crate) async fn write_file_atomically(path: &std::path::Path, bytes: Vec<u8>) -> std::io::Result<()> {
     let path = path.to_owned();
     tokio::task::spawn_blocking(move || {
-        use std::io::Write as _;
-        let target = std::fs::canonicalize(&path).unwrap_or(path);
+        use std::io::{ErrorKind, Write as _};
+        use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _};
+        let target = match std::fs::canonicalize(&path) {
+            Ok(t) => t,
+            Err(_) if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) => {
+                return std::fs::write(&path, &bytes);
+            }
+            Err(_) => path,
+        };
+        let old = std::fs::metadata(&target).ok();
+        if old.as_ref().is_some_and(|m| m.nlink() > 1) {
+            return std::fs::write(&target, &bytes);
+        }
+        let mode = old.as_ref().map(|m| m.permissions().mode() & 0o7777);
         let dir = target.parent().unwrap_or(std::path::Path::new("/"));
         let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let tmp = dir.join(format!(".{name}.tmp-{}", as_message::generate_id()));
         let result = (|| {
-            let mut f = std::fs::File::create(&tmp)?;
+            let mut f =
+                std::fs::OpenOptions::new().write(true).create_new(true).mode(mode.unwrap_or(0o666)).open(&tmp)?;
             f.write_all(&bytes)?;
             f.sync_all()?;
-            if let Ok(old) = std::fs::metadata(&target) {
-                std::fs::set_permissions(&tmp, old.permissions())?;
+            if let Some(mode) = mode {
+                std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode))?;
             }
             std::fs::rename(&tmp, &target)
         })();
-        if result.is_err() {
-            let _ = std::fs::remove_file(&tmp);
+        match result {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                match e.kind() {
+                    ErrorKind::CrossesDevices
+                    | ErrorKind::ResourceBusy
+                    | ErrorKind::PermissionDenied
+                    | ErrorKind::InvalidFilename => std::fs::write(&target, &bytes),
+                    _ => Err(e),
+                }
+            }
         }
-        result
     })
     .await
     .map_err(std::io::Error::other)?

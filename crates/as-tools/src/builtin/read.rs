@@ -81,12 +81,15 @@ impl Tool for ReadTool {
     fn is_read_only(&self) -> bool {
         true
     }
+    /// Read-only, except for a process's environment (see `check_permissions`): the engine allows
+    /// read-only calls in `explore` and `accept_edits` before it asks the tool.
+    fn check_read_only(&self, a: &ReadArgs) -> bool {
+        !is_process_environ(&crate::permission::real_path(Path::new(&a.file_path)))
+    }
     fn check_permissions(&self, a: &ReadArgs, ctx: &PermissionCheckContext<'_>) -> PermissionDecision {
         // A process's environment (`/proc/<pid>/environ`, the agent's own included) holds the API
         // keys the agent hides from its tools: never read without asking.
-        let real = crate::permission::real_path(&ctx.absolute(&a.file_path));
-        let mut parts = real.components().map(|c| c.as_os_str().to_string_lossy().into_owned());
-        if parts.nth(1).as_deref() == Some("proc") && real.file_name().is_some_and(|n| n == "environ") {
+        if is_process_environ(&crate::permission::real_path(&ctx.absolute(&a.file_path))) {
             return PermissionDecision::ask(format!("Permission required: {} holds a process's secrets", a.file_path))
                 .reason("Safety check: process environment")
                 .immune();
@@ -151,6 +154,12 @@ impl Tool for ReadTool {
     }
 }
 
+/// Whether a resolved path is `/proc/<anything>/environ`.
+fn is_process_environ(real: &Path) -> bool {
+    let mut parts = real.components().map(|c| c.as_os_str().to_string_lossy().into_owned());
+    parts.nth(1).as_deref() == Some("proc") && real.file_name().is_some_and(|n| n == "environ")
+}
+
 /// The file's lines (with line ends), from the cache when its mtime still matches, otherwise
 /// read from disk and cached. The cache is only filled when the mtime did not change while
 /// reading, so a cached entry never pairs new content with an old mtime or vice versa.
@@ -188,6 +197,9 @@ mod tests {
         }
         for p in ["/proc/self/status", "/etc/hostname"] {
             assert_ne!(tool.check_permissions(&args(p), &ctx).behavior, PermissionBehavior::Ask, "{p}");
+            assert!(tool.check_read_only(&args(p)), "{p}");
         }
+        // Not read-only either: explore and accept_edits allow read-only calls before asking the tool.
+        assert!(!tool.check_read_only(&args("/proc/self/environ")));
     }
 }
