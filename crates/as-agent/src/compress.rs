@@ -218,25 +218,31 @@ pub(crate) fn truncate_tool_result(agent: &Agent, block: ToolResultBlock) -> Too
         TextOrBlocks::Text(s) => vec![TextOrData::Text(TextBlock::new(s.clone()))],
         TextOrBlocks::Blocks(b) => b.clone(),
     };
-    let mut kept: Vec<TextOrData> = Vec::new();
-    for b in blocks {
-        let mut probe = kept.clone();
-        probe.push(b.clone());
-        let used = count(agent, &[as_msg(&TextOrBlocks::Blocks(probe))], &[]);
-        if used <= limit {
-            kept.push(b);
-            continue;
+    // The longest prefix of whole blocks within the limit, by bisection (a count is linear in the
+    // prefix, so this is O(n log n); growing the prefix one block at a time was quadratic, which
+    // an output of many small blocks made take minutes).
+    let tokens = |k: usize| count(agent, &[as_msg(&TextOrBlocks::Blocks(blocks[..k].to_vec()))], &[]);
+    let (mut lo, mut hi) = (0usize, blocks.len());
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if tokens(mid) <= limit {
+            lo = mid;
+        } else {
+            hi = mid - 1;
         }
-        if let TextOrData::Text(t) = b {
-            let before = count(agent, &[as_msg(&TextOrBlocks::Blocks(kept.clone()))], &[]);
-            let share = limit.saturating_sub(before) as f64 / (used - before).max(1) as f64;
-            let mut cut = ((t.text.len() as f64) * share) as usize;
-            while cut > 0 && !t.text.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            kept.push(TextOrData::Text(TextBlock { text: t.text[..cut].to_owned(), id: t.id }));
+    }
+    let mut kept: Vec<TextOrData> = blocks[..lo].to_vec();
+    // The first block that does not fit: a text block is cut in proportion to the room left.
+    if let Some(TextOrData::Text(t)) = blocks.get(lo) {
+        let before = tokens(lo);
+        let used = tokens(lo + 1);
+        let share = limit.saturating_sub(before) as f64 / used.saturating_sub(before).max(1) as f64;
+        let mut cut = ((t.text.len() as f64) * share) as usize;
+        cut = cut.min(t.text.len());
+        while cut > 0 && !t.text.is_char_boundary(cut) {
+            cut -= 1;
         }
-        break;
+        kept.push(TextOrData::Text(TextBlock { text: t.text[..cut].to_owned(), id: t.id.clone() }));
     }
     match kept.last_mut() {
         Some(TextOrData::Text(t)) => t.text.push_str(TRUNCATED_MARKER),
@@ -247,4 +253,31 @@ pub(crate) fn truncate_tool_result(agent: &Agent, block: ToolResultBlock) -> Too
         TextOrBlocks::Blocks(_) => TextOrBlocks::Blocks(kept),
     };
     ToolResultBlock { output, metadata: as_message::JsonMap::new(), ..block }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_result_of_many_blocks_keeps_its_longest_prefix_that_fits() {
+        let model = std::sync::Arc::new(as_model::ScriptedModel::new("m", Vec::<as_model::ScriptedTurn>::new()));
+        let cfg = crate::ContextConfig { tool_result_limit: 300, ..crate::ContextConfig::default() };
+        let agent = Agent::builder("A", "sys", model).context_config(cfg).build().unwrap();
+        // 20,000 small blocks (growing a prefix one block at a time took minutes here).
+        let blocks: Vec<TextOrData> =
+            (0..20_000).map(|i| TextOrData::Text(TextBlock::new(format!("line {i} of the output\n")))).collect();
+        let full = TextOrBlocks::Blocks(blocks.clone()).text();
+        let block = as_message::ToolResultBlock::new(
+            "c1",
+            "t",
+            TextOrBlocks::Blocks(blocks),
+            as_message::ToolResultState::Success,
+        );
+        let out = truncate_tool_result(&agent, block);
+        let text = out.output.text();
+        let body = text.strip_suffix(TRUNCATED_MARKER).expect("marked as truncated");
+        assert!(!body.is_empty() && full.starts_with(body), "{body:?}");
+        assert!(body.len() < full.len() / 10);
+    }
 }
