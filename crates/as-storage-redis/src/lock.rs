@@ -162,7 +162,7 @@ impl SessionLock {
                 // block the session for the whole TTL. Take it back if it is there (compare-and-delete).
                 let limit = self.timeout;
                 tokio::spawn(async move {
-                    let release = client_eval::<i64>(&client, LOCK_RELEASE, &key, vec![Value::String(token.into())]);
+                    let release = eval::<i64>(&client, LOCK_RELEASE, &key, vec![Value::String(token.into())]);
                     let _ = tokio::time::timeout(limit, release).await;
                 });
                 Err(e)
@@ -249,29 +249,17 @@ async fn extend(pool: &Pool, key: &str, token: &str, ttl: Duration) -> Result<bo
     Ok(r == 1)
 }
 
-/// [`eval`] on one client (its commands run in order on its connection).
-async fn client_eval<R: fred::prelude::FromValue>(
-    client: &fred::prelude::Client,
-    source: &'static str,
-    key: &str,
-    args: Vec<Value>,
-) -> Result<R, fred::prelude::Error> {
-    let sha = fred::util::sha1_hash(source);
-    match client.evalsha::<R, _, _, _>(sha, vec![key.to_owned()], args.clone()).await {
-        Err(e) if e.details().starts_with("NOSCRIPT") => client.eval(source, vec![key.to_owned()], args).await,
-        r => r,
-    }
-}
-
+/// `EVALSHA`, falling back to `EVAL` when the server does not know the script, on a pool or on one
+/// client (whose commands run in order on its connection).
 async fn eval<R: fred::prelude::FromValue>(
-    pool: &Pool,
+    on: &impl LuaInterface,
     source: &'static str,
     key: &str,
     args: Vec<Value>,
 ) -> Result<R, fred::prelude::Error> {
     let sha = fred::util::sha1_hash(source);
-    match pool.evalsha::<R, _, _, _>(sha, vec![key.to_owned()], args.clone()).await {
-        Err(e) if e.details().starts_with("NOSCRIPT") => pool.eval(source, vec![key.to_owned()], args).await,
+    match on.evalsha::<R, _, _, _>(sha, vec![key.to_owned()], args.clone()).await {
+        Err(e) if e.details().starts_with("NOSCRIPT") => on.eval(source, vec![key.to_owned()], args).await,
         r => r,
     }
 }

@@ -604,13 +604,18 @@ impl RedisStorage {
         Err(err(StorageErrorKind::Conflict, OP, format!("session {key} kept changing; gave up")))
     }
 
+    /// The record key of `key` and its non-empty value, if any (after validating the key).
+    async fn fetch_record(&self, op: &'static str, key: &SessionKey) -> Result<Option<(String, Bytes)>, StorageError> {
+        key.validate()?;
+        let pool = self.pool_for(op)?;
+        let rkey = self.inner.keys.session(&key.user_id, &key.session_id);
+        let raw: Option<Bytes> = pool.get(&rkey).await.map_err(|e| map_fred(op, Some(&rkey), e))?;
+        Ok(raw.filter(|b| !b.is_empty()).map(|raw| (rkey, raw)))
+    }
+
     async fn get_inner(&self, key: &SessionKey) -> Result<Option<SessionRecord>, StorageError> {
         const OP: &str = "get_session";
-        key.validate()?;
-        let pool = self.pool_for(OP)?;
-        let rkey = self.inner.keys.session(&key.user_id, &key.session_id);
-        let raw: Option<Bytes> = pool.get(&rkey).await.map_err(|e| map_fred(OP, Some(&rkey), e))?;
-        let Some(raw) = raw.filter(|b| !b.is_empty()) else { return Ok(None) };
+        let Some((rkey, raw)) = self.fetch_record(OP, key).await? else { return Ok(None) };
         let text = utf8(OP, &rkey, &raw)?;
         let mut rec: SessionRecord = as_storage::decode_record(text).map_err(|e| bad_value(OP, &rkey, e))?;
         if rec.user_id != key.user_id || rec.agent_id != key.agent_id {
@@ -629,11 +634,7 @@ impl RedisStorage {
 
     async fn get_raw_inner(&self, key: &SessionKey) -> Result<Option<String>, StorageError> {
         const OP: &str = "get_session_raw";
-        key.validate()?;
-        let pool = self.pool_for(OP)?;
-        let rkey = self.inner.keys.session(&key.user_id, &key.session_id);
-        let raw: Option<Bytes> = pool.get(&rkey).await.map_err(|e| map_fred(OP, Some(&rkey), e))?;
-        let Some(raw) = raw.filter(|b| !b.is_empty()) else { return Ok(None) };
+        let Some((rkey, raw)) = self.fetch_record(OP, key).await? else { return Ok(None) };
         let text = utf8(OP, &rkey, &raw)?;
         let meta: SessionMeta = as_message::from_json(text).map_err(|e| bad_value(OP, &rkey, e))?;
         Ok((meta.user_id == key.user_id && meta.agent_id == key.agent_id).then(|| text.to_owned()))
