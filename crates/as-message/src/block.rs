@@ -185,6 +185,7 @@ fn deserialize_url<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> 
 /// Where a data block's bytes are.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[schemars(transform = crate::schema::optional_tag)]
 pub enum Source {
     /// Inline base64.
     Base64(Base64Source),
@@ -240,6 +241,7 @@ impl DataBlock {
 /// A text or data block: what hints, tool outputs and summaries may hold.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[schemars(transform = crate::schema::optional_tag)]
 pub enum TextOrData {
     /// Text.
     Text(TextBlock),
@@ -491,6 +493,7 @@ impl ToolResultBlock {
 /// Any content block of a [`crate::Msg`].
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[schemars(transform = crate::schema::optional_tag)]
 pub enum ContentBlock {
     /// Text.
     Text(TextBlock),

@@ -1127,6 +1127,16 @@ mod tests {
         let doc = serde_json::json!({"name": 5, "content": [], "role": "user"});
         let errors = Schemas::errors(&schemas.msg, &doc, "messages[3]");
         assert!(errors.iter().any(|e| e.starts_with("schema: messages[3]/name:")), "{errors:?}");
+        // What pydantic (and our reader) accept, the schema accepts: blocks and sources without `type`.
+        let lax = serde_json::json!({"name": "n", "role": "assistant", "content": [
+            {"text": "hi", "id": "b"},
+            {"type": "data", "id": "d", "source": {"data": "AA", "media_type": "x"}}
+        ]});
+        assert!(as_message::from_value::<as_message::Msg>(lax.clone()).is_ok());
+        assert_eq!(Schemas::errors(&schemas.msg, &lax, "m"), Vec::<String>::new());
+        // An unknown kind is still refused.
+        let bogus = serde_json::json!({"name": "n", "role": "assistant", "content": [{"type": "bogus", "text": "x"}]});
+        assert!(!Schemas::errors(&schemas.msg, &bogus, "m").is_empty());
     }
 
     #[test]
