@@ -456,7 +456,9 @@ pub mod lax_float {
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
         let v = Value::deserialize(d)?;
         let f = match &v {
-            Value::Number(n) => n.as_f64(),
+            // As pydantic: a number beyond f64's range is infinite (`1e400`), one with more digits
+            // than Python reads is refused.
+            Value::Number(n) => check_number_digits(&v).ok().and_then(|()| n.as_str().parse::<f64>().ok()),
             Value::String(s) => from_str(s),
             Value::Bool(b) => Some(f64::from(u8::from(*b))),
             _ => None,
@@ -505,6 +507,21 @@ mod tests {
         assert_eq!(crate::normalize_url(" http://a.com/x \n").unwrap(), "http://a.com/x");
         assert_eq!(crate::normalize_url("http://a.com/x\u{7f}").unwrap(), "http://a.com/x%7F");
         assert!(crate::normalize_url(" \u{7f}http://a.com").is_err());
+    }
+
+    #[test]
+    fn lax_floats_out_of_range_are_infinite_like_pydantic() {
+        #[derive(serde::Deserialize)]
+        struct F {
+            #[serde(deserialize_with = "super::lax_float::deserialize")]
+            x: f64,
+        }
+        let read = |t: &str| serde_json::from_str::<F>(&format!(r#"{{"x":{t}}}"#)).map(|f| f.x);
+        assert_eq!(read("1e400").unwrap(), f64::INFINITY);
+        assert_eq!(read("-1e400").unwrap(), f64::NEG_INFINITY);
+        assert_eq!(read(&format!("1{}", "0".repeat(399))).unwrap(), f64::INFINITY);
+        assert_eq!(read("2.5").unwrap(), 2.5);
+        assert!(read(&format!("1{}", "0".repeat(4300))).is_err(), "more digits than Python reads");
     }
 
     /// Each case as pydantic 2 (AgentScope 2.0.4's) reads it: `TypeAdapter(int).validate_python(s)`.
