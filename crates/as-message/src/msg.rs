@@ -165,11 +165,17 @@ impl Msg {
     /// Builds a message with a fresh id, `created_at = now` and no usage.
     /// Does not check the role rules (see [`Msg::check_role`]).
     pub fn new(name: impl Into<String>, role: Role, content: Vec<ContentBlock>) -> Self {
+        Self::with_id(generate_id(), name, role, content)
+    }
+
+    /// [`Msg::new`] with a given id: no id is drawn from the id factory (which a deterministic
+    /// factory, as in tests against Python's seeded ids, would notice).
+    pub fn with_id(id: impl Into<String>, name: impl Into<String>, role: Role, content: Vec<ContentBlock>) -> Self {
         Self {
             name: name.into(),
             content,
             role,
-            id: generate_id(),
+            id: id.into(),
             metadata: JsonMap::new(),
             created_at: now_iso(),
             finished_at: None,

@@ -100,8 +100,16 @@ impl AgentState {
 
 impl Default for AgentState {
     fn default() -> Self {
+        Self::for_session(generate_id())
+    }
+}
+
+impl AgentState {
+    /// A fresh state for `session_id` (ids are drawn in 2.0.4's order: no session id is drawn
+    /// here, then the reply id).
+    pub fn for_session(session_id: impl Into<String>) -> Self {
         Self {
-            session_id: generate_id(),
+            session_id: session_id.into(),
             summary: TextOrBlocks::default(),
             context: Vec::new(),
             reply_id: generate_id(),
@@ -111,13 +119,6 @@ impl Default for AgentState {
             tasks_context: TaskContext::default(),
             middle_context: JsonMap::new(),
         }
-    }
-}
-
-impl AgentState {
-    /// A fresh state for `session_id`.
-    pub fn for_session(session_id: impl Into<String>) -> Self {
-        Self { session_id: session_id.into(), ..Self::default() }
     }
 
     /// Appends `blocks` to the reply message.
@@ -134,9 +135,7 @@ impl AgentState {
             last.content.extend(blocks);
             return;
         }
-        let mut msg = Msg::new(name, Role::Assistant, blocks);
-        msg.id = self.reply_id.clone();
-        self.context.push(msg);
+        self.context.push(Msg::with_id(self.reply_id.clone(), name, Role::Assistant, blocks));
     }
 
     /// Whether the last message (the assistant `name`'s) has a tool call waiting for the user
