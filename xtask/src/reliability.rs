@@ -67,9 +67,9 @@ const NOTES: &str = "\
 
 * Fixed by this suite: `RedisStorageConfig`'s `Debug` printed the Redis password in clear (fred's `Config` derives
   `Debug`); it now prints `***` (`secrets.leaks` covers `Debug` of the config and the store).
-* Open: the provider's `SseParser` buffers a line until its `\\n` with no length limit, and an event's `data:` lines
-  are joined without a limit, so a hostile or broken server can grow memory until the idle/request timeout ends
-  the call. The fuzz targets prove no panic, not bounded allocation.
+* Fixed since: the provider's `SseParser` caps a line and an event at 16 MiB (`DEFAULT_MAX_EVENT_BYTES`), scans
+  each byte once, and `max_response_bytes` (64 MiB) bounds a whole streamed body; a hostile server that never ends
+  a line, or streams small events for ever, gets a typed `InvalidResponse`. The fuzz targets prove no panic.
 * Deeply nested JSON: serde_json's recursion limit (128) makes nesting inside any typed field a typed error
   (`recursion limit exceeded`); nesting under an unknown key is skipped iteratively (no recursion, no stack
   overflow) and the key is ignored, as pydantic ignores extra keys.

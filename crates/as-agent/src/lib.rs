@@ -8,7 +8,9 @@
 //!   carrying the parked `reply_id` (checked, unlike 2.0.4).
 //! * Interrupts: [`ReplyStream::cancel`], dropping the stream, or a [`UserInterruptEvent`]; the state stays
 //!   consistent and resumable (no 2.0.4 BUG-1).
-//! * [`SessionRunner`]: one chat turn over any `Arc<dyn StorageBase>`, persisting the state whatever happens.
+//! * [`SessionRunner`]: one chat turn over any `Arc<dyn StorageBase>`, persisting the state whatever way the
+//!   reply ends; a final write that fails hands the turn back ([`AgentError::Unsaved`], then
+//!   [`SessionRunner::save_unsaved`]) instead of losing it.
 //!
 //! ```
 //! use std::sync::Arc;

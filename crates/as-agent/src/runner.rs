@@ -11,7 +11,10 @@
 //! no-op (an interrupt while nothing is parked) writes nothing. That is decided from the reply's start flag
 //! ([`crate::ReplyStream::started`]: set once the input passed its checks, the only point from which a reply
 //! changes the state), not by comparing states, so no copy of the state is kept. The error kind alone would
-//! not do: a middleware hook may fail with any kind after the reply changed the state.
+//! not do: a middleware hook may fail with any kind after the reply changed the state. A resume or an
+//! interrupt sent to a session that does not exist creates nothing. A final write that fails returns
+//! [`AgentError::Unsaved`](crate::AgentError::Unsaved) holding the turn ([`SessionRunner::save_unsaved`] tries
+//! again); a conflict whose stored state is this turn's own (a write whose answer was lost) counts as saved.
 
 use std::fmt;
 use std::sync::Arc;

@@ -31,7 +31,9 @@
 //! It **cannot** be used on Redis Cluster: the atomic scripts touch the record, the message list
 //! and the index sets together, which hash to different slots, so the cluster would refuse them
 //! with `CROSSSLOT`. [`StorageBase::open`](as_storage::StorageBase::open) therefore refuses a
-//! compat store on a cluster with `Unsupported` and says to use `layout=cluster`.
+//! compat store on a cluster with `Unsupported` and says to use `layout=cluster` (when the account
+//! may run `INFO`; one that may not, such as a `-@dangerous` ACL user, is assumed not to be on a
+//! cluster, and a compat store there fails at its first write with `CROSSSLOT`).
 //!
 //! [`KeyLayout::Cluster`] wraps the user id in a hash tag (`agentscope:user:{user-1}:session:…`).
 //! All keys of one user share a slot, so every script stays atomic on a cluster, and a listing
@@ -40,7 +42,8 @@
 //! the same templates (they are valid `str.format` templates, see [`KeyConfig::cluster`]).
 //! A per-session hash tag (`{user:session}`) was rejected: the per-agent index set would then
 //! live in another slot than the records, and create/delete could not be atomic with it.
-//! A `redis://` URL naming one cluster node is switched to a cluster client on `open`.
+//! A `redis://` URL naming one cluster node is switched to a cluster client on `open` (again when
+//! `INFO` is allowed; otherwise use a `redis-cluster://` URL).
 //!
 //! # Atomicity (what 2.0.4 races on, §5.4 of the spec)
 //!

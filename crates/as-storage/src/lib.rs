@@ -48,9 +48,10 @@
 //! `as_storage::storage_conformance_tests!(MyFactory)`. The helpers that keep edge cases
 //! identical across backends are [`encode_record`] (with [`encode_record_split`] and
 //! [`encode_envelope`] for the envelope bytes a compare-and-set checks), [`message_range`], [`SessionCursor`],
-//! [`check_size`], [`validate_import`] and [`Timestamp::now_after`]. Two methods are optional
-//! ([`StorageBase::import_record`], [`StorageBase::list_agents`]): their default implementations
-//! report `Unsupported` and the suite then skips their scenarios. The full checklist is `docs/storage-backends.md`;
+//! [`check_size`], [`validate_import`] and [`Timestamp::now_after`]. Four methods are optional:
+//! [`StorageBase::import_record`], [`StorageBase::list_agents`] and [`StorageBase::list_users`] report
+//! `Unsupported` by default (the suite then skips their scenarios), and [`StorageBase::get_session_raw`]
+//! re-encodes [`StorageBase::get_session`]'s record by default. The full checklist is `docs/storage-backends.md`;
 //! `examples/custom-storage` is a complete backend (JSON files in a directory).
 
 #[cfg(any(test, feature = "conformance"))]

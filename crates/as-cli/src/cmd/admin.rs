@@ -19,9 +19,10 @@
 //! `upsert_session` + `upsert_message`, with a warning that the store then sets the timestamps and
 //! drops `team_id`.
 //!
-//! **Scope.** `export` and `validate` take `--user` and optionally one or more `--agent`; without
-//! `--agent` they cover every agent of the user ([`as_storage::StorageBase::list_agents`]; a
-//! backend that cannot list agents asks for `--agent`). Lines come out per agent (sorted), then
+//! **Scope.** `export` takes `--user` (`validate` optionally: without it every user,
+//! [`as_storage::StorageBase::list_users`]) and optionally one or more `--agent`; without `--agent`
+//! they cover every agent of the user ([`as_storage::StorageBase::list_agents`]; a backend that
+//! cannot list agents asks for `--agent`, one that cannot list users asks for `--user`). Lines come out per agent (sorted), then
 //! newest session first, so two exports of equal stores are byte-identical.
 
 use super::outln;
@@ -53,7 +54,8 @@ Examples:
 Each line is {\"kind\":\"session\",\"record\":{…},\"messages\":[…]}: the stored record (exact JSON,
 timestamps and team included) and the session's message log. Without --agent, every agent of the
 user is exported. Lines are ordered by agent, then newest session first; prints `exported N sessions
-(M messages)` on stderr.")]
+(M messages)` on stderr. A session that cannot be read is left out and named on stderr (exit 1); an
+unreachable store is exit 6.")]
 pub(crate) struct ExportArgs {
     /// The user whose sessions to export.
     #[arg(long)]
@@ -77,7 +79,8 @@ A progress bar is drawn on stderr when stderr is a terminal. Each session is wri
 (created_at, updated_at, source, schedule, team_id, config, state) with its message log, in one
 atomic write per session, so exporting the target afterwards gives the same bytes. Sessions that
 already exist in the target are skipped unless --overwrite is given; an id owned by another agent
-of the user is never taken over (counted as failed). Exit 1 when any line failed.")]
+of the user is never taken over (counted as failed). Exit 1 when any line failed; an unreachable
+store stops the import (exit 6).")]
 pub(crate) struct ImportArgs {
     /// The JSON-lines file written by `sessions export` (`-` reads stdin).
     pub(crate) file: PathBuf,

@@ -80,7 +80,7 @@ Providers and keys: openai: (OPENAI_API_KEY, OPENAI_BASE_URL), dashscope: (DASHS
 deepseek: (DEEPSEEK_API_KEY), ollama: (no key, http://localhost:11434/v1); --base-url overrides the endpoint.
 
 Keys: Ctrl-C while a reply streams interrupts it (the partial reply is saved; with --message the exit code
-is 130); Ctrl-C or Ctrl-D at the prompt quits. A tool that needs permission asks [y]es / [n]o / [a]lways
+is 130); at a prompt Ctrl-C quits with exit 130, Ctrl-D with exit 0. A tool that needs permission asks [y]es / [n]o / [a]lways
 (always adds the suggested rule to the session). Quitting at that prompt leaves the session parked: the next
 `chat` on it asks again before anything else. With --message, a reply that parks prints the pending call and
 exits 0; answer it later with --confirm.
@@ -88,7 +88,7 @@ exits 0; answer it later with --confirm.
 Exit codes of chat: 2 bad --model or a missing key (the message names the variable); 3 unknown --session;
 4 another process changed the session during the turn; 5 the session waits for a tool confirmation and got
 a plain message (answer it first); 6 the model or the store cannot be reached (or the SQLite file is locked);
-130 Ctrl-C interrupted the reply (the partial reply is saved).")]
+130 Ctrl-C (a reply interrupted, its partial output saved, or Ctrl-C at a prompt).")]
 pub(crate) struct ChatArgs {
     /// The user id.
     #[arg(long)]

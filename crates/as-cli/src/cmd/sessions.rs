@@ -33,7 +33,7 @@ pub(crate) enum SessionsCommand {
     Export(crate::cmd::admin::ExportArgs),
     /// Read `sessions export` lines into this store (from any backend to any backend).
     Import(crate::cmd::admin::ImportArgs),
-    /// Check every stored session of a user's agents against the wire model; exit 1 if any is bad.
+    /// Check every stored session (of every user, or of --user's agents) against the wire model; exit 1 if any is bad.
     Validate(crate::cmd::admin::ValidateArgs),
 }
 

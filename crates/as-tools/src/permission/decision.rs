@@ -17,7 +17,8 @@ pub struct PermissionDecision {
     pub updated_input: Option<JsonMap>,
     /// Rules to offer the user with an ASK.
     pub suggested_rules: Option<Vec<PermissionRule>>,
-    /// A safety ASK that bypass mode cannot skip.
+    /// A safety ASK that allow rules cannot override (and `dont_ask` mode denies); named after
+    /// 2.0.4's flag, though `bypass` mode still allows it, as in 2.0.4.
     pub bypass_immune: bool,
 }
 
@@ -59,7 +60,8 @@ impl PermissionDecision {
         self
     }
 
-    /// Marks the ASK as a safety check that bypass mode cannot skip.
+    /// Marks the ASK as a safety check: allow rules cannot override it, `dont_ask` mode denies it
+    /// (`bypass` mode still allows it, as in 2.0.4).
     pub fn immune(mut self) -> Self {
         self.bypass_immune = true;
         self
