@@ -247,3 +247,27 @@ fn corrupt(db: &std::path::Path, session: &str) -> bool {
         .unwrap();
     n == 1
 }
+
+/// The schema check reads the stored bytes: a record the lax reader accepts (pydantic reads a
+/// numeric string as an int) but that breaks the published schema is reported.
+#[test]
+fn validate_checks_the_stored_bytes_against_the_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("a.db");
+    let storage = format!("sqlite:{}", db.display());
+    let ids = seed(&storage, dir.path());
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let n = conn
+        .execute(
+            "UPDATE sessions SET record = replace(record, '\"cur_iter\":0,', '\"cur_iter\":\"0\",') WHERE id = ?1",
+            [&ids[0]],
+        )
+        .unwrap();
+    assert_eq!(n, 1);
+    let changed: String = conn.query_row("SELECT record FROM sessions WHERE id = ?1", [&ids[0]], |r| r.get(0)).unwrap();
+    assert!(changed.contains("\"cur_iter\":\"0\""), "the seed's cur_iter is not 0: {changed}");
+    let o = run(&["--storage", &storage, "sessions", "validate", "--user", "alice", "--agent", "friday"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let out = stdout(&o);
+    assert!(out.contains(&format!("bad  alice/friday/{}  schema: /state/cur_iter", ids[0])), "{out}");
+}

@@ -581,10 +581,16 @@ impl Schemas {
     }
 
     /// Schema violations of a record's stored JSON.
+    #[cfg(test)]
     pub(crate) fn check_record(&self, record: &SessionRecord) -> Vec<String> {
-        match serde_json::from_str::<JsonValue>(&record.to_canonical_json()) {
+        self.check_record_text(&record.to_canonical_json())
+    }
+
+    /// Schema violations of a record's stored text (what `get_session_raw` returns).
+    pub(crate) fn check_record_text(&self, text: &str) -> Vec<String> {
+        match serde_json::from_str::<JsonValue>(text) {
             Ok(doc) => Self::errors(&self.record, &doc, ""),
-            Err(e) => vec![format!("schema: the record does not serialize: {e}")],
+            Err(e) => vec![format!("schema: the record is not JSON: {e}")],
         }
     }
 
@@ -622,7 +628,13 @@ pub(crate) async fn validate(
             match storage.get_session(&key).await {
                 Ok(None) => checked -= 1, // deleted meanwhile
                 Ok(Some(record)) => {
-                    for why in check_record(&key, &record).into_iter().chain(schemas.check_record(&record)) {
+                    // The schema check reads the stored bytes, not our re-encoding of what was read.
+                    let schema_problems = match storage.get_session_raw(&key).await {
+                        Ok(Some(text)) => schemas.check_record_text(&text),
+                        Ok(None) => Vec::new(), // deleted meanwhile
+                        Err(e) => return Err(e.into()),
+                    };
+                    for why in check_record(&key, &record).into_iter().chain(schema_problems) {
                         problems.push(Problem { key: name.clone(), why });
                     }
                     match storage.list_messages(&key, 0, 0).await {
