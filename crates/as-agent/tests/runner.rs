@@ -694,8 +694,7 @@ async fn a_repeated_external_result_id_answers_its_call_once() {
 
 #[tokio::test]
 async fn a_turn_whose_write_failed_is_handed_back_and_can_be_saved_again() {
-    let faulty = Arc::new(Faulty::default());
-    as_storage::StorageBase::open(&*faulty).await.unwrap();
+    let faulty = faulty().await;
     let storage: SharedStorage = faulty.clone();
     let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
     let agent = agent_with(vec![ScriptedTurn::new().text("first"), ScriptedTurn::new().text("second")], Toolkit::new());
@@ -721,8 +720,7 @@ async fn a_turn_whose_write_failed_is_handed_back_and_can_be_saved_again() {
 
 #[tokio::test]
 async fn a_resume_whose_log_lacks_the_reply_logs_each_result_once() {
-    let faulty = Arc::new(Faulty::default());
-    as_storage::StorageBase::open(&*faulty).await.unwrap();
+    let faulty = faulty().await;
     let storage: SharedStorage = faulty.clone();
     let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
     let agent = agent_with(
@@ -758,8 +756,7 @@ async fn a_resume_whose_log_lacks_the_reply_logs_each_result_once() {
 
 #[tokio::test]
 async fn a_write_whose_answer_was_lost_counts_as_saved() {
-    let faulty = Arc::new(Faulty::default());
-    as_storage::StorageBase::open(&*faulty).await.unwrap();
+    let faulty = faulty().await;
     let storage: SharedStorage = faulty.clone();
     let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
     let agent = agent_with(vec![ScriptedTurn::new().text("first"), ScriptedTurn::new().text("second")], Toolkit::new());
