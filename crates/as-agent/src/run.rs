@@ -1082,7 +1082,7 @@ pub(crate) fn save_to_context(state: &mut AgentState, name: &str, blocks: Vec<Co
 }
 
 /// Tool calls of `msg` with no result in `msg`, in block order.
-fn unanswered(msg: &Msg) -> Vec<&ToolCallBlock> {
+pub(crate) fn unanswered(msg: &Msg) -> Vec<&ToolCallBlock> {
     let results: HashSet<&str> = msg
         .content
         .iter()

@@ -425,27 +425,16 @@ struct Write {
 /// event and the deltas that follow would both add the output.
 fn with_started_results(mut msg: Msg) -> Msg {
     use as_message::{ContentBlock, TextOrBlocks, ToolCallState, ToolResultBlock, ToolResultState};
-    let answered: std::collections::HashSet<String> = msg
-        .content
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::ToolResult(r) => Some(r.id.clone()),
-            _ => None,
-        })
-        .collect();
-    let started: Vec<ContentBlock> = msg
-        .content
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::ToolCall(c) if c.state == ToolCallState::Submitted && !answered.contains(&c.id) => {
-                Some(ContentBlock::ToolResult(ToolResultBlock::new(
-                    c.id.clone(),
-                    c.name.clone(),
-                    TextOrBlocks::Blocks(Vec::new()),
-                    ToolResultState::Running,
-                )))
-            }
-            _ => None,
+    let started: Vec<ContentBlock> = crate::run::unanswered(&msg)
+        .into_iter()
+        .filter(|c| c.state == ToolCallState::Submitted)
+        .map(|c| {
+            ContentBlock::ToolResult(ToolResultBlock::new(
+                c.id.clone(),
+                c.name.clone(),
+                TextOrBlocks::Blocks(Vec::new()),
+                ToolResultState::Running,
+            ))
         })
         .collect();
     msg.content.extend(started);
