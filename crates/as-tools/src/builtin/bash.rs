@@ -338,23 +338,60 @@ pub(crate) fn shell_words(segment: &str) -> Vec<String> {
 fn plain_parameter(rest: &[char]) -> bool {
     let Some(close) = rest.iter().position(|&c| c == '}') else { return false };
     let body: String = rest[..close].iter().collect();
-    let name = body.strip_prefix('#').filter(|n| !n.is_empty()).unwrap_or(&body);
-    !name.is_empty()
-        && (name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-            || matches!(name, "@" | "*" | "#" | "?" | "-" | "$" | "!"))
+    if matches!(body.as_str(), "@" | "*" | "#" | "?" | "-" | "$" | "!") {
+        return true;
+    }
+    let body = body.strip_prefix('#').filter(|n| !n.is_empty()).unwrap_or(&body);
+    let name_len = body.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').count();
+    let (name, op) = body.split_at(name_len);
+    if name.is_empty() {
+        return false;
+    }
+    // `${x:-word}`, `${x%suffix}`, `${x/a/b}` …: no arithmetic (unlike `${x:offset}` and
+    // subscripts), when the word is plain text.
+    let operand = [":-", ":=", ":+", ":?", "-", "=", "+", "?", "%%", "%", "##", "#", "//", "/"]
+        .iter()
+        .find_map(|o| op.strip_prefix(o));
+    match operand {
+        _ if op.is_empty() => true,
+        Some(word) => word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '/' | ',' | '@' | '-' | '+' | '*')),
+        None => false,
+    }
 }
 
-/// Whether a segment names `/proc`, `/dev/fd` or an `environ` file (also through a glob such as
-/// `/pr?c` or `env*`): they reach other processes' memory and environments, the agent's API keys
-/// included (`cat /proc/$PPID/env*`), however the path is spelled.
+/// Whether a segment may name something below `/proc`, `/dev/fd` or `/dev/std*`: they reach other
+/// processes' memory and environments, the agent's API keys included (`cat /proc/$PPID/env*`),
+/// however the path is spelled. A path whose spelling is only known when it runs (`$x`, `{a,b}`,
+/// a backquote) may be any of them; a glob may be `proc` where it stands for an entry of `/`.
+/// (A symlink elsewhere that leads there is not seen: this reads text, not the file system.)
 fn touches_processes(segment: &str) -> bool {
     let could_be = |component: &str, name: &str| {
         component == name || (component.contains(['*', '?', '[']) && crate::permission::fnmatch(name, component))
     };
     shell_words(segment).iter().any(|w| {
-        w.split(['/', '=']).any(|c| could_be(c, "proc") || could_be(c, "environ"))
-            || w.starts_with("/dev/fd")
-            || w.starts_with("/dev/std")
+        let path = w.rsplit_once('=').map_or(w.as_str(), |(_, v)| v);
+        if path.contains('/') && path.contains(['$', '{', '`']) {
+            return true;
+        }
+        let normal = crate::builtin::lexical_normal(std::path::Path::new(path));
+        let normal = normal.to_string_lossy();
+        let parts: Vec<&str> = path.split('/').filter(|c| !c.is_empty() && *c != ".").collect();
+        // Under `/` (absolute, `..` or a relative path from a working directory of `/`).
+        // A lone relative word (`*`, `proc`) names no process file itself, only something below it.
+        let root_entry = if path.starts_with('/') || path.contains("..") {
+            normal.split('/').nth(1).unwrap_or_default().to_owned()
+        } else if parts.len() > 1 {
+            parts[0].to_owned()
+        } else {
+            String::new()
+        };
+        could_be(&root_entry, "proc")
+            || path.contains("/dev/fd")
+            || path.contains("/dev/std")
+            || normal.starts_with("/dev/fd")
+            || normal.starts_with("/dev/std")
     })
 }
 
@@ -368,24 +405,58 @@ fn assignment_name(word: &str) -> Option<&str> {
 /// Reserved words that can start a segment and run the command after them.
 const LEADING_KEYWORDS: &[&str] = &["if", "then", "else", "elif", "do", "while", "until"];
 
-/// The words of the command a segment runs: leading reserved words (`then rm …`), a `case`
-/// head or pattern (`case x in x) rm …`, `y) rm …`) and `VAR=value` assignments dropped.
-fn command_words(segment: &str) -> Vec<String> {
-    let words = shell_words(segment);
-    let mut rest: &[String] = &words;
-    loop {
-        match rest.first().map(String::as_str) {
-            Some(w) if LEADING_KEYWORDS.contains(&w) => rest = &rest[1..],
-            Some("case") => match rest.iter().position(|w| w.ends_with(')')) {
-                Some(p) => rest = &rest[p + 1..],
+/// The words of a segment after leading reserved words (`then rm …`) and a `case` head or pattern
+/// (`case x in x) rm …`, `y)rm …`). Only unquoted words are reserved words or patterns: a quoted
+/// `'then'` or `'./x)'` is a command name, as in bash.
+fn stripped_words(segment: &str) -> Vec<String> {
+    let mut words = shell_words(segment);
+    let raw: Vec<&str> = segment.split_whitespace().collect();
+    let plain = |i: usize| raw.get(i).is_some_and(|w| !w.contains(['\'', '"', '\\']));
+    let mut at = 0;
+    while let Some(w) = words.get(at).cloned() {
+        if !plain(at) {
+            break;
+        }
+        if LEADING_KEYWORDS.contains(&w.as_str()) {
+            at += 1;
+        } else if w == "case" {
+            // Up to the end of the first pattern: a word ending in `)`, or one holding `)` with the
+            // command glued to it.
+            match words.iter().enumerate().skip(at).find(|(_, x)| x.contains(')')) {
+                Some((p, x)) => {
+                    let after = x.split_once(')').map(|(_, a)| a.to_owned()).unwrap_or_default();
+                    if after.is_empty() {
+                        at = p + 1;
+                    } else {
+                        words[p] = after;
+                        at = p;
+                        break;
+                    }
+                }
                 None => break,
-            },
-            Some(w) if w.ends_with(')') && !w.starts_with('(') && w.len() > 1 => rest = &rest[1..],
-            _ => break,
+            }
+        } else if let Some((pattern, after)) = w.split_once(')')
+            && !pattern.is_empty()
+            && !pattern.starts_with('(')
+        {
+            if after.is_empty() {
+                at += 1;
+            } else {
+                words[at] = after.to_owned();
+                break;
+            }
+        } else {
+            break;
         }
     }
-    let skip = rest.iter().take_while(|w| assignment_name(w).is_some()).count();
-    rest[skip..].to_vec()
+    words.split_off(at)
+}
+
+/// The words of the command a segment runs: [`stripped_words`] without `VAR=value` assignments.
+fn command_words(segment: &str) -> Vec<String> {
+    let words = stripped_words(segment);
+    let skip = words.iter().take_while(|w| assignment_name(w).is_some()).count();
+    words[skip..].to_vec()
 }
 
 /// Variables a read-only command may be run with: they change formatting, not what runs
@@ -393,7 +464,7 @@ fn command_words(segment: &str) -> Vec<String> {
 const HARMLESS_VARIABLES: &[&str] = &["LANG", "LANGUAGE", "TZ", "NO_COLOR", "TERM", "COLUMNS", "LINES", "CLICOLOR"];
 
 fn harmless_assignments(segment: &str) -> bool {
-    shell_words(segment)
+    stripped_words(segment)
         .iter()
         .map_while(|w| assignment_name(w))
         .all(|k| HARMLESS_VARIABLES.contains(&k) || k.starts_with("LC_"))
@@ -420,9 +491,14 @@ pub(crate) fn injection_risk(command: &str) -> Option<String> {
     let mut q = Q::None;
     let chars: Vec<char> = command.chars().collect();
     let mut i = 0;
+    // Whether the previous character ends a word (unescaped blank or operator): only then does
+    // `#` start a comment (`\ #…` and `a\)#…` are words in bash).
+    let mut boundary = true;
     while i < chars.len() {
         let c = chars[i];
         let next = chars.get(i + 1).copied();
+        let was_boundary = boundary;
+        boundary = q == Q::None && (c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')'));
         match q {
             Q::Single => {
                 if c == '\'' {
@@ -437,7 +513,10 @@ pub(crate) fn injection_risk(command: &str) -> Option<String> {
                 _ => {}
             },
             Q::None => match c {
-                '\\' => i += 1,
+                '\\' => {
+                    i += 1;
+                    boundary = false;
+                }
                 '\'' => q = Q::Single,
                 '"' => q = Q::Double,
                 '$' if next == Some('(') => return Some("Command contains command substitution $(...)".into()),
@@ -452,15 +531,16 @@ pub(crate) fn injection_risk(command: &str) -> Option<String> {
                 }
                 '`' => return Some("Command contains command substitution `...`".into()),
                 '<' | '>' if next == Some('(') => return Some("Command contains process substitution".into()),
-                '#' if i == 0
-                    || chars[i - 1].is_whitespace()
-                    || matches!(chars[i - 1], ';' | '&' | '|' | '(' | ')') =>
-                {
+                '#' if was_boundary => {
                     // A comment is harmless text unless it holds what the segment splitter would read as
-                    // quoting (a `'` in it would seem to open a quote that hides the next line).
+                    // quoting (a `'` in it would seem to open a quote that hides the next line) or an
+                    // expansion (had this not been a comment after all, it would run).
                     let end = chars[i..].iter().position(|&c| c == '\n').map_or(chars.len(), |p| i + p);
-                    if chars[i..end].iter().any(|c| matches!(c, '\'' | '"' | '`' | '\\')) {
-                        return Some("Command contains a comment with quotes, which cannot be analysed".into());
+                    let text: String = chars[i..end].iter().collect();
+                    if text.contains(['\'', '"', '`', '\\'])
+                        || ["$(", "${", "$[", "<(", ">("].iter().any(|x| text.contains(x))
+                    {
+                        return Some("Command contains a comment that cannot be analysed".into());
                     }
                     i = end;
                     continue;
@@ -473,11 +553,30 @@ pub(crate) fn injection_risk(command: &str) -> Option<String> {
     if q != Q::None {
         return Some("Command has an unterminated quote, which cannot be analysed".into());
     }
-    // `printf -v 'a[$(cmd)]'` assigns to an array element, whose subscript is arithmetic.
+    // Array subscripts and arithmetic are evaluated (command substitutions in them run, even
+    // inside single quotes): `printf -v 'a[$(cmd)]'`, `let`, `[[ … -eq … ]]`, `unset 'a[…]'`, ….
     for seg in split_command_segments(command) {
         let words = command_words(&seg);
-        if words.first().is_some_and(|w| program(w) == "printf") && words.iter().skip(1).any(|w| w.starts_with("-v")) {
-            return Some("Command assigns through printf -v, which cannot be analysed".into());
+        let Some(first) = words.first().map(|w| program(w)) else { continue };
+        let subscripted = words.iter().skip(1).any(|w| w.contains('['));
+        if (first == "printf" && words.iter().skip(1).any(|w| w.starts_with("-v")))
+            || matches!(first, "let" | "[[" | "((")
+            || (subscripted
+                && matches!(
+                    first,
+                    "unset"
+                        | "declare"
+                        | "typeset"
+                        | "local"
+                        | "readonly"
+                        | "export"
+                        | "read"
+                        | "test"
+                        | "["
+                        | "printf"
+                ))
+        {
+            return Some(format!("Command evaluates arithmetic through '{first}', which cannot be analysed"));
         }
     }
     for seg in split_command_segments(command) {
@@ -823,6 +922,21 @@ mod tests {
             ("echo \"don't\"", true),
             ("cat file | head", true),
             ("grep -rn process src", true),
+            ("ls *", true),
+            ("du -sh *", true),
+            ("wc -l src/*", true),
+            ("grep 'e*' f", true),
+            ("cat src/proc/mod.rs", true),
+            ("git log -- src/proc", true),
+            ("cat /pr${u}oc/$PPID/envi${u}ron", false),
+            ("cat /pr{o,}c/1/envi{r,}on", false),
+            ("cat /dev/f${u}d/../environ", false),
+            ("cat ../../../../proc/1/environ", false),
+            ("cat /dev/fd/../../1/environ", false),
+            ("then LD_PRELOAD=/tmp/e.so ls", false),
+            ("'./x)' ls", false),
+            ("echo ${HOME:-home} ${f%.rs}", true),
+            ("echo ${HOME:-/tmp}", false),
             ("cat /pr?c/1/environ", false),
             ("cat --files0-from=/proc/self/environ", false),
             ("sort -o out.txt in.txt", false),
@@ -873,6 +987,13 @@ mod tests {
             "printf -v 'a[$(touch /tmp/x)]' %s x",
             "echo $[ a['$(touch x)'] ]",
             "case x in x)#'\nrm -r src;; esac",
+            "cat \\ #<(rm -rf ~)",
+            "echo a\\)#$(touch x)",
+            "let 'a[$(rm -rf src)]'",
+            "[[ 'a[$(touch x)]' -eq 0 ]]",
+            "unset 'a[$(touch x)]'",
+            "echo ${x:0:$(touch y)}",
+            "echo ${x:1}",
         ] {
             assert!(injection_risk(hidden).is_some(), "{hidden:?}");
         }
@@ -928,7 +1049,12 @@ mod tests {
             assert!(tool.match_rule("rm:*", PermissionBehavior::Deny, &args(cmd), &ctx), "{cmd}");
         }
         assert!(!tool.match_rule("rm:*", PermissionBehavior::Deny, &args("ls -la"), &ctx));
-        for cmd in ["if :; then rm -r src; fi", "for d in src; do rm -r $d; done", "case x in x) rm -r src;; esac"] {
+        for cmd in [
+            "if :; then rm -r src; fi",
+            "for d in src; do rm -r $d; done",
+            "case x in x) rm -r src;; esac",
+            "case x in x)rm -r src;; esac",
+        ] {
             assert!(tool.match_rule("rm:*", PermissionBehavior::Deny, &args(cmd), &ctx), "{cmd}");
         }
         assert_eq!(dangerous_pattern("if true; then rm -rf ~; fi").as_deref(), Some("rm -rf"));

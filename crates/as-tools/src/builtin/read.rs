@@ -84,7 +84,10 @@ impl Tool for ReadTool {
     /// Read-only, except for a process's environment (see `check_permissions`): the engine allows
     /// read-only calls in `explore` and `accept_edits` before it asks the tool.
     fn check_read_only(&self, a: &ReadArgs) -> bool {
-        !is_process_environ(&crate::permission::real_path(Path::new(&a.file_path)))
+        // A relative path (Read refuses it anyway) would resolve against the process's directory,
+        // not the agent's: not read-only, so the engine asks the tool.
+        let path = Path::new(&a.file_path);
+        path.is_absolute() && !is_process_environ(&crate::permission::real_path(path))
     }
     fn check_permissions(&self, a: &ReadArgs, ctx: &PermissionCheckContext<'_>) -> PermissionDecision {
         // A process's environment (`/proc/<pid>/environ`, the agent's own included) holds the API
