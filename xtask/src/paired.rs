@@ -139,8 +139,12 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     // `taskset -c 0 cargo xtask paired` runs everything (both sides and their redis-servers) on one
     // CPU; the report says how many CPUs the run could use.
     let cpus = std::thread::available_parallelism().map_or(0, usize::from);
-    println!("\n{rounds} rounds; CPUs available to the run: {cpus}.");
-    std::fs::write(&out, serde_json::to_string_pretty(&json!({"rounds": rounds, "cpus": cpus, "figures": rows}))?)?;
+    let idle = Some(crate::bench::idle_policy()).filter(|s| !s.is_empty()).unwrap_or_else(|| "unknown".into());
+    println!("\n{rounds} rounds; CPUs available to the run: {cpus}; idle policy: {idle}.");
+    std::fs::write(
+        &out,
+        serde_json::to_string_pretty(&json!({"rounds": rounds, "cpus": cpus, "idle": idle, "figures": rows}))?,
+    )?;
     eprintln!("xtask paired: wrote {}", out.display());
     Ok(())
 }
