@@ -33,10 +33,28 @@ use crate::reply_msg::MsgEventExt;
 use crate::stream::{ReplyStatus, StartFlag};
 
 /// A held session lock; released explicitly (and, best effort, by the implementation when dropped).
+///
+/// A lock with an expiry can be lost while held (the holder was paused past its lease, or could not
+/// renew it): then another runner may already run the session. The runner watches [`LockGuard::lost`]
+/// during the reply and checks [`LockGuard::is_lost`] before the final write: a turn whose lock was
+/// lost is interrupted (no further tool calls run) and not written; it ends with
+/// [`AgentError::Unsaved`](crate::AgentError::Unsaved) (kind `Conflict`), which
+/// [`SessionRunner::save_unsaved`] can write under the lock again. The defaults (never lost) suit a
+/// lock without an expiry.
 #[async_trait]
 pub trait LockGuard: Send + Sync {
     /// Releases the lock (only if it is still ours).
     async fn release(self: Box<Self>) -> Result<()>;
+
+    /// Whether the lock may no longer be ours (taken over, expired, or not renewed in time).
+    fn is_lost(&self) -> bool {
+        false
+    }
+
+    /// Resolves once [`LockGuard::is_lost`] turns true; never, by default.
+    async fn lost(&self) {
+        std::future::pending::<()>().await;
+    }
 }
 
 /// A per-session mutual exclusion across processes (for example Redis `agentscope:session:lock:{sid}`,
@@ -203,22 +221,44 @@ impl SessionRunner {
             background: Arc::clone(&self.background),
             guard,
         };
+        let interrupt = cancel.clone();
         let mut stream = agent.reply_stream_with_cancel(&mut pending.state, input, cancel);
         pending.started = stream.start_flag();
         let mut reply_error = None;
-        while let Some(item) = stream.next().await {
-            match item {
-                Ok(ev) => {
-                    if let AgentEvent::ReplyStart(s) = &ev {
-                        pending.reply_msg = Some(Msg::from_reply_start(s));
-                    } else if let Some(m) = pending.reply_msg.as_mut() {
-                        m.append_event(&ev);
-                    }
-                    on_event(&ev);
+        let mut lock_lost = false;
+        {
+            // A lost lock interrupts the reply (it then streams its closing events); see `LockGuard`.
+            let lost = async {
+                match pending.guard.as_deref() {
+                    Some(g) => g.lost().await,
+                    None => std::future::pending().await,
                 }
-                Err(e) => {
-                    reply_error = Some(e);
-                    break;
+            };
+            tokio::pin!(lost);
+            loop {
+                let item = tokio::select! {
+                    item = stream.next() => item,
+                    () = &mut lost, if !lock_lost => {
+                        tracing::warn!(session = %key, "the session lock was lost during the turn: interrupting it");
+                        lock_lost = true;
+                        interrupt.cancel();
+                        continue;
+                    }
+                };
+                let Some(item) = item else { break };
+                match item {
+                    Ok(ev) => {
+                        if let AgentEvent::ReplyStart(s) = &ev {
+                            pending.reply_msg = Some(Msg::from_reply_start(s));
+                        } else if let Some(m) = pending.reply_msg.as_mut() {
+                            m.append_event(&ev);
+                        }
+                        on_event(&ev);
+                    }
+                    Err(e) => {
+                        reply_error = Some(e);
+                        break;
+                    }
                 }
             }
         }
@@ -247,7 +287,7 @@ impl SessionRunner {
         }
         // The write (then the lock release) runs in its own task: if this future is dropped while
         // it is under way, it still completes, in order, and `wait_background_writes` sees it.
-        let (revision, log_error, write) = self.write_detached(write, key.clone(), guard).await?;
+        let (revision, log_error, write) = self.write_detached(write, key.clone(), guard, lock_lost).await?;
         if let Some(e) = reply_error {
             return Err(e);
         }
@@ -317,10 +357,11 @@ impl SessionRunner {
         write: Write,
         key: SessionKey,
         guard: Option<Box<dyn LockGuard>>,
+        lock_lost: bool,
     ) -> Result<(Revision, Option<String>, Write)> {
         let storage = Arc::clone(&self.storage);
         let job = async move {
-            let result = write.persist(&storage, &key).await;
+            let result = write.persist_held(&storage, &key, guard.as_deref(), lock_lost).await;
             release(guard, &key).await;
             (result, write)
         };
@@ -364,7 +405,7 @@ impl SessionRunner {
             Some(l) => Some(l.acquire(key).await?),
             None => None,
         };
-        let result = write.persist(&self.storage, key).await;
+        let result = write.persist_held(&self.storage, key, guard.as_deref(), false).await;
         release(guard, key).await;
         let (revision, log_error) = result.map_err(|e| unsaved(e, write))?;
         if let Some(e) = log_error {
@@ -454,6 +495,30 @@ fn unsaved(e: AgentError, write: Write) -> AgentError {
 }
 
 impl Write {
+    /// [`Write::persist`], unless the turn's lock was lost (`lost`, or the guard says so now):
+    /// another runner may hold the session, so nothing is written and the turn ends unsaved
+    /// (a `Conflict`: [`SessionRunner::save_unsaved`] writes it under the lock again).
+    async fn persist_held(
+        &self,
+        storage: &SharedStorage,
+        key: &SessionKey,
+        guard: Option<&dyn LockGuard>,
+        lost: bool,
+    ) -> Result<(Revision, Option<String>)> {
+        if lost || guard.is_some_and(LockGuard::is_lost) {
+            return Err(AgentError::Storage(as_storage::StorageError::new(
+                as_storage::StorageErrorKind::Conflict,
+                storage.backend_name(),
+                "update_session_state",
+                format!(
+                    "the session lock of {key} was lost during the turn (another runner may hold the session), \
+                     so nothing was written"
+                ),
+            )));
+        }
+        self.persist(storage, key).await
+    }
+
     /// The conditional state update, then the message log (inputs, then the reply message).
     ///
     /// Once the state is written the turn has happened: a failure of the message log after that
@@ -526,7 +591,7 @@ impl Drop for PendingWrite {
         let (storage, key) = (Arc::clone(&self.storage), self.key.clone());
         // Unstarted: nothing to write, only the lock to release (after nothing, so at once).
         let task = handle.spawn(async move {
-            if started && let Err(e) = write.persist(&storage, &key).await {
+            if started && let Err(e) = write.persist_held(&storage, &key, guard.as_deref(), false).await {
                 tracing::error!(session = %key, error = %e, "saving a dropped turn failed");
             }
             release(guard, &key).await;

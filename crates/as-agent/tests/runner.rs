@@ -262,6 +262,120 @@ async fn the_lock_hook_wraps_every_turn_even_failed_ones() {
     assert_eq!(lock.log.lock().unwrap().len(), 4);
 }
 
+/// A lock the test takes away: `lost` (a watch channel) turns true; `expired` makes every guard
+/// report itself lost without ever signalling it (a lease that ran out unnoticed).
+#[derive(Debug)]
+struct LosableLock {
+    lost: tokio::sync::watch::Receiver<bool>,
+    expired: bool,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl LosableLock {
+    fn new(expired: bool) -> (Arc<Self>, tokio::sync::watch::Sender<bool>) {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        (Arc::new(Self { lost: rx, expired, log: Arc::default() }), tx)
+    }
+}
+
+struct LosableGuard {
+    lost: tokio::sync::watch::Receiver<bool>,
+    expired: bool,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+#[async_trait]
+impl LockGuard for LosableGuard {
+    async fn release(self: Box<Self>) -> as_agent::Result<()> {
+        self.log.lock().unwrap().push("release".into());
+        Ok(())
+    }
+
+    fn is_lost(&self) -> bool {
+        self.expired || *self.lost.borrow()
+    }
+
+    async fn lost(&self) {
+        let mut rx = self.lost.clone();
+        let _ = rx.wait_for(|lost| *lost).await;
+    }
+}
+
+#[async_trait]
+impl SessionLock for LosableLock {
+    async fn acquire(&self, _key: &SessionKey) -> as_agent::Result<Box<dyn LockGuard>> {
+        self.log.lock().unwrap().push("acquire".into());
+        Ok(Box::new(LosableGuard { lost: self.lost.clone(), expired: self.expired, log: Arc::clone(&self.log) }))
+    }
+}
+
+#[tokio::test]
+async fn a_turn_whose_lock_is_lost_is_interrupted_and_not_written() {
+    let storage = store().await;
+    let (lock, lose) = LosableLock::new(false);
+    let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws")).with_lock(lock.clone());
+    let k = key("lost");
+    let model = Arc::new(ScriptedModel::new(
+        "m",
+        [ScriptedTurn::new().text("Working").pause().tool_call("c1", "echo", r#"{"text": "x"}"#)],
+    ));
+    let gate = model.pause_gate();
+    let agent = Agent::builder("Friday", "sys", model)
+        .toolkit(Toolkit::new().with(AllowTool::new("echo").arc()))
+        .build()
+        .unwrap();
+    let mut events = Vec::new();
+    let mut sink = |e: &AgentEvent| events.push(e.clone());
+    // Bounded: a runner that ignores the lost lock would wait on the paused model forever.
+    let both = async {
+        tokio::join!(runner.run_turn(&agent, &k, ReplyInput::user_text("go"), &mut sink), async {
+            gate.wait_paused().await;
+            lose.send(true).unwrap();
+        })
+    };
+    let (r, ()) =
+        tokio::time::timeout(std::time::Duration::from_secs(30), both).await.expect("the lost lock ends the turn");
+    let err = r.unwrap_err();
+    assert_eq!(err.kind(), AgentErrorKind::Conflict, "{err}");
+    assert!(err.to_string().contains("lock"), "{err}");
+    let as_agent::AgentError::Unsaved(unsaved) = err else { panic!("not an unsaved turn") };
+    // Interrupted where the lock went: the partial text is kept, the call never came.
+    let reply = unsaved.state.context.last().unwrap();
+    assert_eq!(reply.get_text_content(""), Some("Working".into()));
+    assert!(!reply.content.iter().any(|b| matches!(b, ContentBlock::ToolCall(_))));
+    assert!(matches!(events.last(), Some(AgentEvent::ReplyEnd(_))), "the reply closed: {:?}", events.last());
+    // Nothing written (the session is as the turn created it), and the lock was released.
+    let stored = storage.get_session(&k).await.unwrap().unwrap();
+    assert!(stored.state.context.is_empty());
+    assert!(storage.list_messages(&k, 0, 0).await.unwrap().is_empty());
+    assert_eq!(*lock.log.lock().unwrap(), ["acquire", "release"]);
+    // Under the lock again, the turn can still be saved.
+    lose.send(false).unwrap();
+    runner.save_unsaved(&k, *unsaved).await.unwrap();
+    let stored = storage.get_session(&k).await.unwrap().unwrap();
+    assert_eq!(stored.state.context.len(), 2);
+    assert_eq!(storage.list_messages(&k, 0, 0).await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn a_lock_lost_unnoticed_is_checked_before_the_write() {
+    let storage = store().await;
+    let (lock, _lose) = LosableLock::new(true);
+    let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws")).with_lock(lock.clone());
+    let k = key("expired");
+    let agent = agent_with(vec![ScriptedTurn::new().text("done")], Toolkit::new());
+    let (_, r) = turn(&runner, &agent, &k, Msg::user("user", "hi")).await;
+    let err = r.unwrap_err();
+    assert_eq!(err.kind(), AgentErrorKind::Conflict, "{err}");
+    assert!(storage.get_session(&k).await.unwrap().unwrap().state.context.is_empty());
+    assert_eq!(*lock.log.lock().unwrap(), ["acquire", "release"]);
+    // save_unsaved checks it too: a lock that is lost at once writes nothing.
+    let as_agent::AgentError::Unsaved(unsaved) = err else { panic!("not an unsaved turn") };
+    let again = runner.save_unsaved(&k, *unsaved).await.unwrap_err();
+    assert_eq!(again.kind(), AgentErrorKind::Conflict);
+    assert!(storage.get_session(&k).await.unwrap().unwrap().state.context.is_empty());
+}
+
 #[tokio::test]
 async fn a_dropped_turn_future_is_still_persisted() {
     let storage = store().await;
