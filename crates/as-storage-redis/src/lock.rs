@@ -132,6 +132,10 @@ impl SessionLock {
         // One connection for the SET, its check and a cleanup: commands on it run in order, so a
         // cleanup can never overtake a SET still on its way.
         let client = self.pool.next().clone();
+        // Until we know the outcome, a SET that may have landed is taken back when we give up:
+        // on an error, and also when this future is dropped while the SET is under way.
+        let unclaimed =
+            Unclaimed { client: Some(client.clone()), key: key.clone(), token: token.clone(), limit: self.timeout };
         let taken = within(self.timeout, OP, &key, async {
             let set: Option<String> = client
                 .set(&key, token.as_str(), Some(Expiration::PX(ms)), Some(SetOptions::NX), false)
@@ -147,26 +151,24 @@ impl SessionLock {
         })
         .await;
         match taken {
-            Ok(true) => Ok(Some(SessionLockGuard::start(
-                self.pool.clone(),
-                key,
-                token,
-                self.ttl,
-                self.heartbeat,
-                sent,
-                self.timeout,
-            ))),
-            Ok(false) => Ok(None),
-            Err(e) => {
-                // The SET may have been applied and only its reply lost: a token nobody knows would
-                // block the session for the whole TTL. Take it back if it is there (compare-and-delete).
-                let limit = self.timeout;
-                tokio::spawn(async move {
-                    let release = eval::<i64>(&client, LOCK_RELEASE, &key, vec![Value::String(token.into())]);
-                    let _ = tokio::time::timeout(limit, release).await;
-                });
-                Err(e)
+            Ok(true) => {
+                unclaimed.disarm();
+                Ok(Some(SessionLockGuard::start(
+                    self.pool.clone(),
+                    key,
+                    token,
+                    self.ttl,
+                    self.heartbeat,
+                    sent,
+                    self.timeout,
+                )))
             }
+            Ok(false) => {
+                unclaimed.disarm();
+                Ok(None)
+            }
+            // The SET may have been applied and only its reply lost: `unclaimed` takes it back.
+            Err(e) => Err(e),
         }
     }
 
@@ -221,6 +223,35 @@ impl Shared {
     /// How long after `t` the lock is surely still ours (`None`: beyond what an `Instant` holds).
     fn surely_held_for(&self, t: Instant) -> Option<Duration> {
         self.held_until.lock().unwrap_or_else(PoisonError::into_inner).map(|until| until.saturating_duration_since(t))
+    }
+}
+
+/// A lock `SET` whose outcome is not known yet. Dropped armed (an error, or the caller gave up and
+/// dropped the acquiring future), it takes the lock back if the SET landed: a token nobody knows
+/// would block the session for the whole TTL. Compare-and-delete on the SET's own connection, in
+/// the background, so it runs after the SET.
+struct Unclaimed {
+    client: Option<fred::clients::Client>,
+    key: String,
+    token: String,
+    limit: Duration,
+}
+
+impl Unclaimed {
+    fn disarm(mut self) {
+        self.client = None;
+    }
+}
+
+impl Drop for Unclaimed {
+    fn drop(&mut self) {
+        let Some(client) = self.client.take() else { return };
+        let Ok(rt) = tokio::runtime::Handle::try_current() else { return };
+        let (key, token, limit) = (std::mem::take(&mut self.key), std::mem::take(&mut self.token), self.limit);
+        rt.spawn(async move {
+            let release = eval::<i64>(&client, LOCK_RELEASE, &key, vec![Value::String(token.into())]);
+            let _ = tokio::time::timeout(limit, release).await;
+        });
     }
 }
 
@@ -354,7 +385,6 @@ impl SessionLockGuard {
 
     /// Releases the lock if it is still ours; returns whether it was.
     pub async fn release(mut self) -> Result<bool, StorageError> {
-        self.released = true;
         if let Some(h) = self.heartbeat.take() {
             h.abort();
         }
@@ -364,6 +394,9 @@ impl SessionLockGuard {
                 .map_err(|e| map_fred("lock_release", Some(&self.key), e))
         };
         let r = within(self.timeout, "lock_release", &self.key, release).await?;
+        // Done only once answered: an error, or this future dropped before the answer, leaves the
+        // release to `Drop` (one more compare-and-delete, harmless if the first one ran).
+        self.released = true;
         Ok(r == 1)
     }
 }

@@ -230,3 +230,27 @@ async fn huge_durations_do_not_overflow() {
     assert_eq!(busy.kind(), StorageErrorKind::Conflict);
     assert!(guard.release().await.unwrap());
 }
+
+/// A caller that gives up while its lock `SET` is under way (drops the acquiring future) leaves no
+/// lock behind: the `SET` lands once Redis answers again, and is taken back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acquire_given_up_mid_set_leaves_no_lock() {
+    let Some(server) = RedisServer::start() else { return };
+    let s = open(&server).await;
+    let locks = SessionLock::new(&s).unwrap();
+    server.pause().unwrap();
+    let gave_up = tokio::time::timeout(Duration::from_millis(100), locks.try_acquire("sess-drop")).await;
+    assert!(gave_up.is_err(), "Redis is paused: the SET cannot have been answered");
+    server.resume().unwrap();
+    let r = common::raw(&server.url()).await;
+    let key = locks.key("sess-drop");
+    let start = Instant::now();
+    // The SET ran (its command was sent) and the take-back after it: bounded wait for the latter.
+    while r.exists::<bool, _>(&key).await.unwrap() {
+        assert!(start.elapsed() < Duration::from_secs(10), "the lock SET was left behind: {key}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The session can be locked (waiting a little, in case the check above ran before the SET).
+    let guard = locks.acquire("sess-drop", Duration::from_secs(5)).await.expect("the session is free");
+    assert!(guard.release().await.unwrap());
+}
