@@ -7,6 +7,7 @@ mod cmd;
 mod exit;
 mod provider;
 mod render;
+mod run_lock;
 // Other top-level modules (e.g. `mod storage_url;`) go here.
 mod storage_url;
 

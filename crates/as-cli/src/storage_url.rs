@@ -106,25 +106,44 @@ impl StorageUrl {
         Self::Sqlite(default_sqlite_path())
     }
 
-    /// Builds and opens the store. A backend that cannot be reached is exit 6.
-    pub(crate) async fn open(&self) -> CliResult<SharedStorage> {
+    /// Builds and opens the store, and `for_turns`, for a store several processes share (Redis),
+    /// the session lock turns take. A backend that cannot be reached is exit 6.
+    pub(crate) async fn open(
+        &self,
+        for_turns: bool,
+    ) -> CliResult<(SharedStorage, Option<Arc<dyn as_agent::SessionLock>>)> {
+        let opened = |e| crate::cmd::chat::storage_error(e);
         let storage: SharedStorage = match self {
             Self::Memory => Arc::new(as_storage::InMemoryStorage::new()),
             // ---- sqlite engineer: SqliteStorage options ----
             Self::Sqlite(path) => Arc::new(as_storage_sqlite::SqliteStorage::new(path)),
-            Self::Redis(url) => Arc::new(
-                as_storage_redis::RedisStorage::from_url(url)
-                    .map_err(|e| CliError::new(ExitKind::Usage, format!("--storage: {}", e.message())))?,
-            ),
+            Self::Redis(url) => {
+                let redis = as_storage_redis::RedisStorage::from_url(url)
+                    .map_err(|e| CliError::new(ExitKind::Usage, format!("--storage: {}", e.message())))?;
+                as_storage::StorageBase::open(&redis).await.map_err(opened)?;
+                if !for_turns {
+                    return Ok((Arc::new(redis), None));
+                }
+                let wait = crate::run_lock::wait_from(std::env::var(crate::run_lock::WAIT_VAR).ok().as_deref())?;
+                let lock = crate::run_lock::RedisRunLock::shared(&redis, wait).map_err(opened)?;
+                return Ok((Arc::new(redis), Some(lock)));
+            }
         };
-        storage.open().await.map_err(crate::cmd::chat::storage_error)?;
-        Ok(storage)
+        storage.open().await.map_err(opened)?;
+        Ok((storage, None))
     }
 }
 
 /// Parses and opens `url` (the `--storage` value).
 pub(crate) async fn open(url: Option<&str>) -> CliResult<SharedStorage> {
-    StorageUrl::parse(url)?.open().await
+    Ok(StorageUrl::parse(url)?.open(false).await?.0)
+}
+
+/// [`open`], with the session lock turns on this store take (Redis: AgentScope's chat-run lock).
+pub(crate) async fn open_for_turns(
+    url: Option<&str>,
+) -> CliResult<(SharedStorage, Option<Arc<dyn as_agent::SessionLock>>)> {
+    StorageUrl::parse(url)?.open(true).await
 }
 
 #[cfg(test)]

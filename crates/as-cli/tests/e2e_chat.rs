@@ -477,3 +477,50 @@ fn sigint_interrupts_a_running_tool_and_the_result_is_saved() {
     let tool = msgs.iter().find(|m| m["role"] == "tool").expect("a tool result");
     assert!(tool["content"].to_string().contains("interrupted by the user"), "{tool}");
 }
+
+/// `redis-cli -u URL ARGS…` (the lock held "by another process", as AgentScope Python would).
+fn redis_cli(url: &str, args: &[&str]) -> String {
+    let o = std::process::Command::new("redis-cli").arg("-u").arg(url).args(args).output().expect("run redis-cli");
+    assert!(o.status.success(), "redis-cli {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).trim().to_owned()
+}
+
+/// On Redis a turn takes AgentScope's chat-run lock: while another process holds
+/// `agentscope:session:lock:{id}`, no turn runs (the model is never called) and the command ends
+/// with exit 4 naming the busy session; once the lock is free, the turn runs.
+#[test]
+fn redis_turn_never_runs_while_another_process_holds_the_session_lock() {
+    let Some(redis) = Redis::start() else { return };
+    let rt = runtime();
+    let srv = server(&rt);
+    let url = srv.base_url();
+    srv.push(text_reply(&["first"]));
+    let mut args = chat_args(&redis.url, &url);
+    args.extend(["--message", "hi"]);
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    let id = new_session_id(&stderr(&o));
+    // The first turn released its lock.
+    let lock = format!("agentscope:session:lock:{id}");
+    assert_eq!(redis_cli(&redis.url, &["EXISTS", &lock]), "0");
+
+    redis_cli(&redis.url, &["SET", &lock, "held-by-python", "PX", "60000"]);
+    srv.push(text_reply(&["second"]));
+    let mut args = chat_args(&redis.url, &url);
+    args.extend(["--session", &id, "--message", "again"]);
+    let o = agentscope(&args).env("AGENTSCOPE_LOCK_WAIT", "1").output().unwrap();
+    assert_eq!(o.status.code(), Some(4), "stderr: {}", stderr(&o));
+    assert!(stderr(&o).contains("busy") && stderr(&o).contains(&lock), "{}", stderr(&o));
+    assert_eq!(srv.requests().len(), 1, "the model was called while the session was locked");
+    assert_eq!(redis_cli(&redis.url, &["GET", &lock]), "held-by-python", "someone else's lock was touched");
+
+    redis_cli(&redis.url, &["DEL", &lock]);
+    let o = agentscope(&args).env("AGENTSCOPE_LOCK_WAIT", "1").output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    assert!(stdout(&o).contains("second"));
+    assert_eq!(srv.requests().len(), 2);
+
+    // A bad wait is a usage error, not a silent default.
+    let o = agentscope(&args).env("AGENTSCOPE_LOCK_WAIT", "soon").output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "stderr: {}", stderr(&o));
+}

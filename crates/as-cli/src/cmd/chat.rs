@@ -7,6 +7,7 @@
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use as_agent::{
     Agent, AgentError, AgentErrorKind, AgentEvent, ConfirmResult, ReActConfig, ReplyInput, ReplyStatus, SessionRunner,
@@ -85,8 +86,12 @@ is 130); at a prompt Ctrl-C quits with exit 130, Ctrl-D with exit 0. A tool that
 `chat` on it asks again before anything else. With --message, a reply that parks prints the pending call and
 exits 0; answer it later with --confirm.
 
+On a Redis store a turn takes AgentScope's chat-run lock (agentscope:session:lock:SESSION, shared with
+AgentScope Python 2.0.4), so two processes never run turns of one session at once; a turn waits up to
+AGENTSCOPE_LOCK_WAIT seconds (default 10) for a session busy elsewhere.
+
 Exit codes of chat: 2 bad --model or a missing key (the message names the variable); 3 unknown --session;
-4 another process changed the session during the turn; 5 the session waits for a tool confirmation and got
+4 another process changed the session during the turn, or kept it busy (its lock) past the wait; 5 the session waits for a tool confirmation and got
 a plain message (answer it first); 6 the model or the store cannot be reached (or the SQLite file is locked);
 130 Ctrl-C (a reply interrupted, its partial output saved, or Ctrl-C at a prompt).")]
 pub(crate) struct ChatArgs {
@@ -140,6 +145,7 @@ impl SessionHandle {
     /// applies `mode` to it (stored at once). Returns the handle, the state and whether it was created.
     pub(crate) async fn open(
         storage: SharedStorage,
+        lock: Option<Arc<dyn as_agent::SessionLock>>,
         user: &str,
         agent: &str,
         session: Option<&str>,
@@ -178,7 +184,10 @@ impl SessionHandle {
             let revision = as_storage::Revision(record.updated_at.to_string());
             storage.update_session_state(&key, &state, Some(&revision)).await.map_err(storage_error)?;
         }
-        let runner = SessionRunner::new(storage, config);
+        let mut runner = SessionRunner::new(storage, config);
+        if let Some(lock) = lock {
+            runner = runner.with_lock(lock);
+        }
         Ok((Self { runner, key }, state, created))
     }
 
@@ -291,7 +300,8 @@ pub(crate) fn agent_error(e: AgentError, key: &SessionKey) -> CliError {
             };
             CliError::new(ExitKind::Unavailable, format!("the model failed: {e}{fix}"))
         }
-        AgentErrorKind::Conflict => CliError::new(ExitKind::Conflict, e.to_string()),
+        // A concurrent writer won, or another process holds the session's lock.
+        AgentErrorKind::Conflict | AgentErrorKind::Lock => CliError::new(ExitKind::Conflict, e.to_string()),
         AgentErrorKind::Storage => match e {
             AgentError::Storage(s) => storage_error(s),
             // The turn ran (its tool calls did happen) but was not saved: say so.
@@ -596,6 +606,7 @@ fn report_parked(sink: &mut dyn EventSink, state: &AgentState, key: &SessionKey)
 /// `chat` once the model and storage are ready (shared by the real command and the demo steps).
 pub(crate) async fn chat_with(
     storage: SharedStorage,
+    lock: Option<Arc<dyn as_agent::SessionLock>>,
     args: &ChatArgs,
     model: SharedChatModel,
     toolkit: as_tools::Toolkit,
@@ -605,6 +616,7 @@ pub(crate) async fn chat_with(
     let workdir = working_dir(args.workdir.as_deref())?;
     let (handle, mut state, created) = SessionHandle::open(
         storage,
+        lock,
         &args.user,
         &args.agent,
         args.session.as_deref(),
@@ -715,6 +727,14 @@ pub(crate) async fn open_storage(url: Option<&str>) -> CliResult<SharedStorage> 
     crate::storage_url::open(url).await
 }
 
+/// [`open_storage`], with the session lock the store's turns take (on Redis, AgentScope's
+/// chat-run lock; none for SQLite and memory, whose writes stay conditional).
+pub(crate) async fn open_for_turns(
+    url: Option<&str>,
+) -> CliResult<(SharedStorage, Option<Arc<dyn as_agent::SessionLock>>)> {
+    crate::storage_url::open_for_turns(url).await
+}
+
 /// The tools of `chat` (and the demo): the built-in Read, Write, Edit, Glob, Grep and Bash.
 pub(crate) fn default_toolkit() -> as_tools::Toolkit {
     let mut toolkit = as_tools::Toolkit::new();
@@ -734,11 +754,11 @@ pub(crate) async fn run(global: &crate::GlobalArgs, args: ChatArgs) -> CliResult
     }
     let spec = crate::provider::resolve(&args.model, args.base_url.as_deref(), &|v| std::env::var(v).ok())?;
     let model = crate::provider::build(&spec)?;
-    let storage = open_storage(global.storage.as_deref()).await?;
+    let (storage, lock) = open_for_turns(global.storage.as_deref()).await?;
     let mut human = HumanSink::stdout();
     let mut json = JsonSink;
     let sink: &mut dyn EventSink = if args.json { &mut json } else { &mut human };
-    let result = chat_with(storage.clone(), &args, model, default_toolkit(), sink).await;
+    let result = chat_with(storage.clone(), lock, &args, model, default_toolkit(), sink).await;
     let _ = storage.close().await;
     result
 }

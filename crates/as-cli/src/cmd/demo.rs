@@ -215,11 +215,11 @@ fn demo_toolkit() -> Toolkit {
 
 /// `demo-step`: one step in this process.
 pub(crate) async fn run_step(global: &GlobalArgs, args: DemoStepArgs) -> CliResult {
-    let storage = chat::open_storage(global.storage.as_deref()).await?;
+    let (storage, lock) = chat::open_for_turns(global.storage.as_deref()).await?;
     let s = script(args.step, &args.workdir);
     let model = Arc::new(ScriptedModel::new("scripted-demo", s.turns));
     let (handle, mut state, _) =
-        SessionHandle::open(storage.clone(), USER, AGENT, args.session.as_deref(), s.mode).await?;
+        SessionHandle::open(storage.clone(), lock, USER, AGENT, args.session.as_deref(), s.mode).await?;
     let agent = chat::build_agent(
         AGENT,
         "You are Friday, a helpful assistant.",
