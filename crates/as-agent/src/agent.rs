@@ -300,7 +300,13 @@ impl Agent {
     }
 
     /// Runs context compression now (if the context is over the trigger); returns whether it compressed.
+    /// Refused while calls are parked (like [`Agent::observe`]): compression could fold the message
+    /// holding them into the summary, and the parked question could then never be answered.
     pub async fn compress_context(&self, state: &mut AgentState) -> Result<bool> {
+        if state.has_awaiting_tool_calls(&self.name) {
+            let (confirmations, external) = crate::run::awaiting_counts(state, &self.name);
+            return Err(AgentError::Awaiting { confirmations, external });
+        }
         let queue = EventQueue::default();
         let mut run = Run::new(self, state, queue, CancellationToken::new());
         let done = run.compress().await?;

@@ -171,6 +171,10 @@ impl SessionRunner {
         cancel: CancellationToken,
     ) -> Result<TurnOutcome> {
         key.validate()?;
+        // A new message the agent would reject creates no session (nor takes the lock).
+        if let ReplyInput::Messages(msgs) = &input {
+            crate::agent::check_input_messages(msgs)?;
+        }
         let guard = match &self.lock {
             Some(l) => Some(l.acquire(key).await?),
             None => None,

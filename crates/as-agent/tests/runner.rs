@@ -252,9 +252,10 @@ async fn the_lock_hook_wraps_every_turn_even_failed_ones() {
     let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws")).with_lock(lock.clone());
     let agent = agent_with(vec![ScriptedTurn::new().text("ok")], Toolkit::new());
     turn(&runner, &agent, &key("l1"), Msg::user("user", "hi")).await.1.unwrap();
-    let bad = Msg::new("user", as_message::Role::System, vec![ContentBlock::text("no")]);
-    let (_, r) = turn(&runner, &agent, &key("l1"), bad).await;
-    assert_eq!(r.unwrap_err().kind(), AgentErrorKind::InvalidInput);
+    // Rejected by the agent after the load (nothing is parked): the lock is released all the same.
+    let stray = UserConfirmResultEvent::new("no-such-reply", Vec::new());
+    let (_, r) = turn(&runner, &agent, &key("l1"), stray).await;
+    assert!(r.is_err());
     assert_eq!(*lock.log.lock().unwrap(), ["acquire l1", "release l1", "acquire l1", "release l1"]);
     // An invalid session id never reaches the lock or the store.
     let (_, r) = turn(&runner, &agent, &key("bad:id"), Msg::user("user", "hi")).await;
@@ -374,6 +375,21 @@ async fn a_lock_lost_unnoticed_is_checked_before_the_write() {
     let again = runner.save_unsaved(&k, *unsaved).await.unwrap_err();
     assert_eq!(again.kind(), AgentErrorKind::Conflict);
     assert!(storage.get_session(&k).await.unwrap().unwrap().state.context.is_empty());
+}
+
+#[tokio::test]
+async fn a_message_the_agent_rejects_creates_no_session_and_takes_no_lock() {
+    let storage = store().await;
+    let lock = Arc::new(RecordingLock::default());
+    let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws")).with_lock(lock.clone());
+    let agent = agent_with(vec![ScriptedTurn::new().text("never")], Toolkit::new());
+    let k = key("never-made");
+    let bad = Msg::new("user", as_message::Role::System, vec![ContentBlock::text("no")]);
+    let (events, r) = turn(&runner, &agent, &k, bad).await;
+    assert_eq!(r.unwrap_err().kind(), AgentErrorKind::InvalidInput);
+    assert!(events.is_empty());
+    assert!(storage.get_session(&k).await.unwrap().is_none(), "a rejected turn created a session");
+    assert!(lock.log.lock().unwrap().is_empty());
 }
 
 #[tokio::test]
@@ -881,4 +897,23 @@ async fn a_write_whose_answer_was_lost_counts_as_saved() {
     let stored = storage.get_session(&k).await.unwrap().unwrap();
     assert_eq!((stored.revision(), &stored.state), (t.revision.clone(), &t.state));
     assert_eq!(storage.list_messages(&k, 0, 0).await.unwrap().len(), 4, "the log was written too");
+}
+
+#[tokio::test]
+async fn compressing_a_parked_context_is_refused() {
+    let agent = Agent::builder(
+        "Friday",
+        "sys",
+        Arc::new(ScriptedModel::new("m", [ScriptedTurn::new().tool_call("c1", "echo", r#"{"text": "x"}"#)])),
+    )
+    .toolkit(Toolkit::new().with(AllowTool::new("echo").ask().arc()))
+    .build()
+    .unwrap();
+    let mut state = AgentState::default();
+    let out = agent.reply_outcome(&mut state, Msg::user("user", "go")).await.unwrap();
+    assert_eq!(out.status, ReplyStatus::Parked);
+    let parked = state.clone();
+    let err = agent.compress_context(&mut state).await.unwrap_err();
+    assert_eq!(err.kind(), AgentErrorKind::Awaiting);
+    assert_eq!(state, parked);
 }
