@@ -1,6 +1,6 @@
 //! One reply: the 2.0.4 algorithm (spec §4–§9) over a borrowed `AgentState`, without its bugs.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -92,6 +92,69 @@ struct Guard<'a> {
     /// and may answer it), as if the reply had ended parked.
     queue: EventQueue,
     announced: Vec<String>,
+    /// The tool-call ids of the model call under way (see [`CallIds`]).
+    call_ids: CallIds,
+}
+
+/// Tool-call ids a model response brings, made unique within the reply's message: a model may
+/// reuse an id this reply already used (providers that number calls per response, a scripted
+/// model). The message then held two calls with one id; the loop, which pairs results with calls
+/// by id, took the second as answered and never ran it (and an OpenAI-format history then lacked
+/// its result). A colliding id is replaced by a fresh one, the same way in the events and in the
+/// saved message; ids that do not collide are kept as the model sent them.
+#[derive(Debug, Default)]
+struct CallIds {
+    /// Call and result ids already in the reply's message when the model call started.
+    taken: HashSet<String>,
+    /// The model's colliding ids and their replacements.
+    renamed: HashMap<String, String>,
+}
+
+impl CallIds {
+    /// For a model call that extends `state`'s reply message (if the last message is it).
+    fn for_reply(state: &AgentState, name: &str) -> Self {
+        let taken = last_own(state, name)
+            .filter(|m| m.id == state.reply_id)
+            .map(|m| {
+                m.content
+                    .iter()
+                    .filter_map(|b| match b {
+                        ContentBlock::ToolCall(c) => Some(c.id.clone()),
+                        ContentBlock::ToolResult(r) => Some(r.id.clone()),
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        Self { taken, renamed: HashMap::new() }
+    }
+
+    /// The id to use for the model's call id `id`.
+    fn map(&mut self, id: &str) -> String {
+        if let Some(new) = self.renamed.get(id) {
+            return new.clone();
+        }
+        if !self.taken.contains(id) {
+            return id.to_owned();
+        }
+        let mut new = generate_id();
+        while self.taken.contains(&new) {
+            new = generate_id();
+        }
+        self.taken.insert(new.clone());
+        self.renamed.insert(id.to_owned(), new.clone());
+        new
+    }
+
+    /// `blocks` (a model response's content) with its call ids mapped.
+    fn apply(&mut self, mut blocks: Vec<ContentBlock>) -> Vec<ContentBlock> {
+        for b in &mut blocks {
+            if let ContentBlock::ToolCall(c) = b {
+                c.id = self.map(&c.id);
+            }
+        }
+        blocks
+    }
 }
 
 impl Drop for Guard<'_> {
@@ -101,7 +164,8 @@ impl Drop for Guard<'_> {
         }
         if let Some(h) = self.inflight.take() {
             let r = h.snapshot();
-            save_to_context(self.state, &self.name, drop_audio(r.content), r.usage.map(|u| u.to_usage()));
+            let content = self.call_ids.apply(drop_audio(r.content));
+            save_to_context(self.state, &self.name, content, r.usage.map(|u| u.to_usage()));
         }
         if self.armed {
             let told: Vec<String> = std::mem::take(&mut self.announced)
@@ -148,6 +212,7 @@ impl<'a> Run<'a> {
                 armed: false,
                 queue: queue.clone(),
                 announced: Vec::new(),
+                call_ids: CallIds::default(),
             },
             queue,
             cancel,
@@ -593,11 +658,12 @@ impl<'a> Run<'a> {
         messages.extend(self.g.state.context.iter().cloned());
         let tools = self.tool_schemas();
         let mut stream = self.call_model(messages, tools).await?;
+        self.g.call_ids = CallIds::for_reply(self.g.state, &self.agent.name);
         self.g.inflight = Some(stream.handle());
         let mut conv = Converter::new(reply_id.clone());
         while let Some(item) = stream.next().await {
             let chunk = item?;
-            for ev in conv.chunk(&chunk) {
+            for ev in conv.chunk(&chunk, &mut self.g.call_ids) {
                 self.emit(ev).await?;
             }
         }
@@ -612,7 +678,8 @@ impl<'a> Run<'a> {
             if response.is_interrupted() { ModelFinishedReason::Interrupted } else { ModelFinishedReason::Completed };
         self.emit(ModelCallEndEvent::new(reply_id.clone(), inp, out, reason)).await?;
         self.g.inflight = None;
-        save_to_context(self.g.state, &self.agent.name, drop_audio(response.content.clone()), usage);
+        let content = self.g.call_ids.apply(response.content.clone());
+        save_to_context(self.g.state, &self.agent.name, drop_audio(content), usage);
         if response.is_interrupted() {
             return Ok(Reasoned::Interrupted);
         }
@@ -932,7 +999,7 @@ impl Converter {
         Self { reply_id, text: None, thinking: None, tools: Vec::new(), data: Vec::new() }
     }
 
-    fn chunk(&mut self, chunk: &ChatChunk) -> Vec<AgentEvent> {
+    fn chunk(&mut self, chunk: &ChatChunk, ids: &mut CallIds) -> Vec<AgentEvent> {
         let rid = self.reply_id.clone();
         let mut out: Vec<AgentEvent> = Vec::new();
         let has_data = chunk.content.iter().any(|b| matches!(b, ContentBlock::Data(_)));
@@ -980,19 +1047,20 @@ impl Converter {
         } else if !has_data && let Some(id) = self.text.take() {
             out.push(TextBlockEndEvent::new(rid.clone(), id).into());
         }
-        let mut in_chunk: Vec<&str> = Vec::new();
+        let mut in_chunk: Vec<String> = Vec::new();
         for b in &chunk.content {
             if let ContentBlock::ToolCall(c) = b {
-                if !self.tools.contains(&c.id) {
-                    out.push(ToolCallStartEvent::new(rid.clone(), c.id.clone(), c.name.clone()).into());
-                    self.tools.push(c.id.clone());
+                let id = ids.map(&c.id);
+                if !self.tools.contains(&id) {
+                    out.push(ToolCallStartEvent::new(rid.clone(), id.clone(), c.name.clone()).into());
+                    self.tools.push(id.clone());
                 }
-                out.push(ToolCallDeltaEvent::new(rid.clone(), c.id.clone(), c.input.clone()).into());
-                in_chunk.push(&c.id);
+                out.push(ToolCallDeltaEvent::new(rid.clone(), id.clone(), c.input.clone()).into());
+                in_chunk.push(id);
             }
         }
         let (keep, closed): (Vec<String>, Vec<String>) =
-            std::mem::take(&mut self.tools).into_iter().partition(|id| in_chunk.contains(&id.as_str()));
+            std::mem::take(&mut self.tools).into_iter().partition(|id| in_chunk.contains(id));
         for id in closed {
             out.push(ToolCallEndEvent::new(rid.clone(), id).into());
         }

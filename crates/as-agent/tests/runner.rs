@@ -917,3 +917,56 @@ async fn compressing_a_parked_context_is_refused() {
     assert_eq!(err.kind(), AgentErrorKind::Awaiting);
     assert_eq!(state, parked);
 }
+
+/// A model that reuses a call id within one reply (providers that number calls per response):
+/// the second call still runs, under a fresh id, in the events and in the saved message alike.
+#[tokio::test]
+async fn a_call_id_the_model_reuses_in_one_reply_still_runs() {
+    let agent = agent_with(
+        vec![
+            ScriptedTurn::new().tool_call("call_1", "echo", r#"{"text": "first"}"#),
+            ScriptedTurn::new().tool_call("call_1", "echo", r#"{"text": "second"}"#),
+            ScriptedTurn::new().text("done"),
+        ],
+        Toolkit::new().with(AllowTool::new("echo").arc()),
+    );
+    let mut state = AgentState::default();
+    let mut events = Vec::new();
+    let out =
+        agent.reply_stream(&mut state, Msg::user("user", "go")).run_to_end(|e| events.push(e.clone())).await.unwrap();
+    assert_eq!(out.status, ReplyStatus::Completed);
+    let reply = state.context.last().unwrap();
+    let calls: Vec<&str> = reply
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::ToolCall(c) => Some(c.id.as_str()),
+            _ => None,
+        })
+        .collect();
+    let results: Vec<(String, String)> = reply
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::ToolResult(r) => Some((r.id.clone(), r.output.text())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[0], "call_1");
+    assert_ne!(calls[1], "call_1");
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert_eq!(results[0].0, calls[0]);
+    assert_eq!(results[1].0, calls[1]);
+    assert!(results[1].1.contains("second"), "{results:?}");
+    as_agent::testkit::check_history(&state.context).unwrap();
+    // The events name the call by the id the message keeps.
+    let started: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolCallStart(s) => Some(s.tool_call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(started, calls);
+}
