@@ -1132,7 +1132,10 @@ pub(crate) fn save_to_context(state: &mut AgentState, name: &str, blocks: Vec<Co
     }
     let reply_id = state.reply_id.clone();
     match state.context.last_mut() {
-        Some(m) if m.role == Role::Assistant && m.name == name && m.id == reply_id => {
+        // This reply's message; or one still holding unanswered calls, which only a resume can
+        // continue: 2.0.4 parks calls in the last own message whatever its id (a `reply(None)`
+        // appends to the previous reply's message), and their results must go next to them.
+        Some(m) if m.role == Role::Assistant && m.name == name && (m.id == reply_id || !unanswered(m).is_empty()) => {
             m.content.extend(blocks);
             if let Some(u) = usage {
                 let acc = m.usage.get_or_insert(Usage::default());

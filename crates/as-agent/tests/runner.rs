@@ -970,3 +970,58 @@ async fn a_call_id_the_model_reuses_in_one_reply_still_runs() {
         .collect();
     assert_eq!(started, calls);
 }
+
+/// A state parked by AgentScope 2.0.4 after a `reply(None)`: the calls sit in the previous reply's
+/// message (2.0.4 appends to the last own message whatever its id) while `reply_id` is the new
+/// reply's. Confirming one call keeps its result next to it and leaves the other call parked.
+#[tokio::test]
+async fn a_park_in_an_earlier_replys_message_resumes_in_that_message() {
+    let agent = Agent::builder(
+        "Friday",
+        "sys",
+        Arc::new(ScriptedModel::new(
+            "m",
+            [
+                ScriptedTurn::new().tool_call("c1", "echo", r#"{"text": "one"}"#).tool_call(
+                    "c2",
+                    "echo",
+                    r#"{"text": "two"}"#,
+                ),
+                ScriptedTurn::new().text("c1 done"),
+            ],
+        )),
+    )
+    .toolkit(Toolkit::new().with(AllowTool::new("echo").ask().arc()))
+    .build()
+    .unwrap();
+    let mut state = AgentState::default();
+    let out = agent.reply_outcome(&mut state, Msg::user("user", "go")).await.unwrap();
+    assert_eq!(out.status, ReplyStatus::Parked);
+    // As 2.0.4 would have it: the parked message keeps the earlier id, reply_id is the new reply's.
+    let parked_msg_id = state.context.last().unwrap().id.clone();
+    state.reply_id = "reply-of-the-wake-up-run".into();
+    let c1 = match &state.context.last().unwrap().content[0] {
+        ContentBlock::ToolCall(c) => c.clone(),
+        other => panic!("{other:?}"),
+    };
+    let confirm = UserConfirmResultEvent::new(state.reply_id.clone(), vec![as_agent::ConfirmResult::approve(c1)]);
+    let out = agent.reply_outcome(&mut state, confirm).await.unwrap();
+    // c2 still asks; c1 ran and its result sits in the message that holds c1.
+    assert_eq!(out.status, ReplyStatus::Parked);
+    assert!(agent.is_parked(&state));
+    let msg = state.context.iter().find(|m| m.id == parked_msg_id).unwrap();
+    let result = msg.content.iter().find_map(|b| match b {
+        ContentBlock::ToolResult(r) if r.id == "c1" => Some(r.output.text()),
+        _ => None,
+    });
+    assert!(result.is_some_and(|t| t.contains("one")), "{msg:?}");
+    // Then c2: the reply completes and the history pairs every call with one result.
+    let c2 = match &msg.content[1] {
+        ContentBlock::ToolCall(c) => c.clone(),
+        other => panic!("{other:?}"),
+    };
+    let confirm = UserConfirmResultEvent::new(state.reply_id.clone(), vec![as_agent::ConfirmResult::approve(c2)]);
+    let out = agent.reply_outcome(&mut state, confirm).await.unwrap();
+    assert_eq!(out.status, ReplyStatus::Completed);
+    as_agent::testkit::check_history(&state.context).unwrap();
+}
