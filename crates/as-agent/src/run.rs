@@ -259,6 +259,18 @@ impl<'a> Run<'a> {
         Ok(())
     }
 
+    /// The calls parked before this resume were announced to the caller in an earlier reply: if
+    /// this one is dropped, those still waiting for their answer stay parked (a call this resume
+    /// already moved on, approved or running, is closed as usual).
+    fn keep_parked_if_dropped(&mut self) {
+        let waiting: Vec<String> = own_unanswered(self.g.state, &self.agent.name)
+            .into_iter()
+            .filter(|c| matches!(c.state, ToolCallState::Asking | ToolCallState::Submitted))
+            .map(|c| c.id.clone())
+            .collect();
+        self.g.announced.extend(waiting);
+    }
+
     pub(crate) async fn run(mut self, input: ReplyInput) -> Result<ReplyOutcome> {
         let name = self.agent.name.clone();
         match input {
@@ -272,12 +284,14 @@ impl<'a> Run<'a> {
             }
             ReplyInput::Confirm(ev) => {
                 self.check_confirm(&ev)?;
+                self.keep_parked_if_dropped();
                 self.start();
                 self.handle_confirm(ev).await?;
                 self.react_loop().await
             }
             ReplyInput::External(ev) => {
                 self.check_external(&ev)?;
+                self.keep_parked_if_dropped();
                 self.start();
                 self.handle_external(ev).await?;
                 self.react_loop().await

@@ -879,3 +879,50 @@ async fn dropping_the_stream_after_the_question_keeps_the_park() {
     }
     assert!(!state.has_awaiting_tool_calls("Friday"));
 }
+
+/// A resume answering one of two parked calls, dropped after its first event (an SSE client gone):
+/// the other call, announced in the earlier reply, stays parked and can still be answered.
+#[tokio::test]
+async fn dropping_a_resume_keeps_the_other_parked_call() {
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedTurn::new().tool_call("c1", "remote", r#"{"text": "a"}"#).tool_call(
+                "c2",
+                "remote",
+                r#"{"text": "b"}"#,
+            ),
+            ScriptedTurn::new().text("done"),
+        ],
+    );
+    let agent = agent(model, Toolkit::new().with(AllowTool::new("remote").concurrent().external().arc()));
+    let mut state = AgentState::default();
+    let out = agent.reply_outcome(&mut state, Msg::user("user", "go")).await.unwrap();
+    assert_eq!(out.status, ReplyStatus::Parked);
+    let only_c1 = ExternalExecutionResultEvent::new(
+        state.reply_id.clone(),
+        vec![ToolResultBlock::new("c1", "remote", "ran a", ToolResultState::Success)],
+    );
+    {
+        let mut stream = agent.reply_stream(&mut state, only_c1);
+        let first = stream.next().await;
+        assert!(matches!(first, Some(Ok(_))), "{first:?}");
+    }
+    assert!(state.has_awaiting_tool_calls("Friday"), "the other call was closed");
+    let c2_results = state
+        .context
+        .iter()
+        .flat_map(|m| &m.content)
+        .filter(|b| matches!(b, ContentBlock::ToolResult(r) if r.id == "c2"))
+        .count();
+    assert_eq!(c2_results, 0);
+    // c2 can still be answered (and c1 too, if the drop lost its result).
+    let reply_id = state.reply_id.clone();
+    let mut results = vec![ToolResultBlock::new("c2", "remote", "ran b", ToolResultState::Success)];
+    if !state.context.iter().flat_map(|m| &m.content).any(|b| matches!(b, ContentBlock::ToolResult(r) if r.id == "c1"))
+    {
+        results.push(ToolResultBlock::new("c1", "remote", "ran a", ToolResultState::Success));
+    }
+    let out = agent.reply_outcome(&mut state, ExternalExecutionResultEvent::new(reply_id, results)).await.unwrap();
+    assert_eq!(out.status, ReplyStatus::Completed);
+}
