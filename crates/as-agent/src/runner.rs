@@ -344,9 +344,16 @@ impl SessionRunner {
             ReplyInput::Confirm(_) | ReplyInput::External(_) | ReplyInput::Interrupt(_) => {
                 let state = &record.state;
                 let stored = self.storage.get_message(key, &state.reply_id).await?;
-                stored.or_else(|| {
-                    state.context.iter().rev().find(|m| m.id == state.reply_id).cloned().map(with_started_results)
-                })
+                let in_context = state.context.iter().rev().find(|m| m.id == state.reply_id);
+                match (stored, in_context) {
+                    // The log's copy is behind the state (a turn whose log write failed after its
+                    // state was saved): continue from the context's.
+                    (Some(logged), Some(current)) if !same_calls(&logged, current) => {
+                        Some(with_started_results(current.clone()))
+                    }
+                    (Some(logged), _) => Some(logged),
+                    (None, current) => current.cloned().map(with_started_results),
+                }
             }
             ReplyInput::Messages(_) => None,
         };
@@ -484,6 +491,22 @@ fn with_started_results(mut msg: Msg) -> Msg {
         .collect();
     msg.content.extend(started);
     msg
+}
+
+/// Whether `logged` (the message log's copy of a reply message) holds the same tool calls, in the
+/// same states, as `current` (the state's copy).
+fn same_calls(logged: &Msg, current: &Msg) -> bool {
+    use as_message::ContentBlock;
+    let calls = |m: &Msg| -> Vec<(String, as_message::ToolCallState)> {
+        m.content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::ToolCall(c) => Some((c.id.clone(), c.state)),
+                _ => None,
+            })
+            .collect()
+    };
+    calls(logged) == calls(current)
 }
 
 /// A failed final write as [`AgentError::Unsaved`] (a storage failure; anything else as it is).

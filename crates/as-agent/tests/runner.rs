@@ -1025,3 +1025,56 @@ async fn a_park_in_an_earlier_replys_message_resumes_in_that_message() {
     assert_eq!(out.status, ReplyStatus::Completed);
     as_agent::testkit::check_history(&state.context).unwrap();
 }
+
+/// A resume whose log copy of the reply message is behind the state (the previous resume's log
+/// write failed after its state was saved) continues from the state's copy: the log ends with
+/// every call of the reply and its result.
+#[tokio::test]
+async fn a_resume_whose_log_copy_is_behind_continues_from_the_state() {
+    let faulty = faulty().await;
+    let storage: SharedStorage = faulty.clone();
+    let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
+    let agent = agent_with(
+        vec![
+            ScriptedTurn::new().tool_call("c1", "needs_ok", r#"{"text": "one"}"#),
+            ScriptedTurn::new().tool_call("c2", "needs_ok", r#"{"text": "two"}"#),
+            ScriptedTurn::new().text("done"),
+        ],
+        Toolkit::new().with(AllowTool::new("needs_ok").ask().arc()),
+    );
+    let k = key("log-behind");
+    let parked = turn(&runner, &agent, &k, Msg::user("user", "go")).await.1.unwrap();
+    assert_eq!(parked.status, ReplyStatus::Parked);
+    let approve = |id: &str, input: &str, reply_id: &str| {
+        UserConfirmResultEvent::new(
+            reply_id,
+            vec![as_agent::ConfirmResult::approve(as_message::ToolCallBlock::new(id, "needs_ok", input))],
+        )
+    };
+    // c1 runs and the model asks for c2: the state is saved, the log write fails.
+    faulty.fail_messages.store(true, std::sync::atomic::Ordering::SeqCst);
+    let again = turn(&runner, &agent, &k, approve("c1", r#"{"text": "one"}"#, &parked.state.reply_id)).await.1.unwrap();
+    assert_eq!(again.status, ReplyStatus::Parked);
+    assert!(again.log_error.is_some());
+    faulty.fail_messages.store(false, std::sync::atomic::Ordering::SeqCst);
+    let done = turn(&runner, &agent, &k, approve("c2", r#"{"text": "two"}"#, &again.state.reply_id)).await.1.unwrap();
+    assert_eq!(done.status, ReplyStatus::Completed);
+    let shape = |m: &Msg| -> Vec<String> {
+        m.content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::ToolCall(c) => Some(format!("call {} {:?}", c.id, c.state)),
+                ContentBlock::ToolResult(r) => Some(format!("result {} {:?}", r.id, r.state)),
+                _ => None,
+            })
+            .collect()
+    };
+    let in_state = done.state.context.iter().find(|m| m.id == done.state.reply_id).unwrap();
+    let logged = storage.get_message(&k, &done.state.reply_id).await.unwrap().expect("the reply is logged");
+    let mut want = shape(in_state);
+    let mut got = shape(&logged);
+    want.sort();
+    got.sort();
+    assert_eq!(got, want, "the log's reply message against the state's");
+    assert_eq!(got.len(), 4, "{got:?}");
+}
