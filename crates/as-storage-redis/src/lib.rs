@@ -116,6 +116,12 @@
 //!
 //! [`SessionLock`] is AgentScope's chat-run lock `agentscope:session:lock:{session_id}`
 //! (`SET NX PX` with a random token, heartbeat and release that only touch their own token).
+//! Like 2.0.4's, the key names the session id only: two users' sessions that share an id wait for
+//! each other (they never run together wrongly); [`SessionLock::with_prefix`] separates deployments
+//! sharing one Redis. The lock serialises turns; the state write stays conditional on the revision,
+//! so a holder that lost its lease (see [`SessionLockGuard::lost`]) cannot overwrite a newer state.
+//! The message log is not fenced by the lock: a holder that keeps writing after losing its lease
+//! can still append to it (the `agentscope` runner stops and writes nothing once the lease is lost).
 //!
 //! # Testing
 //!
