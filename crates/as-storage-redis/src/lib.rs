@@ -121,7 +121,7 @@
 //! sharing one Redis. The lock serialises turns; the state write stays conditional on the revision,
 //! so a holder that lost its lease (see [`SessionLockGuard::lost`]) cannot overwrite a newer state.
 //! The message log is not fenced by the lock: a holder that keeps writing after losing its lease
-//! can still append to it (the `agentscope` runner stops and writes nothing once the lease is lost).
+//! can still append to it (`as-agent`'s `SessionRunner` stops and writes nothing once it is lost).
 //!
 //! # Testing
 //!
