@@ -225,8 +225,10 @@ impl SessionRunner {
             background: Arc::clone(&self.background),
             guard,
         };
-        let interrupt = cancel.clone();
-        let mut stream = agent.reply_stream_with_cancel(&mut pending.state, input, cancel);
+        // The reply's own token: the caller's cancels it, and so does a lost lock (without
+        // cancelling the caller's token, which may outlive this turn).
+        let interrupt = cancel.child_token();
+        let mut stream = agent.reply_stream_with_cancel(&mut pending.state, input, interrupt.clone());
         pending.started = stream.start_flag();
         let mut reply_error = None;
         let mut lock_lost = false;

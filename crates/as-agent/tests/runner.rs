@@ -327,9 +327,11 @@ async fn a_turn_whose_lock_is_lost_is_interrupted_and_not_written() {
         .unwrap();
     let mut events = Vec::new();
     let mut sink = |e: &AgentEvent| events.push(e.clone());
+    let cancel = tokio_util::sync::CancellationToken::new();
     // Bounded: a runner that ignores the lost lock would wait on the paused model forever.
     let both = async {
-        tokio::join!(runner.run_turn(&agent, &k, ReplyInput::user_text("go"), &mut sink), async {
+        let run = runner.run_turn_with_cancel(&agent, &k, ReplyInput::user_text("go"), &mut sink, cancel.clone());
+        tokio::join!(run, async {
             gate.wait_paused().await;
             lose.send(true).unwrap();
         })
@@ -345,6 +347,7 @@ async fn a_turn_whose_lock_is_lost_is_interrupted_and_not_written() {
     assert_eq!(reply.get_text_content(""), Some("Working".into()));
     assert!(!reply.content.iter().any(|b| matches!(b, ContentBlock::ToolCall(_))));
     assert!(matches!(events.last(), Some(AgentEvent::ReplyEnd(_))), "the reply closed: {:?}", events.last());
+    assert!(!cancel.is_cancelled(), "the caller's token is the caller's");
     // Nothing written (the session is as the turn created it), and the lock was released.
     let stored = storage.get_session(&k).await.unwrap().unwrap();
     assert!(stored.state.context.is_empty());
