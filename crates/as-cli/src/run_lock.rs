@@ -1,7 +1,7 @@
-//! The runner's session lock over Redis: AgentScope's chat-run lock
-//! (`agentscope:session:lock:{session_id}`, [`as_storage_redis::SessionLock`]) as
-//! [`as_agent::SessionLock`], so a turn of `chat` (and of the demo's steps) on a Redis store never
-//! runs beside another process's turn on the same session, Rust or Python 2.0.4 alike.
+//! The runner's session locks, so a turn of `chat` (and of the demo's steps) never runs beside
+//! another process's turn on the same session: on Redis, AgentScope's chat-run lock
+//! (`agentscope:session:lock:{session_id}`, [`as_storage_redis::SessionLock`], shared with Python
+//! 2.0.4) as [`as_agent::SessionLock`]; on SQLite, an OS file lock per session ([`FileRunLock`]).
 //!
 //! A session that stays busy for the wait ([`DEFAULT_WAIT`], or `AGENTSCOPE_LOCK_WAIT` seconds) fails the turn with [`AgentError::Lock`] (exit 4); a lock
 //! lost during the turn (its lease ran out unrenewed) interrupts the turn, which is then not
@@ -81,5 +81,105 @@ impl SessionLock for RedisRunLock {
             ))),
             Err(e) => Err(AgentError::Storage(e)),
         }
+    }
+}
+
+/// A per-session lock for the stores of one machine (SQLite): an exclusive advisory lock
+/// ([`std::fs::File::try_lock`], `flock` on Unix) on a file in a directory next to the database,
+/// one file per session. The operating system drops it when the process ends, however it ends,
+/// so it never outlives its holder and is never lost while held.
+#[derive(Debug)]
+pub(crate) struct FileRunLock {
+    dir: std::path::PathBuf,
+    wait: Duration,
+}
+
+impl FileRunLock {
+    /// Locks in `dir` (created on first use), waiting up to `wait` for a busy session.
+    pub(crate) fn shared(dir: std::path::PathBuf, wait: Duration) -> Arc<dyn SessionLock> {
+        Arc::new(Self { dir, wait })
+    }
+
+    /// The lock file of `key`: a stable hash of the key (FNV-1a, the same in every build), so
+    /// ids of any length and character make a valid file name. Two keys sharing a hash only wait
+    /// for each other.
+    fn path(&self, key: &SessionKey) -> std::path::PathBuf {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for part in [&key.user_id, &key.agent_id, &key.session_id] {
+            for b in part.bytes().chain([0]) {
+                h ^= u64::from(b);
+                h = h.wrapping_mul(0x0000_0100_0000_01b3);
+            }
+        }
+        self.dir.join(format!("{h:016x}.lock"))
+    }
+}
+
+/// A held [`FileRunLock`]: the open, locked file.
+struct FileRunGuard(std::fs::File);
+
+#[async_trait]
+impl LockGuard for FileRunGuard {
+    async fn release(self: Box<Self>) -> as_agent::Result<()> {
+        // Closing the file releases the lock too; unlocking first makes it immediate and explicit.
+        self.0.unlock().map_err(|e| AgentError::Lock(format!("unlocking the session lock file: {e}")))
+    }
+}
+
+#[async_trait]
+impl SessionLock for FileRunLock {
+    async fn acquire(&self, key: &SessionKey) -> as_agent::Result<Box<dyn LockGuard>> {
+        let path = self.path(key);
+        let io = |what: &str, e: std::io::Error| AgentError::Lock(format!("{what} {}: {e}", path.display()));
+        std::fs::create_dir_all(&self.dir).map_err(|e| io("creating the lock directory for", e))?;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| io("opening the session lock file", e))?;
+        let deadline = tokio::time::Instant::now().checked_add(self.wait);
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok(Box::new(FileRunGuard(file))),
+                Err(std::fs::TryLockError::WouldBlock) => {}
+                Err(std::fs::TryLockError::Error(e)) => return Err(io("locking", e)),
+            }
+            if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
+                return Err(AgentError::Lock(format!(
+                    "session {} is busy: another process held its lock file {} for the last {} s (wait longer \
+                     with {WAIT_VAR}=SECONDS)",
+                    key.session_id,
+                    path.display(),
+                    self.wait.as_secs(),
+                )));
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+}
+
+/// How often a waiting turn tries a busy session's lock file again.
+const POLL: Duration = Duration::from_millis(50);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_file_lock_excludes_a_second_holder_until_released() {
+        let dir = tempfile::tempdir().unwrap();
+        let locks = FileRunLock::shared(dir.path().join("locks"), Duration::ZERO);
+        let key = SessionKey::new("alice", "friday", "s/../1");
+        let held = locks.acquire(&key).await.unwrap();
+        let busy = locks.acquire(&key).await.err().unwrap();
+        assert_eq!(busy.kind(), as_agent::AgentErrorKind::Lock);
+        assert!(busy.to_string().contains("busy"), "{busy}");
+        // Another session is free meanwhile.
+        let other = locks.acquire(&SessionKey::new("bob", "friday", "s/../1")).await.unwrap();
+        held.release().await.unwrap();
+        let again = locks.acquire(&key).await.unwrap();
+        again.release().await.unwrap();
+        other.release().await.unwrap();
     }
 }

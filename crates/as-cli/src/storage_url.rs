@@ -106,31 +106,42 @@ impl StorageUrl {
         Self::Sqlite(default_sqlite_path())
     }
 
-    /// Builds and opens the store, and `for_turns`, for a store several processes share (Redis),
-    /// the session lock turns take. A backend that cannot be reached is exit 6.
+    /// Builds and opens the store and, `for_turns`, the session lock turns on it take: AgentScope's
+    /// chat-run lock on Redis (shared with other machines and with Python 2.0.4), an OS file lock
+    /// per session next to a SQLite database (one machine), none in memory (one process). A
+    /// backend that cannot be reached is exit 6.
     pub(crate) async fn open(
         &self,
         for_turns: bool,
     ) -> CliResult<(SharedStorage, Option<Arc<dyn as_agent::SessionLock>>)> {
         let opened = |e| crate::cmd::chat::storage_error(e);
-        let storage: SharedStorage = match self {
-            Self::Memory => Arc::new(as_storage::InMemoryStorage::new()),
+        let wait = if for_turns {
+            Some(crate::run_lock::wait_from(std::env::var(crate::run_lock::WAIT_VAR).ok().as_deref())?)
+        } else {
+            None
+        };
+        let (storage, lock): (SharedStorage, Option<Arc<dyn as_agent::SessionLock>>) = match self {
+            Self::Memory => (Arc::new(as_storage::InMemoryStorage::new()), None),
             // ---- sqlite engineer: SqliteStorage options ----
-            Self::Sqlite(path) => Arc::new(as_storage_sqlite::SqliteStorage::new(path)),
+            Self::Sqlite(path) => {
+                let mut dir = path.clone().into_os_string();
+                dir.push(".locks");
+                let lock = wait.map(|w| crate::run_lock::FileRunLock::shared(dir.into(), w));
+                (Arc::new(as_storage_sqlite::SqliteStorage::new(path)), lock)
+            }
             Self::Redis(url) => {
                 let redis = as_storage_redis::RedisStorage::from_url(url)
                     .map_err(|e| CliError::new(ExitKind::Usage, format!("--storage: {}", e.message())))?;
                 as_storage::StorageBase::open(&redis).await.map_err(opened)?;
-                if !for_turns {
-                    return Ok((Arc::new(redis), None));
-                }
-                let wait = crate::run_lock::wait_from(std::env::var(crate::run_lock::WAIT_VAR).ok().as_deref())?;
-                let lock = crate::run_lock::RedisRunLock::shared(&redis, wait).map_err(opened)?;
-                return Ok((Arc::new(redis), Some(lock)));
+                let lock = match wait {
+                    Some(w) => Some(crate::run_lock::RedisRunLock::shared(&redis, w).map_err(opened)?),
+                    None => None,
+                };
+                return Ok((Arc::new(redis), lock));
             }
         };
         storage.open().await.map_err(opened)?;
-        Ok((storage, None))
+        Ok((storage, lock))
     }
 }
 

@@ -524,3 +524,40 @@ fn redis_turn_never_runs_while_another_process_holds_the_session_lock() {
     let o = agentscope(&args).env("AGENTSCOPE_LOCK_WAIT", "soon").output().unwrap();
     assert_eq!(o.status.code(), Some(2), "stderr: {}", stderr(&o));
 }
+
+/// On SQLite (one machine) a turn takes an OS file lock per session, next to the database: while
+/// another process holds it, no turn runs; the lock goes with its holder.
+#[test]
+fn sqlite_turn_never_runs_while_another_process_holds_the_session_lock() {
+    let rt = runtime();
+    let srv = server(&rt);
+    let url = srv.base_url();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    let storage = format!("sqlite:{}", db.display());
+    srv.push(text_reply(&["first"]));
+    let mut args = chat_args(&storage, &url);
+    args.extend(["--message", "hi"]);
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    let id = new_session_id(&stderr(&o));
+    // The session's lock file (the only one): held here, as another process would hold it.
+    let locks: Vec<_> = std::fs::read_dir(dir.path().join("s.db.locks")).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(locks.len(), 1, "{locks:?}");
+    let held = std::fs::OpenOptions::new().write(true).open(&locks[0]).unwrap();
+    held.try_lock().expect("the first turn released its lock");
+
+    srv.push(text_reply(&["second"]));
+    let mut args = chat_args(&storage, &url);
+    args.extend(["--session", &id, "--message", "again"]);
+    let o = agentscope(&args).env("AGENTSCOPE_LOCK_WAIT", "1").output().unwrap();
+    assert_eq!(o.status.code(), Some(4), "stderr: {}", stderr(&o));
+    assert!(stderr(&o).contains("busy"), "{}", stderr(&o));
+    assert_eq!(srv.requests().len(), 1, "the model was called while the session was locked");
+
+    drop(held);
+    let o = agentscope(&args).env("AGENTSCOPE_LOCK_WAIT", "1").output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    assert!(stdout(&o).contains("second"));
+    assert_eq!(srv.requests().len(), 2);
+}

@@ -86,9 +86,10 @@ is 130); at a prompt Ctrl-C quits with exit 130, Ctrl-D with exit 0. A tool that
 `chat` on it asks again before anything else. With --message, a reply that parks prints the pending call and
 exits 0; answer it later with --confirm.
 
-On a Redis store a turn takes AgentScope's chat-run lock (agentscope:session:lock:SESSION, shared with
-AgentScope Python 2.0.4), so two processes never run turns of one session at once; a turn waits up to
-AGENTSCOPE_LOCK_WAIT seconds (default 10) for a session busy elsewhere.
+Two processes never run turns of one session at once: on Redis a turn takes AgentScope's chat-run lock
+(agentscope:session:lock:SESSION, shared with AgentScope Python 2.0.4), on SQLite an OS file lock in
+DB.locks/ next to the database. A turn waits up to AGENTSCOPE_LOCK_WAIT seconds (default 10) for a
+session busy elsewhere.
 
 Exit codes of chat: 2 bad --model or a missing key (the message names the variable); 3 unknown --session;
 4 another process changed the session during the turn, or kept it busy (its lock) past the wait; 5 the session waits for a tool confirmation and got
