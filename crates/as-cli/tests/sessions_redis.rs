@@ -135,3 +135,39 @@ fn show_prints_exactly_the_stored_bytes() {
     ]);
     assert_eq!(code(&other), 3);
 }
+
+/// A session AgentScope Python 2.0.4 wrote (its `state.session_id` is not the record id, as 2.0.4
+/// leaves it) is exported as stored and passes `validate`; a record in an agent's index that says
+/// it is another agent's is reported by `validate`, not silently skipped.
+#[test]
+fn python_sessions_export_as_stored_and_validate_clean() {
+    let Some(server) = RedisServer::start() else {
+        println!("skipped: redis-server is not installed");
+        return;
+    };
+    let stored = std::fs::read_to_string(fixture("redis-session-after-cycle.compact.json")).unwrap();
+    let stored = stored.trim_end();
+    let record: serde_json::Value = serde_json::from_str(stored).unwrap();
+    let id = record["id"].as_str().unwrap();
+    assert_ne!(record["state"]["session_id"].as_str(), Some(id), "the fixture's ids differ, as 2.0.4 leaves them");
+    let key = format!("agentscope:user:user-1:session:{id}");
+    let set = format!("*3\r\n$3\r\nSET\r\n${}\r\n{key}\r\n${}\r\n{stored}\r\n", key.len(), stored.len());
+    assert!(raw_command(server.port(), &set).unwrap().starts_with("+OK"));
+    let index = "agentscope:user:user-1:agent:agent-1:sessions";
+    let sadd = format!("*3\r\n$4\r\nSADD\r\n${}\r\n{index}\r\n${}\r\n{id}\r\n", index.len(), id.len());
+    assert!(raw_command(server.port(), &sadd).unwrap().starts_with(':'));
+    let url = server.url();
+    let export = ok(&run(&["--storage", &url, "sessions", "export", "--user", "user-1"]));
+    let line: serde_json::Value = serde_json::from_str(export.trim_end()).unwrap();
+    assert_eq!(line["record"], record, "exported as stored");
+    let validated = run(&["--storage", &url, "sessions", "validate", "--user", "user-1"]);
+    assert_eq!(code(&validated), 0, "{}", String::from_utf8_lossy(&validated.stdout));
+    // The same record in another agent's index: that agent's listing reports it.
+    let other = "agentscope:user:user-1:agent:agent-2:sessions";
+    let sadd = format!("*3\r\n$4\r\nSADD\r\n${}\r\n{other}\r\n${}\r\n{id}\r\n", other.len(), id.len());
+    assert!(raw_command(server.port(), &sadd).unwrap().starts_with(':'));
+    let validated = run(&["--storage", &url, "sessions", "validate", "--user", "user-1"]);
+    assert_eq!(code(&validated), 1);
+    let report = String::from_utf8_lossy(&validated.stdout);
+    assert!(report.contains("user-1/agent-2") && report.contains("belongs to user-1/agent-1"), "{report}");
+}

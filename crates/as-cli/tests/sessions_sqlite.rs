@@ -154,10 +154,46 @@ fn list_pages_newest_first() {
     }
     ids.reverse();
     assert_eq!(seen, ids, "every session once, newest first, none of the other agent's");
-    // The text form: one line per session and a hint for the next page.
-    let text = cli.ok(&with("list", owner("friday", &["--limit", "2"])), None);
+    // The text form: one line per session on stdout, the next page's hint on stderr with the
+    // cursor quoted for a shell (SQLite cursors hold a `|`).
+    let o = cli.run(&with("list", owner("friday", &["--limit", "2"])), None);
+    assert_eq!(o.status.code(), Some(0));
+    let text = String::from_utf8(o.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 3, "{text}");
+    assert_eq!(lines.len(), 2, "{text}");
     assert!(lines[0].starts_with(&ids[0]) && lines[0].ends_with("chat 4"), "{text}");
-    assert!(lines[2].starts_with("more: --cursor "), "{text}");
+    let hint = String::from_utf8(o.stderr).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&cli.ok(&with("list", owner("friday", &["--limit", "2", "--json"])), None)).unwrap();
+    let cursor = json["next_cursor"].as_str().unwrap();
+    assert!(cursor.contains('|'), "{cursor}");
+    assert_eq!(hint.trim_end(), format!("more: --cursor '{cursor}'"));
+    // A page of nothing is a usage error, on every backend alike.
+    cli.fails(&with("list", owner("friday", &["--limit", "0"])), None, 2, "--limit");
+}
+
+#[test]
+fn create_on_an_existing_session_keeps_what_is_not_given() {
+    let cli = Cli::new();
+    let id =
+        cli.ok(&with("create", owner("friday", &["--session", "s1", "--workspace", "ws1", "--name", "first"])), None);
+    assert_eq!(id.trim_end(), "s1");
+    cli.ok(&with("create", owner("friday", &["--session", "s1", "--name", "second"])), None);
+    let shown = cli.ok(&with("show", owner("friday", &["--session", "s1"])), None);
+    let record: SessionRecord = serde_json::from_str(shown.trim_end()).unwrap();
+    assert_eq!((record.config.workspace_id.as_str(), record.config.name.as_str()), ("ws1", "second"));
+    // An empty id is not "no id": it is refused like every other invalid id.
+    cli.fails(&with("create", owner("friday", &["--session", ""])), None, 5, "session_id");
+}
+
+#[test]
+fn names_with_control_characters_are_shown_escaped() {
+    let cli = Cli::new();
+    let name = "evil\nmore: --cursor fake\u{1b}[31mred";
+    let id = cli.ok(&with("create", owner("friday", &["--name", name])), None);
+    let text = cli.ok(&with("list", owner("friday", &[])), None);
+    assert_eq!(text.lines().count(), 1, "{text:?}");
+    assert!(!text.contains('\u{1b}'), "{text:?}");
+    let summary = cli.ok(&with("show", owner("friday", &["--session", id.trim_end(), "--summary"])), None);
+    assert!(!summary.contains('\u{1b}') && !summary.contains("\nmore:"), "{summary:?}");
 }

@@ -677,7 +677,15 @@ impl RedisStorage {
                     .and_then(|t| serde_json::from_str::<ListRecord>(t).map_err(|e| bad_value(OP, rkey, e)));
                 match parsed {
                     Err(error) => errors.push(ListError { session_id: id.clone(), error }),
-                    Ok(r) if r.user_id != owner.user_id || r.agent_id != owner.agent_id => {}
+                    // In this agent's index but owned by someone else: a corrupt record or a stale
+                    // index entry. Reported (no other agent's listing shows it), never listed.
+                    Ok(r) if r.user_id != owner.user_id || r.agent_id != owner.agent_id => {
+                        let why = format!(
+                            "the record belongs to {}/{}, not to this index's {}/{}",
+                            r.user_id, r.agent_id, owner.user_id, owner.agent_id
+                        );
+                        errors.push(ListError { session_id: id.clone(), error: bad_value(OP, rkey, why) });
+                    }
                     Ok(r) => out.push(SessionSummary {
                         id: id.clone(),
                         name: r.config.name,

@@ -358,6 +358,10 @@ async fn listing_sorts_pages_prunes_and_reports_corrupt_records() {
     // reported, not pruned and not silently skipped.
     r.sadd::<(), _, _>(index, "wrongtype").await.unwrap();
     r.rpush::<(), _, _>("agentscope:user:user-1:session:wrongtype", "x").await.unwrap();
+    // A record in this agent's index that says it is another agent's (edited, or a stale entry):
+    // reported too, so `sessions validate` sees it (no listing would show it otherwise).
+    let other = s.upsert_session(req(&as_storage::Owner::new("user-1", "agent-2"))).await.unwrap();
+    r.sadd::<(), _, _>(index, other.id.as_str()).await.unwrap();
     let mut seen = Vec::new();
     let mut cursor = None;
     let mut errors = BTreeSet::new();
@@ -375,7 +379,7 @@ async fn listing_sorts_pages_prunes_and_reports_corrupt_records() {
             break;
         }
     }
-    assert_eq!(errors, BTreeSet::from(["corrupt".to_owned(), "wrongtype".to_owned()]));
+    assert_eq!(errors, BTreeSet::from(["corrupt".to_owned(), "wrongtype".to_owned(), other.id.clone()]));
     assert_eq!(seen.len(), 7, "no session repeated or skipped across pages");
     let mut sorted = seen.clone();
     sorted.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.cmp(&a.1)));
@@ -385,7 +389,11 @@ async fn listing_sorts_pages_prunes_and_reports_corrupt_records() {
     assert!(!members.contains(&"dangling".to_owned()), "dangling ids are pruned");
     assert!(members.contains(&"corrupt".to_owned()), "corrupt records are reported, not pruned");
     assert!(members.contains(&"wrongtype".to_owned()), "wrong-type records are reported, not pruned");
-    assert_eq!(members.len(), 9);
+    assert_eq!(members.len(), 10);
+    // The other agent still lists its session normally.
+    let theirs = s.list_sessions(&as_storage::Owner::new("user-1", "agent-2"), &PageRequest::default()).await.unwrap();
+    assert_eq!(theirs.sessions.len(), 1);
+    assert!(theirs.errors.is_empty());
 }
 
 #[tokio::test]

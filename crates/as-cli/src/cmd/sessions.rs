@@ -191,14 +191,29 @@ fn print(text: &str) -> CliResult {
 }
 
 async fn create(store: &SharedStorage, a: CreateArgs) -> CliResult {
-    let config = match a.workspace {
-        Some(ws) => SessionConfig::new(ws),
-        None => SessionConfig::default(),
+    // An existing session keeps its config except what is given here (its workspace, name and
+    // model configs are not reset); a new one gets a fresh config.
+    let existing = match &a.session {
+        Some(id) => {
+            let key = a.owner.owner().session(id.clone());
+            key.validate().map_err(storage)?;
+            store.get_session(&key).await.map_err(storage)?.map(|r| r.config)
+        }
+        None => None,
     };
-    let config = match a.name {
-        Some(n) => config.with_name(n),
-        None => config,
+    let mut config = match (existing, a.workspace) {
+        (Some(mut c), ws) => {
+            if let Some(ws) = ws {
+                c.workspace_id = ws;
+            }
+            c
+        }
+        (None, Some(ws)) => SessionConfig::new(ws),
+        (None, None) => SessionConfig::default(),
     };
+    if let Some(n) = a.name {
+        config.name = n;
+    }
     let mut req = UpsertSession::new(a.owner.owner(), config);
     if let Some(id) = a.session {
         req = req.with_session_id(id);
@@ -229,7 +244,16 @@ async fn show(store: &SharedStorage, a: ShowArgs) -> CliResult {
     print(crate::cmd::admin::summary(&rec, Some(log.len())).trim_end())
 }
 
+/// `text` for a terminal: as it is, or quoted with escapes when it holds control characters (a
+/// stored name must not start a line of its own or send terminal escape sequences).
+pub(crate) fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.chars().any(char::is_control) { format!("{text:?}").into() } else { text.into() }
+}
+
 async fn list(store: &SharedStorage, a: ListArgs) -> CliResult {
+    if a.limit == 0 {
+        return Err(CliError::new(ExitKind::Usage, "--limit must be at least 1"));
+    }
     let page = PageRequest { limit: a.limit, cursor: a.cursor };
     let page = store.list_sessions(&a.owner.owner(), &page).await.map_err(storage)?;
     if a.json {
@@ -257,13 +281,22 @@ async fn list(store: &SharedStorage, a: ListArgs) -> CliResult {
     let mut lines = Vec::with_capacity(page.sessions.len() + 2);
     for s in &page.sessions {
         let count = s.message_count.map_or_else(|| "?".to_owned(), |n| n.to_string());
-        lines.push(format!("{}  {}  {:>5} msgs  {:>9} B  {}", s.id, s.updated_at, count, s.size_bytes, s.name));
+        lines.push(format!(
+            "{}  {}  {:>5} msgs  {:>9} B  {}",
+            s.id,
+            s.updated_at,
+            count,
+            s.size_bytes,
+            printable(&s.name)
+        ));
     }
     for e in &page.errors {
         eprintln!("warning: session {:?} cannot be read: {}", e.session_id, e.error);
     }
+    // The hint is for a person: on stderr (stdout is one line per session), the cursor quoted
+    // for a shell (SQLite cursors hold a `|`).
     if let Some(c) = &page.next_cursor {
-        lines.push(format!("more: --cursor {c}"));
+        eprintln!("more: --cursor '{}'", c.replace('\'', r"'\''"));
     }
     if lines.is_empty() {
         return Ok(());
