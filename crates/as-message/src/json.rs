@@ -371,6 +371,12 @@ pub mod free_form {
     }
 }
 
+/// Whether a JSON number is written as an integer (no fraction, no exponent): Python reads it as
+/// an `int`, not a `float`.
+fn is_integer_literal(n: &serde_json::Number) -> bool {
+    !n.as_str().contains(['.', 'e', 'E'])
+}
+
 /// pydantic-lax integer: accepts ints, floats with no fraction and numeric strings.
 pub mod lax_int {
     use super::*;
@@ -383,8 +389,13 @@ pub mod lax_int {
 
     pub(crate) fn coerce(v: &Value) -> Option<i64> {
         match v {
-            // A float with no fraction that fits an i64 (pydantic: 9.2e18 yes, 2^63 no).
+            // A float with no fraction that fits an i64 (pydantic: 9.2e18 yes, 2^63 no). An integer
+            // literal that does not fit is refused, never rounded through a float (which would
+            // turn -9223372036854775809 into i64::MIN).
             Value::Number(n) => n.as_i64().or_else(|| {
+                if is_integer_literal(n) {
+                    return None;
+                }
                 let f = n.as_f64()?;
                 let bound = 2f64.powi(63);
                 (f.fract() == 0.0 && (-bound..bound).contains(&f)).then_some(f as i64)
@@ -458,7 +469,11 @@ pub mod lax_float {
         let f = match &v {
             // As pydantic: a number beyond f64's range is infinite (`1e400`), one with more digits
             // than Python reads is refused.
-            Value::Number(n) => check_number_digits(&v).ok().and_then(|()| n.as_str().parse::<f64>().ok()),
+            // An integer literal is an int to pydantic, then a float: `-0` is 0.0, not -0.0.
+            Value::Number(n) => check_number_digits(&v)
+                .ok()
+                .and_then(|()| n.as_str().parse::<f64>().ok())
+                .map(|f| if f == 0.0 && is_integer_literal(n) { 0.0 } else { f }),
             Value::String(s) => from_str(s),
             Value::Bool(b) => Some(f64::from(u8::from(*b))),
             _ => None,
@@ -507,6 +522,32 @@ mod tests {
         assert_eq!(crate::normalize_url(" http://a.com/x \n").unwrap(), "http://a.com/x");
         assert_eq!(crate::normalize_url("http://a.com/x\u{7f}").unwrap(), "http://a.com/x%7F");
         assert!(crate::normalize_url(" \u{7f}http://a.com").is_err());
+    }
+
+    /// As pydantic reads them into `int` and `float` fields (checked against AgentScope 2.0.4).
+    #[test]
+    fn integer_literals_are_ints_like_python() {
+        #[derive(serde::Deserialize)]
+        struct I {
+            #[serde(deserialize_with = "super::lax_int::deserialize")]
+            x: i64,
+        }
+        #[derive(serde::Deserialize)]
+        struct F {
+            #[serde(deserialize_with = "super::lax_float::deserialize")]
+            x: f64,
+        }
+        let int = |t: &str| serde_json::from_str::<I>(&format!(r#"{{"x":{t}}}"#)).map(|i| i.x).ok();
+        let float = |t: &str| serde_json::from_str::<F>(&format!(r#"{{"x":{t}}}"#)).map(|f| f.x).ok();
+        assert_eq!(int("-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(int("-9223372036854775809"), None, "not clamped to i64::MIN");
+        assert_eq!(int("-18446744073709551615"), None);
+        assert_eq!(int("9223372036854775808"), None);
+        assert_eq!(int("-9.223372036854775808e18"), Some(i64::MIN), "a float goes through float, as in pydantic");
+        assert_eq!(int("3.0"), Some(3));
+        assert!(float("-0").is_some_and(|f| f == 0.0 && f.is_sign_positive()), "int -0 is 0, then 0.0");
+        assert!(float("-0.0").is_some_and(|f| f.is_sign_negative()), "a float -0.0 stays -0.0");
+        assert!(float("-0e0").is_some_and(|f| f.is_sign_negative()));
     }
 
     #[test]

@@ -4,7 +4,7 @@ use std::cmp::Ordering;
 use std::fmt;
 
 use as_message::format_naive;
-use chrono::{DateTime, FixedOffset, NaiveDate, NaiveDateTime, Offset, TimeZone, Timelike, Utc};
+use chrono::{DateTime, Datelike, FixedOffset, NaiveDate, NaiveDateTime, Offset, TimeZone, Timelike, Utc};
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -104,16 +104,28 @@ fn truncate_micros(n: NaiveDateTime) -> NaiveDateTime {
     n.with_nanosecond(micros).unwrap_or(n)
 }
 
-fn from_unix(secs: f64) -> Option<Timestamp> {
-    if !secs.is_finite() {
+fn from_unix(value: f64) -> Option<Timestamp> {
+    if !value.is_finite() || value.abs() > 1e16 {
         return None;
     }
-    // pydantic treats values above 2e10 as milliseconds.
-    let secs = if secs.abs() > 2e10 { secs / 1000.0 } else { secs };
-    let whole = secs.floor();
-    let micros = ((secs - whole) * 1e6).round() as i64;
-    let dt = Utc.timestamp_opt(whole as i64, 0).single()? + chrono::Duration::microseconds(micros);
-    Some(Timestamp::Aware(dt.fixed_offset()))
+    // pydantic treats values above 2e10 as milliseconds. The whole units are split in integers
+    // (a float division by 1000 would be off by microseconds for large values).
+    let (unit_micros, whole) = if value.abs() > 2e10 { (1_000, value.floor()) } else { (1_000_000, value.floor()) };
+    let whole_units = whole as i64;
+    let fraction_micros = ((value - whole) * unit_micros as f64).round() as i64;
+    let micros = whole_units.checked_mul(unit_micros)?.checked_add(fraction_micros)?;
+    let dt = Utc.timestamp_micros(micros).single()?;
+    within_python_range(Timestamp::Aware(dt.fixed_offset()))
+}
+
+/// `t` if Python's `datetime` can hold it (what pydantic accepts): years 1 to 9999, no leap
+/// second. A record written with anything else could not be read back by AgentScope 2.0.4.
+fn within_python_range(t: Timestamp) -> Option<Timestamp> {
+    let local = match &t {
+        Timestamp::Naive(n) => *n,
+        Timestamp::Aware(a) => a.naive_local(),
+    };
+    ((1..=9999).contains(&local.year()) && local.nanosecond() < 1_000_000_000).then_some(t)
 }
 
 fn parse(s: &str) -> Option<Timestamp> {
@@ -147,13 +159,19 @@ fn canonical_naive(s: &str) -> Option<NaiveDateTime> {
     };
     let micros = if b.len() == 26 { num(20, 26)? } else { 0 };
     let second = num(17, 19).filter(|s| *s < 60)?; // a leap second: the general reader
-    let date = NaiveDate::from_ymd_opt(i32::try_from(num(0, 4)?).ok()?, num(5, 7)?, num(8, 10)?)?;
+    let year = num(0, 4).filter(|y| *y >= 1)?; // year 0: Python's datetime starts at year 1
+    let date = NaiveDate::from_ymd_opt(i32::try_from(year).ok()?, num(5, 7)?, num(8, 10)?)?;
     date.and_hms_micro_opt(num(11, 13)?, num(14, 16)?, second, micros)
 }
 
 /// Every form pydantic accepts for a `datetime`: Unix seconds (or milliseconds), RFC 3339 and
 /// other ISO 8601 variants with or without an offset, and a bare date.
 fn parse_general(s: &str) -> Option<Timestamp> {
+    parse_any(s).and_then(within_python_range)
+}
+
+/// [`parse_general`] before the range check.
+fn parse_any(s: &str) -> Option<Timestamp> {
     if let Ok(n) = s.parse::<f64>() {
         return from_unix(n);
     }
@@ -220,7 +238,8 @@ mod tests {
             ("2025-06-01T10:00:00", true),
             ("2025-06-01 10:00:00", true),
             ("2025-06-01T10:00:01.250000", true),
-            ("0000-01-01T00:00:00.000001", true),
+            ("0000-01-01T00:00:00.000001", false),
+            ("0001-01-01T00:00:00.000001", true),
             ("9999-12-31T23:59:59.999999", true),
             ("2024-02-29T12:30:45", true),
             ("2025-06-01T10:00:60", false),
@@ -237,6 +256,35 @@ mod tests {
             assert_eq!(canonical_naive(s).is_some(), fast, "{s}");
             assert_eq!(parse(s), parse_general(s), "{s}");
         }
+    }
+
+    /// What Python's `datetime` cannot hold is refused, as pydantic refuses it (checked against
+    /// AgentScope 2.0.4): writing it back would make the record unreadable there.
+    #[test]
+    fn only_what_python_can_hold_is_read() {
+        let read = |v: serde_json::Value| serde_json::from_value::<Timestamp>(v).ok().map(|t| t.to_string());
+        for bad in [
+            serde_json::json!("0000-01-01T00:00:00"),
+            serde_json::json!("2025-06-01T23:59:60"),
+            serde_json::json!("2025-06-01T23:59:60.5+00:00"),
+            serde_json::json!("10000-01-01T00:00:00"),
+            serde_json::json!(1e15),
+            serde_json::json!(1_748_772_001_123_456_i64),
+            serde_json::json!(-250_000_000_000_001_i64),
+            serde_json::json!(-62_135_596_801_000_i64),
+        ] {
+            assert_eq!(read(bad.clone()), None, "{bad}");
+        }
+        assert_eq!(
+            read(serde_json::json!("9999-12-31T23:59:59.999999")).as_deref(),
+            Some("9999-12-31T23:59:59.999999")
+        );
+        // Milliseconds, split exactly (pydantic: .001000, .375300).
+        assert_eq!(read(serde_json::json!(250_000_000_000_001_i64)).as_deref(), Some("9892-03-08T12:26:40.001000Z"));
+        // The JSON number 1722704338375.299577 (more digits than an f64 holds, as a client sends it).
+        let ms: serde_json::Value = serde_json::from_str("1722704338375.299577").unwrap();
+        assert_eq!(read(ms).as_deref(), Some("2024-08-03T16:58:58.375300Z"));
+        assert_eq!(read(serde_json::json!(1_748_772_000.123_456)).as_deref(), Some("2025-06-01T10:00:00.123456Z"));
     }
 
     proptest::proptest! {
