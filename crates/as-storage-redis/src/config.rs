@@ -111,13 +111,16 @@ fn bad_url(url: &str, why: impl std::fmt::Display) -> StorageError {
 /// assert_eq!(redact_url("redis://:s3cr/t@h:6379"), "redis://:***@h:6379");
 /// assert_eq!(redact_url("Valkey://hunter2@h"), "Valkey://***@h");
 /// assert_eq!(redact_url("redis://h:6379"), "redis://h:6379");
+/// assert_eq!(redact_url(":hunter2@h:6379"), "***@h:6379");
 /// ```
 pub fn redact_url(url: &str) -> String {
     let (head, rest) = match url.find("://") {
         Some(i) => url.split_at(i + 3),
         None => match url.split_once(':') {
             Some((scheme, _)) if is_redis_scheme(scheme) => url.split_at(scheme.len() + 1),
-            _ => return url.to_owned(),
+            // No scheme at all (`:pw@host:6379`, `user:pw@host`): whatever precedes an `@` may be
+            // a password.
+            _ => return url.rfind('@').map_or_else(|| url.to_owned(), |at| format!("***{}", &url[at..])),
         },
     };
     let Some(at) = rest.rfind('@') else { return url.to_owned() };
@@ -182,13 +185,28 @@ impl RedisStorageConfig {
         let mut pool_size = None;
         let mut rest = Vec::new();
         for (k, v) in parsed.query_pairs() {
-            let num = |what: &str| v.parse::<u64>().map_err(|_| bad_url(url, format!("{what} must be an integer")));
+            let num = |what: &str| {
+                v.parse::<u64>().map_err(|_| bad_url(url, format!("{what} must be a whole number, not {v:?}")))
+            };
             match k.as_ref() {
                 "layout" => layout = Some(v.parse::<KeyLayout>()?),
                 "ttl" => ttl = Some(num("ttl")?),
                 "timeout_ms" => timeout = Some(num("timeout_ms")?),
                 "pool_size" => pool_size = Some(num("pool_size")?),
-                _ => rest.push((k.into_owned(), v.into_owned())),
+                // fred's own (cluster nodes, sentinel).
+                "node" | "sentinelServiceName" | "sentinelUsername" | "sentinelPassword" => {
+                    rest.push((k.into_owned(), v.into_owned()));
+                }
+                // A misspelt option (`?tll=60`) would otherwise be ignored without a word.
+                other => {
+                    return Err(bad_url(
+                        url,
+                        format!(
+                            "unknown option {other:?} (known: layout, ttl, timeout_ms, pool_size, node, \
+                             sentinelServiceName, sentinelUsername, sentinelPassword)"
+                        ),
+                    ));
+                }
             }
         }
         if rest.is_empty() {
@@ -347,6 +365,8 @@ mod tests {
         for url in [
             "http://x",
             "redis://:hunter2@h?layout=weird",
+            "redis://:hunter2@h?tll=60",
+            "redis://:hunter2@h?ttl=-5",
             "redis://:hunter2@h?ttl=abc",
             "redis://:hunter2@h?ttl=0",
             "not a url",
