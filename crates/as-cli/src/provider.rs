@@ -65,6 +65,15 @@ pub(crate) fn resolve(
         .map(str::to_owned)
         .or_else(|| nonempty(env(provider.base_url_var())))
         .unwrap_or_else(|| provider.default_base_url().to_owned());
+    // Checked here, before a session is opened or created for a turn that could never run.
+    let endpoint_ok = url::Url::parse(&base_url).is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.has_host());
+    if !endpoint_ok {
+        let shown = if base_url.contains('@') { "the given URL".to_owned() } else { format!("{base_url:?}") };
+        return Err(usage(format!(
+            "the model endpoint {shown} (--base-url or {}) is not an http(s) URL, e.g. http://localhost:11434/v1",
+            provider.base_url_var()
+        )));
+    }
     let api_key = match provider.key_var() {
         None => None,
         Some(var) => match nonempty(env(var)) {
@@ -100,6 +109,17 @@ mod tests {
 
     fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
         move |k| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| (*v).to_owned())
+    }
+
+    #[test]
+    fn a_base_url_that_is_not_http_is_a_usage_error() {
+        for bad in ["not a url", "ftp://h/v1", "http://", "localhost:11434/v1"] {
+            let e = resolve("openai:gpt-4o", Some(bad), &|_| Some("k".into())).unwrap_err();
+            assert_eq!(e.kind(), ExitKind::Usage, "{bad}");
+        }
+        let e = resolve("openai:gpt-4o", Some("x://user:pw@h"), &|_| Some("k".into())).unwrap_err();
+        assert!(!e.to_string().contains("pw"), "{e}");
+        assert!(resolve("openai:gpt-4o", Some("https://h.example/v1"), &|_| Some("k".into())).is_ok());
     }
 
     #[test]

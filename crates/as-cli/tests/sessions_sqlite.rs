@@ -187,6 +187,19 @@ fn create_on_an_existing_session_keeps_what_is_not_given() {
 }
 
 #[test]
+fn set_state_refuses_a_record_or_a_message_given_as_a_state() {
+    let cli = Cli::new();
+    let id = cli.ok(&with("create", owner("friday", &[])), None);
+    let id = id.trim_end();
+    let record = cli.ok(&with("show", owner("friday", &["--session", id])), None);
+    cli.fails(&with("set-state", owner("friday", &["--session", id, "-"])), Some(&record), 5, "session record");
+    let msg = as_message::to_json(&as_message::Msg::user("user", "hi"));
+    cli.fails(&with("set-state", owner("friday", &["--session", id, "-"])), Some(&msg), 5, "a message");
+    // An empty object is an empty state, as pydantic reads it.
+    cli.ok(&with("set-state", owner("friday", &["--session", id, "-"])), Some("{}"));
+}
+
+#[test]
 fn names_with_control_characters_are_shown_escaped() {
     let cli = Cli::new();
     let name = "evil\nmore: --cursor fake\u{1b}[31mred";
