@@ -181,6 +181,8 @@ mod tests {
             ("redis://u:a?b#c@h/1", "redis://u:***@h/1"),
             ("redis:/:hunter2@h", "redis:***@h"),
             ("REDIS:hunter2@h", "REDIS:***@h"),
+            (":hunter2@127.0.0.1:6432", "***@127.0.0.1:6432"),
+            ("user:hunter2@h", "***@h"),
         ] {
             assert_eq!(as_storage_redis::redact_url(url), shown, "{url}");
         }

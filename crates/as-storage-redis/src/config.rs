@@ -118,8 +118,11 @@ pub fn redact_url(url: &str) -> String {
         Some(i) => url.split_at(i + 3),
         None => match url.split_once(':') {
             Some((scheme, _)) if is_redis_scheme(scheme) => url.split_at(scheme.len() + 1),
-            // No scheme at all (`:pw@host:6379`, `user:pw@host`): whatever precedes an `@` may be
-            // a password.
+            // Another store's URL (`sqlite:/a@b.db`): nothing secret in it.
+            Some((scheme, _)) if ["sqlite", "memory", "file"].contains(&scheme.to_ascii_lowercase().as_str()) => {
+                return url.to_owned();
+            }
+            // No scheme (`:pw@host:6379`, `user:pw@host`): whatever precedes an `@` may be a password.
             _ => return url.rfind('@').map_or_else(|| url.to_owned(), |at| format!("***{}", &url[at..])),
         },
     };
