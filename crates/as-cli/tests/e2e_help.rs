@@ -97,5 +97,7 @@ fn a_closed_stdout_is_exit_1_not_a_panic() {
         let o = agentscope(args).stdout(writer).stderr(std::process::Stdio::piped()).output().unwrap();
         assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
         assert!(!stderr(&o).contains("panicked"), "{args:?}: {}", stderr(&o));
+        // A reader that went away is no news to whoever piped into `head`: nothing said about it.
+        assert!(!stderr(&o).contains("cannot write"), "{args:?}: {}", stderr(&o));
     }
 }

@@ -132,7 +132,9 @@ pub(crate) async fn users_of(storage: &SharedStorage, named: Option<&str>) -> Cl
 pub(crate) async fn agents_of(storage: &SharedStorage, user: &str, named: &[String]) -> CliResult<Vec<String>> {
     validate_id("user_id", user)?;
     if !named.is_empty() {
-        return Ok(named.to_vec());
+        // Each agent once, in the order given (`--agent a --agent a` exports its sessions once).
+        let mut seen = std::collections::HashSet::new();
+        return Ok(named.iter().filter(|a| seen.insert(a.as_str())).cloned().collect());
     }
     match storage.list_agents(user).await {
         Ok(agents) => Ok(agents),
@@ -274,7 +276,7 @@ pub(crate) async fn export(
 }
 
 fn write_error(e: std::io::Error) -> CliError {
-    CliError::new(ExitKind::Failed, format!("cannot write the output: {e}"))
+    crate::cmd::stdout_error(e)
 }
 
 /// One parsed import line.
@@ -293,7 +295,8 @@ pub(crate) fn parse_line(line: &str) -> Result<ImportItem, String> {
     if map.contains_key("record") {
         match map.get("kind").and_then(JsonValue::as_str) {
             Some(EXPORT_KIND) => {}
-            other => return Err(format!("unknown line kind {other:?} (expected \"{EXPORT_KIND}\")")),
+            Some(other) => return Err(format!("unknown line kind {other:?} (expected \"{EXPORT_KIND}\")")),
+            None => return Err(format!("a line with a record needs \"kind\":\"{EXPORT_KIND}\"")),
         }
         let record = map.remove("record").unwrap_or(JsonValue::Null);
         let record: SessionRecord = as_message::from_value(record).map_err(|e| format!("record: {e}"))?;
@@ -1007,6 +1010,10 @@ mod tests {
             })
             .collect();
         assert_eq!(owners, ["alice/friday", "alice/helper", "alice/helper"], "by agent, sorted; bob's not included");
+        // An agent named twice is exported once.
+        let twice = ["helper".to_owned(), "helper".to_owned()];
+        let stats = export(&a, "alice", &twice, &mut Vec::new(), false).await.unwrap();
+        assert_eq!(stats.sessions, 2);
         let (checked, problems) = validate(&a, "alice", &[]).await.unwrap();
         assert_eq!((checked, problems.len()), (3, 0));
         assert_eq!(validate(&a, "bad:user", &[]).await.unwrap_err().kind(), ExitKind::Invalid);

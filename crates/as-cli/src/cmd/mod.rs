@@ -13,10 +13,17 @@ use crate::exit::{CliError, CliResult, ExitKind};
 pub(crate) fn out(args: std::fmt::Arguments<'_>) -> CliResult {
     use std::io::Write as _;
     let mut stdout = std::io::stdout().lock();
-    stdout
-        .write_fmt(args)
-        .and_then(|()| stdout.flush())
-        .map_err(|e| CliError::new(ExitKind::Failed, format!("cannot write the output: {e}")))
+    stdout.write_fmt(args).and_then(|()| stdout.flush()).map_err(stdout_error)
+}
+
+/// A failed write to stdout: exit 1. A reader that went away (`… | head -1`) is no news to the
+/// person who piped it, so that case says nothing.
+pub(crate) fn stdout_error(e: std::io::Error) -> CliError {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        CliError::silent(ExitKind::Failed)
+    } else {
+        CliError::new(ExitKind::Failed, format!("cannot write the output: {e}"))
+    }
 }
 
 /// `println!` through [`out`]: `outln!(...)?`.

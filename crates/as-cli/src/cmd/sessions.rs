@@ -202,7 +202,7 @@ fn print(text: &str) -> CliResult {
     out.write_all(text.as_bytes())
         .and_then(|()| out.write_all(b"\n"))
         .and_then(|()| out.flush())
-        .map_err(|e| CliError::new(ExitKind::Failed, format!("cannot write to stdout: {e}")))
+        .map_err(crate::cmd::stdout_error)
 }
 
 async fn create(store: &SharedStorage, a: CreateArgs) -> CliResult {

@@ -166,9 +166,7 @@ fn fmt(args: FmtArgs) -> CliResult {
     let bytes = read_input(args.file.as_deref())?;
     let doc = parse(&bytes, args.kind)?;
     let mut out = std::io::stdout().lock();
-    out.write_all(doc.to_json().as_bytes())
-        .and_then(|()| out.flush())
-        .map_err(|e| CliError::new(ExitKind::Failed, format!("cannot write stdout: {e}")))
+    out.write_all(doc.to_json().as_bytes()).and_then(|()| out.flush()).map_err(crate::cmd::stdout_error)
 }
 
 fn check(args: CheckArgs) -> CliResult {
