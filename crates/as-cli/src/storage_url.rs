@@ -150,6 +150,22 @@ pub(crate) async fn open(url: Option<&str>) -> CliResult<SharedStorage> {
     Ok(StorageUrl::parse(url)?.open(false).await?.0)
 }
 
+/// [`open`] for commands that only read: a SQLite file that does not exist is not created (a
+/// typo'd path would otherwise leave a fresh database behind and look like an empty store); it
+/// reads as an empty store, with a note on stderr.
+pub(crate) async fn open_for_reading(url: Option<&str>) -> CliResult<SharedStorage> {
+    let parsed = StorageUrl::parse(url)?;
+    if let StorageUrl::Sqlite(path) = &parsed
+        && !path.exists()
+    {
+        eprintln!("note: there is no database at {} yet: nothing is stored there", path.display());
+        let empty: SharedStorage = Arc::new(as_storage::InMemoryStorage::new());
+        empty.open().await.map_err(crate::cmd::chat::storage_error)?;
+        return Ok(empty);
+    }
+    Ok(parsed.open(false).await?.0)
+}
+
 /// [`open`], with the session lock turns on this store take (Redis: AgentScope's chat-run lock).
 pub(crate) async fn open_for_turns(
     url: Option<&str>,

@@ -200,6 +200,31 @@ fn set_state_refuses_a_record_or_a_message_given_as_a_state() {
 }
 
 #[test]
+fn reading_a_database_that_does_not_exist_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("typo").join("x.db");
+    let storage = format!("sqlite:{}", db.display());
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_agentscope"))
+            .args(["--storage", &storage, "sessions"])
+            .args(args)
+            .env_remove("AGENTSCOPE_STORAGE")
+            .output()
+            .unwrap()
+    };
+    let listed = run(&["list", "--user", "alice", "--agent", "friday"]);
+    assert_eq!(listed.status.code(), Some(0));
+    assert!(listed.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&listed.stderr).contains("no database at"));
+    let shown = run(&["show", "--user", "alice", "--agent", "friday", "--session", "s1"]);
+    assert_eq!(shown.status.code(), Some(3));
+    assert!(!db.exists() && !dir.path().join("typo").exists(), "a read created the database");
+    // A write creates it, as before.
+    assert_eq!(run(&["create", "--user", "alice", "--agent", "friday"]).status.code(), Some(0));
+    assert!(db.exists());
+}
+
+#[test]
 fn names_with_control_characters_are_shown_escaped() {
     let cli = Cli::new();
     let name = "evil\nmore: --cursor fake\u{1b}[31mred";

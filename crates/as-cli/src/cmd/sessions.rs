@@ -144,7 +144,15 @@ pub(crate) struct DeleteArgs {
 
 /// Runs a `sessions` subcommand.
 pub(crate) async fn run(global: &GlobalArgs, cmd: SessionsCommand) -> CliResult {
-    let store = crate::storage_url::open(global.storage.as_deref()).await?;
+    let reads_only = matches!(
+        cmd,
+        SessionsCommand::Show(_) | SessionsCommand::List(_) | SessionsCommand::Export(_) | SessionsCommand::Validate(_)
+    );
+    let store = if reads_only {
+        crate::storage_url::open_for_reading(global.storage.as_deref()).await?
+    } else {
+        crate::storage_url::open(global.storage.as_deref()).await?
+    };
     let result = match cmd {
         SessionsCommand::Create(a) => create(&store, a).await,
         SessionsCommand::Show(a) => show(&store, a).await,
