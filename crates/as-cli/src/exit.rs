@@ -31,7 +31,7 @@ Exit codes:
   1    a check or validation failed
   2    usage error
   3    not found
-  4    conflict (a concurrent writer won)
+  4    conflict (a concurrent writer won, or another process kept the session busy)
   5    invalid id or input
   6    storage or model backend unavailable or unusable (down, locked, not a database, corrupt)
   130  interrupted by Ctrl-C (state saved)";

@@ -130,16 +130,34 @@ impl LockGuard for FileRunGuard {
 impl SessionLock for FileRunLock {
     async fn acquire(&self, key: &SessionKey) -> as_agent::Result<Box<dyn LockGuard>> {
         let path = self.path(key);
-        let io = |what: &str, e: std::io::Error| AgentError::Lock(format!("{what} {}: {e}", path.display()));
-        std::fs::create_dir_all(&self.dir).map_err(|e| io("creating the lock directory for", e))?;
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| io("opening the session lock file", e))?;
+        // The lock files cannot be used (permissions, a read-only disk): the store is unusable
+        // for turns (exit 6), not busy.
+        let io = |what: &str, e: std::io::Error| {
+            AgentError::Storage(as_storage::StorageError::new(
+                StorageErrorKind::Unavailable,
+                "sqlite",
+                "lock",
+                format!("{what} {}: {e}", path.display()),
+            ))
+        };
+        // A lock needs no write access to its file (`flock`): an existing one is opened for
+        // reading, so users sharing a database (a group-writable directory) share its locks.
+        let file = match std::fs::File::open(&path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::create_dir_all(&self.dir).map_err(|e| io("creating the lock directory for", e))?;
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .truncate(false)
+                    .write(true)
+                    .open(&path)
+                    .map_err(|e| io("creating the session lock file", e))?
+            }
+            Err(e) => return Err(io("opening the session lock file", e)),
+        };
         let deadline = tokio::time::Instant::now().checked_add(self.wait);
         loop {
+            // Shared access is enough for an exclusive `flock` (unlike `fcntl` locks).
             match file.try_lock() {
                 Ok(()) => return Ok(Box::new(FileRunGuard(file))),
                 Err(std::fs::TryLockError::WouldBlock) => {}

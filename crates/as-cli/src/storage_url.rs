@@ -124,10 +124,14 @@ impl StorageUrl {
             Self::Memory => (Arc::new(as_storage::InMemoryStorage::new()), None),
             // ---- sqlite engineer: SqliteStorage options ----
             Self::Sqlite(path) => {
-                let mut dir = path.clone().into_os_string();
+                let storage: SharedStorage = Arc::new(as_storage_sqlite::SqliteStorage::new(path));
+                storage.open().await.map_err(opened)?;
+                // Next to the database, named after its real path (once it exists), so every
+                // spelling of the path (a symlink, `./x.db`) shares the same locks.
+                let mut dir = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone()).into_os_string();
                 dir.push(".locks");
                 let lock = wait.map(|w| crate::run_lock::FileRunLock::shared(dir.into(), w));
-                (Arc::new(as_storage_sqlite::SqliteStorage::new(path)), lock)
+                return Ok((storage, lock));
             }
             Self::Redis(url) => {
                 let redis = as_storage_redis::RedisStorage::from_url(url)

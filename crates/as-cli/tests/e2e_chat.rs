@@ -558,6 +558,15 @@ fn sqlite_turn_never_runs_while_another_process_holds_the_session_lock() {
     assert_eq!(o.status.code(), Some(4), "stderr: {}", stderr(&o));
     assert!(stderr(&o).contains("busy"), "{}", stderr(&o));
     assert_eq!(srv.requests().len(), 1, "the model was called while the session was locked");
+    // The same database through a symlink shares the same locks.
+    let link = dir.path().join("link.db");
+    std::os::unix::fs::symlink(&db, &link).unwrap();
+    let linked = format!("sqlite:{}", link.display());
+    let mut args_linked = chat_args(&linked, &url);
+    args_linked.extend(["--session", &id, "--message", "again"]);
+    let o = agentscope(&args_linked).env("AGENTSCOPE_LOCK_WAIT", "1").output().unwrap();
+    assert_eq!(o.status.code(), Some(4), "through the symlink: {}", stderr(&o));
+    assert_eq!(srv.requests().len(), 1);
 
     drop(held);
     let o = agentscope(&args).env("AGENTSCOPE_LOCK_WAIT", "1").output().unwrap();

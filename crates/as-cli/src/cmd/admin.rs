@@ -6,15 +6,19 @@
 //! {"kind":"session","record":{…the stored SessionRecord…},"messages":[…the session's message log…]}
 //! ```
 //!
-//! `record` is the record's canonical JSON (the bytes AgentScope Python writes); `messages` the
-//! session's message log in order. `import` also accepts a bare `SessionRecord` per line (a dump
+//! `record` is the record exactly as stored (the bytes AgentScope Python or our writer wrote, line
+//! breaks between tokens turned into spaces); `messages` the session's message log in order. `import` also accepts a bare `SessionRecord` per line (a dump
 //! made by other tools).
 //!
 //! **Lossless.** `import` writes each record with [`as_storage::StorageBase::import_record`],
 //! which stores it verbatim (`created_at`, `updated_at`, `source`, `source_schedule_id`,
 //! `team_id`, config and state as exported) together with its index entries and its message log,
 //! in one atomic write. So export → import into any backend → export gives the same bytes
-//! (the e2e tests check SQLite → Redis and SQLite → SQLite byte for byte). A third-party backend
+//! (the e2e tests check SQLite → Redis and SQLite → SQLite byte for byte) for every record our
+//! writer made. One field differs for a record AgentScope 2.0.4 wrote: like every write of ours,
+//! the import sets `state.session_id` to the record id (2.0.4 leaves a fresh, unrelated id there
+//! until its chat service overwrites it on the first load); an unknown field of a newer writer is
+//! dropped too. A third-party backend
 //! that does not implement `import_record` (it reports `Unsupported`) is still imported through
 //! `upsert_session` + `upsert_message`, with a warning that the store then sets the timestamps and
 //! drops `team_id`.
@@ -101,7 +105,7 @@ Examples:
 Reads every session of every user (or of one user, or of the named agents only) and its message log, parses them
 against the wire model
 (reporting the JSON path of the first error), validates them against the published JSON Schemas
-(`agentscope schema session-record`, `msg`) and checks the invariants (ids, state.session_id, tool call
+(`agentscope schema session-record`, `msg`) and checks the invariants (ids, owner, tool call
 bookkeeping). Prints `bad  <user>/<agent>/<session>  <why>` per bad record and a final count; exit 1
 when any record is bad.")]
 pub(crate) struct ValidateArgs {

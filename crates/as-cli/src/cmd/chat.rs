@@ -729,7 +729,7 @@ pub(crate) async fn open_storage(url: Option<&str>) -> CliResult<SharedStorage> 
 }
 
 /// [`open_storage`], with the session lock the store's turns take (on Redis, AgentScope's
-/// chat-run lock; none for SQLite and memory, whose writes stay conditional).
+/// chat-run lock; on SQLite, an OS file lock per session; none in memory).
 pub(crate) async fn open_for_turns(
     url: Option<&str>,
 ) -> CliResult<(SharedStorage, Option<Arc<dyn as_agent::SessionLock>>)> {
