@@ -353,7 +353,11 @@ impl SessionRunner {
                     (Some(logged), Some(current)) if !same_calls(&logged, current) => {
                         Some(with_started_results(current.clone()))
                     }
-                    (Some(logged), _) => Some(logged),
+                    (Some(mut logged), Some(current)) => {
+                        restart_unanswered_results(&mut logged, current);
+                        Some(logged)
+                    }
+                    (Some(logged), None) => Some(logged),
                     (None, current) => current.cloned().map(with_started_results),
                 }
             }
@@ -493,6 +497,30 @@ fn with_started_results(mut msg: Msg) -> Msg {
         .collect();
     msg.content.extend(started);
     msg
+}
+
+/// Empties the log copy's results of calls the state still waits for (as `TOOL_RESULT_START` left
+/// them): output there came from a resume that was dropped before the result reached the state,
+/// and it streams again when the result is sent again.
+fn restart_unanswered_results(logged: &mut Msg, current: &Msg) {
+    use as_message::{ContentBlock, TextOrBlocks, ToolResultState};
+    let answered: std::collections::HashSet<&str> = current
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::ToolResult(r) => Some(r.id.as_str()),
+            _ => None,
+        })
+        .collect();
+    for b in &mut logged.content {
+        if let ContentBlock::ToolResult(r) = b
+            && !answered.contains(r.id.as_str())
+        {
+            r.output = TextOrBlocks::Blocks(Vec::new());
+            r.state = ToolResultState::Running;
+            r.metadata.clear();
+        }
+    }
 }
 
 /// Whether `logged` (the message log's copy of a reply message) holds the same tool calls, in the

@@ -1081,3 +1081,68 @@ async fn a_resume_whose_log_copy_is_behind_continues_from_the_state() {
     assert_eq!(got, want, "the log's reply message against the state's");
     assert_eq!(got.len(), 4, "{got:?}");
 }
+
+/// A resume dropped after its first output event (an SSE client gone) leaves the state waiting
+/// for the call (its result never reached the state) and the log's copy holding that output.
+/// Sent again, the result is logged once, as the state has it.
+#[tokio::test]
+async fn output_of_a_dropped_resume_is_logged_once_when_the_result_is_sent_again() {
+    use as_agent::MsgEventExt as _;
+    use futures::StreamExt as _;
+    let storage = store().await;
+    let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
+    let agent = agent_with(
+        vec![
+            ScriptedTurn::new().tool_call("c1", "remote", r#"{"text": "a"}"#).tool_call(
+                "c2",
+                "remote",
+                r#"{"text": "b"}"#,
+            ),
+            ScriptedTurn::new().text("done"),
+        ],
+        Toolkit::new().with(AllowTool::new("remote").concurrent().external().arc()),
+    );
+    let k = key("dropped-resume");
+    let parked = turn(&runner, &agent, &k, Msg::user("user", "go")).await.1.unwrap();
+    assert_eq!(parked.status, ReplyStatus::Parked);
+    let result = |id: &str, text: &str| {
+        as_message::ToolResultBlock::new(id, "remote", text, as_message::ToolResultState::Success)
+    };
+    // What a runner whose future was dropped after the first output event writes: the state as
+    // the reply left it, and the log's reply message with the events it had streamed.
+    let rec = storage.get_session(&k).await.unwrap().unwrap();
+    let mut state = rec.state.clone();
+    let mut logged = storage.get_message(&k, &state.reply_id).await.unwrap().unwrap();
+    let only_c1 = as_agent::ExternalExecutionResultEvent::new(state.reply_id.clone(), vec![result("c1", "ran a")]);
+    logged.append_event(&AgentEvent::ExternalExecutionResult(only_c1.clone()));
+    {
+        let mut stream = agent.reply_stream(&mut state, only_c1);
+        while let Some(ev) = stream.next().await {
+            let ev = ev.unwrap();
+            logged.append_event(&ev);
+            if matches!(ev, AgentEvent::ToolResultTextDelta(_)) {
+                break;
+            }
+        }
+    }
+    assert!(agent.is_parked(&state), "both calls still wait");
+    storage.update_session_state(&k, &state, Some(&rec.revision())).await.unwrap();
+    storage.upsert_message(&k, &logged).await.unwrap();
+    // The client sends both results again.
+    let both = as_agent::ExternalExecutionResultEvent::new(
+        state.reply_id.clone(),
+        vec![result("c1", "ran a"), result("c2", "ran b")],
+    );
+    let done = turn(&runner, &agent, &k, both).await.1.unwrap();
+    assert_eq!(done.status, ReplyStatus::Completed);
+    let logged = storage.get_message(&k, &done.state.reply_id).await.unwrap().unwrap();
+    let outputs: Vec<(String, String)> = logged
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::ToolResult(r) => Some((r.id.clone(), r.output.text())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(outputs, [("c1".to_owned(), "ran a".to_owned()), ("c2".to_owned(), "ran b".to_owned())]);
+}
