@@ -517,6 +517,24 @@ fn redis_turn_never_runs_while_another_process_holds_the_session_lock() {
     assert!(stderr(&o).contains("busy") && stderr(&o).contains(&lock), "{}", stderr(&o));
     assert_eq!(srv.requests().len(), 1, "the model was called while the session was locked");
     assert_eq!(redis_cli(&redis.url, &["GET", &lock]), "held-by-python", "someone else's lock was touched");
+    // Changing the session's mode is a write too: it waits for the lock as well.
+    let mut with_mode = args.clone();
+    with_mode.extend(["--permission-mode", "explore"]);
+    let o = agentscope(&with_mode).env("AGENTSCOPE_LOCK_WAIT", "1").output().unwrap();
+    assert_eq!(o.status.code(), Some(4), "stderr: {}", stderr(&o));
+    let shown = stdout(&run(&[
+        "--storage",
+        &redis.url,
+        "sessions",
+        "show",
+        "--user",
+        "alice",
+        "--agent",
+        "friday",
+        "--session",
+        &id,
+    ]));
+    assert!(!shown.contains(r#""mode":"explore""#), "the mode was written under another's lock");
 
     redis_cli(&redis.url, &["DEL", &lock]);
     let o = agentscope(&args).env("AGENTSCOPE_LOCK_WAIT", "1").output().unwrap();
