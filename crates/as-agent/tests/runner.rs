@@ -255,7 +255,7 @@ async fn the_lock_hook_wraps_every_turn_even_failed_ones() {
     // Rejected by the agent after the load (nothing is parked): the lock is released all the same.
     let stray = UserConfirmResultEvent::new("no-such-reply", Vec::new());
     let (_, r) = turn(&runner, &agent, &key("l1"), stray).await;
-    assert!(r.is_err());
+    assert_eq!(r.unwrap_err().kind(), AgentErrorKind::UnexpectedEvent);
     assert_eq!(*lock.log.lock().unwrap(), ["acquire l1", "release l1", "acquire l1", "release l1"]);
     // An invalid session id never reaches the lock or the store.
     let (_, r) = turn(&runner, &agent, &key("bad:id"), Msg::user("user", "hi")).await;

@@ -234,4 +234,8 @@ fn names_with_control_characters_are_shown_escaped() {
     assert!(!text.contains('\u{1b}'), "{text:?}");
     let summary = cli.ok(&with("show", owner("friday", &["--session", id.trim_end(), "--summary"])), None);
     assert!(!summary.contains('\u{1b}') && !summary.contains("\nmore:"), "{summary:?}");
+    // A right-to-left override would show the rest of the line reversed.
+    cli.ok(&with("create", owner("bidi", &["--name", "invoice\u{202e}fdp.exe"])), None);
+    let text = cli.ok(&with("list", owner("bidi", &[])), None);
+    assert!(!text.contains('\u{202e}') && text.contains("invoice\\u{202e}fdp.exe"), "{text:?}");
 }

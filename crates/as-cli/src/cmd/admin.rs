@@ -711,8 +711,7 @@ const LAST_MESSAGES: usize = 5;
 fn one_line(text: &str, max: usize) -> String {
     let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     // What whitespace splitting leaves of control characters (escape sequences) is shown escaped.
-    let flat: String =
-        flat.chars().flat_map(|c| if c.is_control() { c.escape_default().collect() } else { vec![c] }).collect();
+    let flat = printable(&flat).into_owned();
     if flat.chars().count() <= max {
         flat
     } else {
@@ -753,8 +752,8 @@ pub(crate) fn summary(record: &SessionRecord, log_len: Option<usize>) -> String 
     use std::fmt::Write as _;
     let s = &record.state;
     let mut out = String::new();
-    let _ = writeln!(out, "session      {}", record.id);
-    let _ = writeln!(out, "owner        {}/{}", record.user_id, record.agent_id);
+    let _ = writeln!(out, "session      {}", printable(&record.id));
+    let _ = writeln!(out, "owner        {}/{}", printable(&record.user_id), printable(&record.agent_id));
     let _ = writeln!(out, "name         {}", printable(&record.config.name));
     let _ = writeln!(out, "created      {}", record.created_at);
     let _ = writeln!(out, "updated      {}", record.updated_at);
@@ -762,7 +761,7 @@ pub(crate) fn summary(record: &SessionRecord, log_len: Option<usize>) -> String 
     if let Some(n) = log_len {
         let _ = writeln!(out, "message log  {n}");
     }
-    let _ = writeln!(out, "reply        {} (iteration {})", s.reply_id, s.cur_iter);
+    let _ = writeln!(out, "reply        {} (iteration {})", printable(&s.reply_id), s.cur_iter);
     if !s.summary.is_empty() {
         let _ = writeln!(out, "summary      {}", one_line(&s.summary.text(), 100));
     }
@@ -781,9 +780,21 @@ pub(crate) fn summary(record: &SessionRecord, log_len: Option<usize>) -> String 
         let _ = writeln!(out, "  (none)");
     }
     for c in parked {
-        let _ = writeln!(out, "  {} {} {} ({})", c.id, c.name, one_line(&c.input, 80), c.state_str());
+        let _ = writeln!(
+            out,
+            "  {} {} {} ({})",
+            printable(&c.id),
+            printable(&c.name),
+            one_line(&c.input, 80),
+            c.state_str()
+        );
         for r in &c.suggested_rules {
-            let _ = writeln!(out, "    suggested rule: {} {}", r.tool_name, r.rule_content.as_deref().unwrap_or("*"));
+            let _ = writeln!(
+                out,
+                "    suggested rule: {} {}",
+                printable(&r.tool_name),
+                printable(r.rule_content.as_deref().unwrap_or("*"))
+            );
         }
     }
     let _ = writeln!(out, "\ntasks:");
@@ -800,13 +811,18 @@ pub(crate) fn summary(record: &SessionRecord, log_len: Option<usize>) -> String 
         for (tool, list) in rules {
             for r in list {
                 any = true;
-                let _ = writeln!(out, "  {label:<5} {tool} {}", r.rule_content.as_deref().unwrap_or("*"));
+                let _ = writeln!(
+                    out,
+                    "  {label:<5} {} {}",
+                    printable(tool),
+                    printable(r.rule_content.as_deref().unwrap_or("*"))
+                );
             }
         }
     }
     for dir in p.working_directories.keys() {
         any = true;
-        let _ = writeln!(out, "  dir   {dir}");
+        let _ = writeln!(out, "  dir   {}", printable(dir));
     }
     if !any {
         let _ = writeln!(out, "  (no rules)");

@@ -267,10 +267,22 @@ async fn show(store: &SharedStorage, a: ShowArgs) -> CliResult {
     print(crate::cmd::admin::summary(&rec, Some(log.len())).trim_end())
 }
 
-/// `text` for a terminal: as it is, or quoted with escapes when it holds control characters (a
-/// stored name must not start a line of its own or send terminal escape sequences).
+/// `text` for a terminal: as it is, or quoted with escapes when it holds control characters or
+/// bidirectional-text controls (a stored name must not start a line of its own, send terminal
+/// escape sequences, or display reversed).
 pub(crate) fn printable(text: &str) -> std::borrow::Cow<'_, str> {
-    if text.chars().any(char::is_control) { format!("{text:?}").into() } else { text.into() }
+    if text.chars().any(needs_escape) {
+        text.chars()
+            .flat_map(|c| if needs_escape(c) { c.escape_unicode().collect() } else { vec![c] })
+            .collect::<String>()
+            .into()
+    } else {
+        text.into()
+    }
+}
+
+fn needs_escape(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 async fn list(store: &SharedStorage, a: ListArgs) -> CliResult {
