@@ -1168,14 +1168,7 @@ pub(crate) fn save_to_context(state: &mut AgentState, name: &str, blocks: Vec<Co
 
 /// Tool calls of `msg` with no result in `msg`, in block order.
 pub(crate) fn unanswered(msg: &Msg) -> Vec<&ToolCallBlock> {
-    let results: HashSet<&str> = msg
-        .content
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::ToolResult(r) => Some(r.id.as_str()),
-            _ => None,
-        })
-        .collect();
+    let results: HashSet<&str> = msg.tool_result_ids().collect();
     msg.content
         .iter()
         .filter_map(|b| match b {

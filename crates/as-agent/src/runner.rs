@@ -504,14 +504,7 @@ fn with_started_results(mut msg: Msg) -> Msg {
 /// and it streams again when the result is sent again.
 fn restart_unanswered_results(logged: &mut Msg, current: &Msg) {
     use as_message::{ContentBlock, TextOrBlocks, ToolResultState};
-    let answered: std::collections::HashSet<&str> = current
-        .content
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::ToolResult(r) => Some(r.id.as_str()),
-            _ => None,
-        })
-        .collect();
+    let answered: std::collections::HashSet<&str> = current.tool_result_ids().collect();
     for b in &mut logged.content {
         if let ContentBlock::ToolResult(r) = b
             && !answered.contains(r.id.as_str())

@@ -522,18 +522,7 @@ fn redis_turn_never_runs_while_another_process_holds_the_session_lock() {
     with_mode.extend(["--permission-mode", "explore"]);
     let o = agentscope(&with_mode).env("AGENTSCOPE_LOCK_WAIT", "1").output().unwrap();
     assert_eq!(o.status.code(), Some(4), "stderr: {}", stderr(&o));
-    let shown = stdout(&run(&[
-        "--storage",
-        &redis.url,
-        "sessions",
-        "show",
-        "--user",
-        "alice",
-        "--agent",
-        "friday",
-        "--session",
-        &id,
-    ]));
+    let shown = stdout(&show(&redis.url, &id, &[]));
     assert!(!shown.contains(r#""mode":"explore""#), "the mode was written under another's lock");
 
     redis_cli(&redis.url, &["DEL", &lock]);

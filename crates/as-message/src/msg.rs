@@ -220,6 +220,23 @@ impl Msg {
         }
     }
 
+    /// The ids of the message's tool results, in block order (a call is answered in a message
+    /// when one of them is its id).
+    ///
+    /// ```
+    /// use as_message::{ContentBlock, Msg, Role, ToolResultBlock, ToolResultState};
+    /// let m = Msg::new("friday", Role::Assistant, vec![ContentBlock::ToolResult(
+    ///     ToolResultBlock::new("call_1", "Read", "ok", ToolResultState::Success),
+    /// )]);
+    /// assert_eq!(m.tool_result_ids().collect::<Vec<_>>(), ["call_1"]);
+    /// ```
+    pub fn tool_result_ids(&self) -> impl Iterator<Item = &str> {
+        self.content.iter().filter_map(|b| match b {
+            ContentBlock::ToolResult(r) => Some(r.id.as_str()),
+            _ => None,
+        })
+    }
+
     /// The `.text` of the text blocks joined by `separator`; `None` when there is no text block.
     /// Thinking, hint and tool-result text is excluded.
     pub fn get_text_content(&self, separator: &str) -> Option<String> {

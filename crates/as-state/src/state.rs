@@ -145,14 +145,7 @@ impl AgentState {
         if last.role != Role::Assistant || last.name != name {
             return false;
         }
-        let result_ids: Vec<&str> = last
-            .content
-            .iter()
-            .filter_map(|b| match b {
-                ContentBlock::ToolResult(r) => Some(r.id.as_str()),
-                _ => None,
-            })
-            .collect();
+        let result_ids: Vec<&str> = last.tool_result_ids().collect();
         last.content.iter().any(|b| match b {
             ContentBlock::ToolCall(c) => {
                 c.state == ToolCallState::Asking

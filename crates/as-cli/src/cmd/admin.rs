@@ -841,14 +841,7 @@ pub(crate) fn parked_calls(record: &SessionRecord) -> Vec<&as_message::ToolCallB
     if last.role != Role::Assistant {
         return Vec::new();
     }
-    let results: Vec<&str> = last
-        .content
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::ToolResult(r) => Some(r.id.as_str()),
-            _ => None,
-        })
-        .collect();
+    let results: Vec<&str> = last.tool_result_ids().collect();
     last.content
         .iter()
         .filter_map(|b| match b {

@@ -35,19 +35,15 @@ pub fn run(args: &[&str]) -> Output {
 
 /// `agentscope --storage STORAGE sessions show --user alice --agent friday --session ID --summary`.
 pub fn show_summary(storage: &str, session: &str) -> Output {
-    run(&[
-        "--storage",
-        storage,
-        "sessions",
-        "show",
-        "--user",
-        "alice",
-        "--agent",
-        "friday",
-        "--session",
-        session,
-        "--summary",
-    ])
+    show(storage, session, &["--summary"])
+}
+
+/// `agentscope --storage STORAGE sessions show --user alice --agent friday --session ID [EXTRA…]`.
+pub fn show(storage: &str, session: &str, extra: &[&str]) -> Output {
+    let mut args = vec!["--storage", storage, "sessions", "show", "--user", "alice", "--agent", "friday", "--session"];
+    args.push(session);
+    args.extend_from_slice(extra);
+    run(&args)
 }
 
 /// stdout as text.
