@@ -947,14 +947,7 @@ async fn a_call_id_the_model_reuses_in_one_reply_still_runs() {
             _ => None,
         })
         .collect();
-    let results: Vec<(String, String)> = reply
-        .content
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::ToolResult(r) => Some((r.id.clone(), r.output.text())),
-            _ => None,
-        })
-        .collect();
+    let results = outputs(reply);
     assert_eq!(calls.len(), 2);
     assert_eq!(calls[0], "call_1");
     assert_ne!(calls[1], "call_1");
@@ -1136,13 +1129,16 @@ async fn output_of_a_dropped_resume_is_logged_once_when_the_result_is_sent_again
     let done = turn(&runner, &agent, &k, both).await.1.unwrap();
     assert_eq!(done.status, ReplyStatus::Completed);
     let logged = storage.get_message(&k, &done.state.reply_id).await.unwrap().unwrap();
-    let outputs: Vec<(String, String)> = logged
-        .content
+    assert_eq!(outputs(&logged), [("c1".to_owned(), "ran a".to_owned()), ("c2".to_owned(), "ran b".to_owned())]);
+}
+
+/// `(id, output text)` of each tool result of `m`, in block order.
+fn outputs(m: &Msg) -> Vec<(String, String)> {
+    m.content
         .iter()
         .filter_map(|b| match b {
             ContentBlock::ToolResult(r) => Some((r.id.clone(), r.output.text())),
             _ => None,
         })
-        .collect();
-    assert_eq!(outputs, [("c1".to_owned(), "ran a".to_owned()), ("c2".to_owned(), "ran b".to_owned())]);
+        .collect()
 }
