@@ -455,22 +455,27 @@ impl<'a> Run<'a> {
                     }
                 }
             }
-            let mut end = ToolResultEndEvent::new(reply_id.clone(), id.clone(), result.state);
-            end.metadata.clone_from(&result.metadata);
-            self.save_result_as(result, false).await?;
+            let (state, metadata) = self.save_result_as(result, false).await?;
+            let mut end = ToolResultEndEvent::new(reply_id.clone(), id.clone(), state);
+            end.metadata = metadata;
             self.emit(end).await?;
         }
         Ok(())
     }
 
     /// Saves a tool result (after the result middlewares and truncation) and finishes its call.
-    async fn save_result(&mut self, block: ToolResultBlock) -> Result<()> {
+    /// Returns the result's state and metadata as the middlewares left them (for its END event).
+    async fn save_result(&mut self, block: ToolResultBlock) -> Result<(ToolResultState, JsonMap)> {
         self.save_result_as(block, true).await
     }
 
     /// [`Self::save_result`]; `truncate = false` keeps the output as given (external results, §7).
     /// The block stays the answer to its call: a middleware cannot change its id or name.
-    async fn save_result_as(&mut self, mut block: ToolResultBlock, truncate: bool) -> Result<()> {
+    async fn save_result_as(
+        &mut self,
+        mut block: ToolResultBlock,
+        truncate: bool,
+    ) -> Result<(ToolResultState, JsonMap)> {
         let agent = self.agent;
         let (id, name) = (block.id.clone(), block.name.clone());
         for mw in &agent.middlewares {
@@ -481,12 +486,13 @@ impl<'a> Run<'a> {
         }
         block.id = id.clone();
         block.name = name;
+        let ended = (block.state, block.metadata.clone());
         let block = if truncate { crate::compress::truncate_tool_result(self.agent, block) } else { block };
         save_to_context(self.g.state, &self.agent.name, vec![ContentBlock::ToolResult(block)], None);
         if let Some(c) = call_mut(self.g.state, &self.agent.name, &id) {
             c.state = ToolCallState::Finished;
         }
-        Ok(())
+        Ok(ended)
     }
 
     async fn react_loop(&mut self) -> Result<ReplyOutcome> {
@@ -806,10 +812,19 @@ impl<'a> Run<'a> {
                 Ok((true, false))
             }
             Action::Result { block, end } => {
-                let interrupted = block.state == ToolResultState::Interrupted;
-                self.save_result(block).await?;
+                // The END event says what the result middlewares made of the result (the context
+                // and the log, rebuilt from the events, then agree).
+                let (state, metadata) = self.save_result(block).await?;
+                let end = match end {
+                    AgentEvent::ToolResultEnd(mut e) => {
+                        e.state = state;
+                        e.metadata = metadata;
+                        AgentEvent::ToolResultEnd(e)
+                    }
+                    other => other,
+                };
                 self.emit(end).await?;
-                Ok((false, interrupted))
+                Ok((false, state == ToolResultState::Interrupted))
             }
         }
     }

@@ -249,3 +249,68 @@ async fn a_question_that_never_reached_the_caller_parks_nothing() {
     assert_eq!(e.kind(), as_agent::AgentErrorKind::Middleware, "{e}");
     assert!(!state.has_awaiting_tool_calls("Friday"), "parked on a question nobody was asked");
 }
+
+/// Marks every result as checked and turns it into an error.
+#[derive(Debug)]
+struct Auditor;
+
+#[async_trait]
+impl Middleware for Auditor {
+    fn key(&self) -> &str {
+        "auditor"
+    }
+
+    async fn on_tool_result(
+        &self,
+        result: &mut as_message::ToolResultBlock,
+        _slot: &mut JsonValue,
+    ) -> as_agent::Result<()> {
+        result.state = as_message::ToolResultState::Error;
+        result.metadata.insert("audited".into(), json!(true));
+        Ok(())
+    }
+}
+
+/// What `on_tool_result` makes of a result is what its `TOOL_RESULT_END` event says, so the
+/// message rebuilt from the events (the log) and the context agree.
+#[tokio::test]
+async fn the_end_event_carries_what_on_tool_result_made_of_the_result() {
+    use as_agent::MsgEventExt as _;
+    let model = Arc::new(ScriptedModel::new(
+        "m",
+        [ScriptedTurn::new().tool_call("c1", "echo", r#"{"text": "a"}"#), ScriptedTurn::new().text("Done.")],
+    ));
+    let agent = Agent::builder("Friday", "sys", model)
+        .toolkit(Toolkit::new().with(AllowTool::new("echo").arc()))
+        .middleware(Arc::new(Auditor))
+        .build()
+        .unwrap();
+    let mut state = AgentState::default();
+    let mut events = Vec::new();
+    agent.reply_stream(&mut state, Msg::user("user", "go")).run_to_end(|e| events.push(e.clone())).await.unwrap();
+    let end = events
+        .iter()
+        .find_map(|e| match e {
+            AgentEvent::ToolResultEnd(e) => Some(e.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(end.state, as_message::ToolResultState::Error);
+    assert_eq!(end.metadata.get("audited"), Some(&json!(true)));
+    // The log's message, rebuilt from the events, holds the same result as the context.
+    let mut rebuilt: Option<Msg> = None;
+    for e in &events {
+        if let AgentEvent::ReplyStart(s) = e {
+            rebuilt = Some(Msg::from_reply_start(s));
+        } else if let Some(m) = rebuilt.as_mut() {
+            m.append_event(e);
+        }
+    }
+    let result_of = |m: &Msg| {
+        m.content.iter().find_map(|b| match b {
+            as_message::ContentBlock::ToolResult(r) => Some((r.state, r.metadata.clone())),
+            _ => None,
+        })
+    };
+    assert_eq!(result_of(&rebuilt.unwrap()), result_of(state.context.last().unwrap()));
+}
