@@ -70,6 +70,8 @@ fn create_prints_a_fresh_id() {
     // Two processes, two ids.
     let o2 = agentscope(&with_owner(&["create"], &[]));
     assert_ne!(stdout(&o2), out);
+    // A write to a memory store says it does not last.
+    assert!(stderr(&o).contains("keeps nothing"), "{}", stderr(&o));
 }
 
 #[test]

@@ -148,6 +148,10 @@ pub(crate) async fn run(global: &GlobalArgs, cmd: SessionsCommand) -> CliResult 
         cmd,
         SessionsCommand::Show(_) | SessionsCommand::List(_) | SessionsCommand::Export(_) | SessionsCommand::Validate(_)
     );
+    let in_memory = matches!(
+        crate::storage_url::StorageUrl::parse(global.storage.as_deref()),
+        Ok(crate::storage_url::StorageUrl::Memory)
+    );
     let store = if reads_only {
         crate::storage_url::open_for_reading(global.storage.as_deref()).await?
     } else {
@@ -164,6 +168,9 @@ pub(crate) async fn run(global: &GlobalArgs, cmd: SessionsCommand) -> CliResult 
         SessionsCommand::Validate(a) => crate::cmd::admin::run_validate(&store, a).await,
     };
     let closed = store.close().await.map_err(storage);
+    if in_memory && !reads_only && result.is_ok() {
+        eprintln!("note: --storage memory keeps nothing once this command ends");
+    }
     result.and(closed)
 }
 
