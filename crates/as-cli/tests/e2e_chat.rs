@@ -478,11 +478,16 @@ fn sigint_interrupts_a_running_tool_and_the_result_is_saved() {
     assert!(tool["content"].to_string().contains("interrupted by the user"), "{tool}");
 }
 
-/// `redis-cli -u URL ARGS…` (the lock held "by another process", as AgentScope Python would).
-fn redis_cli(url: &str, args: &[&str]) -> String {
-    let o = std::process::Command::new("redis-cli").arg("-u").arg(url).args(args).output().expect("run redis-cli");
-    assert!(o.status.success(), "redis-cli {args:?}: {}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8_lossy(&o.stdout).trim().to_owned()
+/// One command to the test's redis-server, sent as another process (AgentScope Python) would
+/// send it; returns the reply's value (`0`, `OK`, the string).
+fn redis_command(redis: &Redis, args: &[&str]) -> String {
+    let port = redis.url.rsplit(':').next().and_then(|p| p.parse().ok()).expect("a port in the URL");
+    let reply = as_storage_redis::testing::command(port, args).expect("redis answers");
+    let reply = reply.trim_end();
+    match reply.split_once("\r\n") {
+        Some((_length, value)) => value.to_owned(),
+        None => reply.trim_start_matches([':', '+']).to_owned(),
+    }
 }
 
 /// On Redis a turn takes AgentScope's chat-run lock: while another process holds
@@ -491,10 +496,6 @@ fn redis_cli(url: &str, args: &[&str]) -> String {
 #[test]
 fn redis_turn_never_runs_while_another_process_holds_the_session_lock() {
     let Some(redis) = Redis::start() else { return };
-    if std::process::Command::new("redis-cli").arg("--version").output().is_err() {
-        eprintln!("skipping: redis-cli not found (it comes with redis-server)");
-        return;
-    }
     let rt = runtime();
     let srv = server(&rt);
     let url = srv.base_url();
@@ -506,9 +507,9 @@ fn redis_turn_never_runs_while_another_process_holds_the_session_lock() {
     let id = new_session_id(&stderr(&o));
     // The first turn released its lock.
     let lock = format!("agentscope:session:lock:{id}");
-    assert_eq!(redis_cli(&redis.url, &["EXISTS", &lock]), "0");
+    assert_eq!(redis_command(&redis, &["EXISTS", &lock]), "0");
 
-    redis_cli(&redis.url, &["SET", &lock, "held-by-python", "PX", "60000"]);
+    redis_command(&redis, &["SET", &lock, "held-by-python", "PX", "60000"]);
     srv.push(text_reply(&["second"]));
     let mut args = chat_args(&redis.url, &url);
     args.extend(["--session", &id, "--message", "again"]);
@@ -516,7 +517,7 @@ fn redis_turn_never_runs_while_another_process_holds_the_session_lock() {
     assert_eq!(o.status.code(), Some(4), "stderr: {}", stderr(&o));
     assert!(stderr(&o).contains("busy") && stderr(&o).contains(&lock), "{}", stderr(&o));
     assert_eq!(srv.requests().len(), 1, "the model was called while the session was locked");
-    assert_eq!(redis_cli(&redis.url, &["GET", &lock]), "held-by-python", "someone else's lock was touched");
+    assert_eq!(redis_command(&redis, &["GET", &lock]), "held-by-python", "someone else's lock was touched");
     // Changing the session's mode is a write too: it waits for the lock as well.
     let mut with_mode = args.clone();
     with_mode.extend(["--permission-mode", "explore"]);
@@ -525,7 +526,7 @@ fn redis_turn_never_runs_while_another_process_holds_the_session_lock() {
     let shown = stdout(&show(&redis.url, &id, &[]));
     assert!(!shown.contains(r#""mode":"explore""#), "the mode was written under another's lock");
 
-    redis_cli(&redis.url, &["DEL", &lock]);
+    redis_command(&redis, &["DEL", &lock]);
     let o = agentscope(&args).env("AGENTSCOPE_LOCK_WAIT", "1").output().unwrap();
     assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
     assert!(stdout(&o).contains("second"));

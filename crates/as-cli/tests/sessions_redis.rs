@@ -6,7 +6,7 @@
 
 use std::process::{Command, Output, Stdio};
 
-use as_storage_redis::testing::{RedisCluster, RedisServer, raw_command};
+use as_storage_redis::testing::{RedisCluster, RedisServer, command, raw_command};
 
 fn run(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_agentscope"))
@@ -116,8 +116,7 @@ fn show_prints_exactly_the_stored_bytes() {
     let stored = fixture.trim_end().replacen("{\"id\"", "{\"from_a_newer_writer\":[1.50,true],\"id\"", 1);
     assert_ne!(stored, fixture.trim_end());
     let key = "agentscope:user:user-1:session:sessrec_fixture_0001";
-    let set = format!("*3\r\n$3\r\nSET\r\n${}\r\n{key}\r\n${}\r\n{stored}", key.len(), stored.len());
-    assert!(raw_command(server.port(), &set).unwrap().starts_with("+OK"));
+    assert!(command(server.port(), &["SET", key, &stored]).unwrap().starts_with("+OK"));
     let shown = ok(&run_s(&server.url(), "show", &["--session", "sessrec_fixture_0001"]));
     assert_eq!(shown.trim_end(), stored);
     // Another agent of the user does not see it.
@@ -151,11 +150,9 @@ fn python_sessions_export_as_stored_and_validate_clean() {
     let id = record["id"].as_str().unwrap();
     assert_ne!(record["state"]["session_id"].as_str(), Some(id), "the fixture's ids differ, as 2.0.4 leaves them");
     let key = format!("agentscope:user:user-1:session:{id}");
-    let set = format!("*3\r\n$3\r\nSET\r\n${}\r\n{key}\r\n${}\r\n{stored}\r\n", key.len(), stored.len());
-    assert!(raw_command(server.port(), &set).unwrap().starts_with("+OK"));
+    assert!(command(server.port(), &["SET", &key, stored]).unwrap().starts_with("+OK"));
     let index = "agentscope:user:user-1:agent:agent-1:sessions";
-    let sadd = format!("*3\r\n$4\r\nSADD\r\n${}\r\n{index}\r\n${}\r\n{id}\r\n", index.len(), id.len());
-    assert!(raw_command(server.port(), &sadd).unwrap().starts_with(':'));
+    assert!(command(server.port(), &["SADD", index, id]).unwrap().starts_with(':'));
     let url = server.url();
     let export = ok(&run(&["--storage", &url, "sessions", "export", "--user", "user-1"]));
     let line: serde_json::Value = serde_json::from_str(export.trim_end()).unwrap();
@@ -164,8 +161,7 @@ fn python_sessions_export_as_stored_and_validate_clean() {
     assert_eq!(code(&validated), 0, "{}", String::from_utf8_lossy(&validated.stdout));
     // The same record in another agent's index: that agent's listing reports it.
     let other = "agentscope:user:user-1:agent:agent-2:sessions";
-    let sadd = format!("*3\r\n$4\r\nSADD\r\n${}\r\n{other}\r\n${}\r\n{id}\r\n", other.len(), id.len());
-    assert!(raw_command(server.port(), &sadd).unwrap().starts_with(':'));
+    assert!(command(server.port(), &["SADD", other, id]).unwrap().starts_with(':'));
     let validated = run(&["--storage", &url, "sessions", "validate", "--user", "user-1"]);
     assert_eq!(code(&validated), 1);
     let report = String::from_utf8_lossy(&validated.stdout);

@@ -49,11 +49,31 @@ pub fn free_port() -> std::io::Result<u16> {
 
 /// Sends one inline command and returns the first reply chunk (best effort, for probes).
 pub fn raw_command(port: u16, command: &str) -> std::io::Result<String> {
+    send(port, format!("{command}\r\n").as_bytes())
+}
+
+/// Sends one command given as its arguments (any bytes: values with spaces, quotes or line breaks,
+/// such as a record's JSON) and returns the first reply chunk, e.g. `+OK` or `:1`.
+///
+/// ```no_run
+/// # let port = 6379;
+/// let reply = as_storage_redis::testing::command(port, &["SET", "k", "a value with spaces"])?;
+/// assert!(reply.starts_with("+OK"));
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn command(port: u16, args: &[&str]) -> std::io::Result<String> {
+    let mut resp = format!("*{}\r\n", args.len());
+    for a in args {
+        resp.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+    }
+    send(port, resp.as_bytes())
+}
+
+fn send(port: u16, bytes: &[u8]) -> std::io::Result<String> {
     let mut stream = TcpStream::connect(("127.0.0.1", port))?;
     stream.set_read_timeout(Some(Duration::from_millis(500)))?;
     stream.set_write_timeout(Some(Duration::from_millis(500)))?;
-    stream.write_all(command.as_bytes())?;
-    stream.write_all(b"\r\n")?;
+    stream.write_all(bytes)?;
     let mut buf = vec![0u8; 16 * 1024];
     let n = stream.read(&mut buf)?;
     Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
