@@ -175,10 +175,7 @@ impl SessionRunner {
         if let ReplyInput::Messages(msgs) = &input {
             crate::agent::check_input_messages(msgs)?;
         }
-        let guard = match &self.lock {
-            Some(l) => Some(l.acquire(key).await?),
-            None => None,
-        };
+        let guard = self.acquire(key).await?;
         // The guard goes with the turn's write: the lock is released only after the write, also
         // when this future is dropped (then both happen in a background task).
         self.turn_locked(agent, key, input, on_event, cancel, guard).await
@@ -418,10 +415,7 @@ impl SessionRunner {
         let reply_msg = inputs.pop();
         let write = Write { state: turn.state, revision: turn.revision, reply_msg, inputs };
         // Under the session lock like a turn, so it never races a turn that holds it.
-        let guard = match &self.lock {
-            Some(l) => Some(l.acquire(key).await?),
-            None => None,
-        };
+        let guard = self.acquire(key).await?;
         let result = write.persist_held(&self.storage, key, guard.as_deref(), false).await;
         release(guard, key).await;
         let (revision, log_error) = result.map_err(|e| unsaved(e, write))?;
@@ -429,6 +423,45 @@ impl SessionRunner {
             tracing::warn!(session = %key, error = %e, "the state was saved but the message log was not");
         }
         Ok(revision)
+    }
+
+    /// Changes a stored session's state between turns (a setting such as the permission mode) under
+    /// the session lock, like a turn, so it never makes a running turn's final write conflict after
+    /// its tools ran. The state is read under the lock and written back conditionally; returns it.
+    /// A session that does not exist is a storage `NotFound`.
+    pub async fn update_state(
+        &self,
+        key: &SessionKey,
+        change: impl FnOnce(&mut AgentState) + Send,
+    ) -> Result<AgentState> {
+        key.validate()?;
+        let guard = self.acquire(key).await?;
+        let result = async {
+            let Some(record) = self.storage.get_session(key).await? else {
+                return Err(AgentError::Storage(as_storage::StorageError::new(
+                    as_storage::StorageErrorKind::NotFound,
+                    self.storage.backend_name(),
+                    "update_session_state",
+                    format!("session {key} does not exist"),
+                )));
+            };
+            let revision = record.revision();
+            let mut state = record.state;
+            change(&mut state);
+            self.storage.update_session_state(key, &state, Some(&revision)).await?;
+            Ok(state)
+        }
+        .await;
+        release(guard, key).await;
+        result
+    }
+
+    /// Takes the session lock, when the runner has one.
+    async fn acquire(&self, key: &SessionKey) -> Result<Option<Box<dyn LockGuard>>> {
+        match &self.lock {
+            Some(l) => Ok(Some(l.acquire(key).await?)),
+            None => Ok(None),
+        }
     }
 
     /// Waits for the writes of turns whose futures were dropped (see [`SessionRunner::run_turn_with_cancel`]),

@@ -1142,3 +1142,36 @@ fn outputs(m: &Msg) -> Vec<(String, String)> {
         })
         .collect()
 }
+
+#[tokio::test]
+async fn update_state_changes_a_session_between_turns_under_the_lock() {
+    let storage = store().await;
+    let lock = Arc::new(RecordingLock::default());
+    let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws")).with_lock(lock.clone());
+    let agent = agent_with(vec![ScriptedTurn::new().text("hi")], Toolkit::new());
+    let k = key("settings");
+    turn(&runner, &agent, &k, Msg::user("user", "hello")).await.1.unwrap();
+    let state =
+        runner.update_state(&k, |s| s.permission_context.mode = as_message::PermissionMode::Explore).await.unwrap();
+    assert_eq!(state.permission_context.mode, as_message::PermissionMode::Explore);
+    assert_eq!(storage.get_session(&k).await.unwrap().unwrap().state, state);
+    assert_eq!(state.context.len(), 2, "the rest of the state is as stored");
+    let missing = runner.update_state(&key("nope"), |_| {}).await.unwrap_err();
+    assert_eq!(missing.kind(), AgentErrorKind::Storage);
+    assert_eq!(
+        missing.storage_error().map(as_storage::StorageError::kind),
+        Some(as_storage::StorageErrorKind::NotFound)
+    );
+    assert!(storage.get_session(&key("nope")).await.unwrap().is_none());
+    assert_eq!(
+        *lock.log.lock().unwrap(),
+        [
+            "acquire settings",
+            "release settings",
+            "acquire settings",
+            "release settings",
+            "acquire nope",
+            "release nope"
+        ]
+    );
+}

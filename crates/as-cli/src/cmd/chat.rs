@@ -178,37 +178,19 @@ impl SessionHandle {
         };
         let key = owner.session(record.id.as_str());
         let mut state = record.state;
+        let mut runner = SessionRunner::new(storage, config);
+        if let Some(lock) = lock {
+            runner = runner.with_lock(lock);
+        }
         if let Some(mode) = mode
             && state.permission_context.mode != mode
         {
             // Under the session lock, like a turn: a mode written while another process runs a
             // turn would make that turn's final write conflict after its tools ran.
-            let guard = match &lock {
-                Some(l) => Some(l.acquire(&key).await.map_err(|e| agent_error(e, &key))?),
-                None => None,
-            };
-            let written = async {
-                let Some(current) = storage.get_session(&key).await.map_err(storage_error)? else {
-                    return Err(CliError::new(
-                        ExitKind::NotFound,
-                        format!("session {} was deleted meanwhile", key.session_id),
-                    ));
-                };
-                let revision = current.revision();
-                let mut current_state = current.state;
-                current_state.permission_context.mode = mode;
-                storage.update_session_state(&key, &current_state, Some(&revision)).await.map_err(storage_error)?;
-                Ok(current_state)
-            }
-            .await;
-            if let Some(g) = guard {
-                let _ = g.release().await;
-            }
-            state = written?;
-        }
-        let mut runner = SessionRunner::new(storage, config);
-        if let Some(lock) = lock {
-            runner = runner.with_lock(lock);
+            state = runner
+                .update_state(&key, |s| s.permission_context.mode = mode)
+                .await
+                .map_err(|e| agent_error(e, &key))?;
         }
         Ok((Self { runner, key }, state, created))
     }
