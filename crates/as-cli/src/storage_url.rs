@@ -120,8 +120,12 @@ impl StorageUrl {
         } else {
             None
         };
-        let (storage, lock): (SharedStorage, Option<Arc<dyn as_agent::SessionLock>>) = match self {
-            Self::Memory => (Arc::new(as_storage::InMemoryStorage::new()), None),
+        match self {
+            Self::Memory => {
+                let storage: SharedStorage = Arc::new(as_storage::InMemoryStorage::new());
+                storage.open().await.map_err(opened)?;
+                Ok((storage, None))
+            }
             // ---- sqlite engineer: SqliteStorage options ----
             Self::Sqlite(path) => {
                 let storage: SharedStorage = Arc::new(as_storage_sqlite::SqliteStorage::new(path));
@@ -130,8 +134,7 @@ impl StorageUrl {
                 // spelling of the path (a symlink, `./x.db`) shares the same locks.
                 let mut dir = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone()).into_os_string();
                 dir.push(".locks");
-                let lock = wait.map(|w| crate::run_lock::FileRunLock::shared(dir.into(), w));
-                return Ok((storage, lock));
+                Ok((storage, wait.map(|w| crate::run_lock::FileRunLock::shared(dir.into(), w))))
             }
             Self::Redis(url) => {
                 let redis = as_storage_redis::RedisStorage::from_url(url)
@@ -141,11 +144,9 @@ impl StorageUrl {
                     Some(w) => Some(crate::run_lock::RedisRunLock::shared(&redis, w).map_err(opened)?),
                     None => None,
                 };
-                return Ok((Arc::new(redis), lock));
+                Ok((Arc::new(redis), lock))
             }
-        };
-        storage.open().await.map_err(opened)?;
-        Ok((storage, lock))
+        }
     }
 }
 

@@ -726,19 +726,6 @@ async fn interactive(
     }
 }
 
-/// Opens the store named by `--storage` (`None`: the default).
-pub(crate) async fn open_storage(url: Option<&str>) -> CliResult<SharedStorage> {
-    crate::storage_url::open(url).await
-}
-
-/// [`open_storage`], with the session lock the store's turns take (on Redis, AgentScope's
-/// chat-run lock; on SQLite, an OS file lock per session; none in memory).
-pub(crate) async fn open_for_turns(
-    url: Option<&str>,
-) -> CliResult<(SharedStorage, Option<Arc<dyn as_agent::SessionLock>>)> {
-    crate::storage_url::open_for_turns(url).await
-}
-
 /// The tools of `chat` (and the demo): the built-in Read, Write, Edit, Glob, Grep and Bash.
 pub(crate) fn default_toolkit() -> as_tools::Toolkit {
     let mut toolkit = as_tools::Toolkit::new();
@@ -758,7 +745,7 @@ pub(crate) async fn run(global: &crate::GlobalArgs, args: ChatArgs) -> CliResult
     }
     let spec = crate::provider::resolve(&args.model, args.base_url.as_deref(), &|v| std::env::var(v).ok())?;
     let model = crate::provider::build(&spec)?;
-    let (storage, lock) = open_for_turns(global.storage.as_deref()).await?;
+    let (storage, lock) = crate::storage_url::open_for_turns(global.storage.as_deref()).await?;
     let mut human = HumanSink::stdout();
     let mut json = JsonSink;
     let sink: &mut dyn EventSink = if args.json { &mut json } else { &mut human };

@@ -215,7 +215,7 @@ fn demo_toolkit() -> Toolkit {
 
 /// `demo-step`: one step in this process.
 pub(crate) async fn run_step(global: &GlobalArgs, args: DemoStepArgs) -> CliResult {
-    let (storage, lock) = chat::open_for_turns(global.storage.as_deref()).await?;
+    let (storage, lock) = crate::storage_url::open_for_turns(global.storage.as_deref()).await?;
     let s = script(args.step, &args.workdir);
     let model = Arc::new(ScriptedModel::new("scripted-demo", s.turns));
     let (handle, mut state, _) =
@@ -477,7 +477,7 @@ pub(crate) async fn run(global: &GlobalArgs, args: DemoArgs) -> CliResult {
         Some(u) => u.clone(),
         None => format!("sqlite:{}", temp.path().join("demo.db").display()),
     };
-    let storage = chat::open_storage(Some(&url)).await?;
+    let storage = crate::storage_url::open(Some(&url)).await?;
     let colour = use_colour(std::io::IsTerminal::is_terminal(&std::io::stdout()));
     let mut p = Printer { colour, passed: 0, failed: 0 };
     println!("agentscope demo: a session's lifecycle, offline (scripted model), every turn a new process");
