@@ -58,9 +58,17 @@ enum Action {
     Event(AgentEvent),
     Started(AgentEvent, String),
     SetAllowed(String),
-    Ask { call_id: String, suggested: Vec<PermissionRule>, event: AgentEvent },
-    Submit { call_id: String, event: AgentEvent },
-    Result { block: ToolResultBlock, end: AgentEvent },
+    Ask {
+        call_id: String,
+        suggested: Vec<PermissionRule>,
+        event: AgentEvent,
+    },
+    Submit {
+        call_id: String,
+        event: AgentEvent,
+    },
+    /// The call's result; its `TOOL_RESULT_END` is built from what the result middlewares leave.
+    Result(ToolResultBlock),
 }
 
 /// A middleware's slot in `middle_context`, mutated in place (an absent one starts as `null`), so
@@ -811,18 +819,13 @@ impl<'a> Run<'a> {
                 self.emit_announcing(event, Some(call_id)).await?;
                 Ok((true, false))
             }
-            Action::Result { block, end } => {
+            Action::Result(block) => {
                 // The END event says what the result middlewares made of the result (the context
                 // and the log, rebuilt from the events, then agree).
+                let id = block.id.clone();
                 let (state, metadata) = self.save_result(block).await?;
-                let end = match end {
-                    AgentEvent::ToolResultEnd(mut e) => {
-                        e.state = state;
-                        e.metadata = metadata;
-                        AgentEvent::ToolResultEnd(e)
-                    }
-                    other => other,
-                };
+                let mut end = ToolResultEndEvent::new(self.g.state.reply_id.clone(), id, state);
+                end.metadata = metadata;
                 self.emit(end).await?;
                 Ok((false, state == ToolResultState::Interrupted))
             }
@@ -890,9 +893,7 @@ impl<'a> Run<'a> {
                                 ToolResultTextDeltaEvent::new(reply_id.clone(), call.id.clone(), s.clone()).into(),
                             ));
                         }
-                        let mut end = ToolResultEndEvent::new(reply_id.clone(), call.id.clone(), block.state);
-                        end.metadata.clone_from(&block.metadata);
-                        actions.push(Action::Result { block, end: end.into() });
+                        actions.push(Action::Result(block));
                         return stream::iter(actions).boxed();
                     }
                     Ok(None) => {}
@@ -944,11 +945,9 @@ fn run_tool(
                         name: call.name.clone(),
                         output: TextOrBlocks::Blocks(r.content),
                         state: r.state,
-                        metadata: r.metadata.clone(),
+                        metadata: r.metadata,
                     };
-                    let mut end = ToolResultEndEvent::new(reply_id.clone(), call.id.clone(), r.state);
-                    end.metadata = r.metadata;
-                    vec![Action::Result { block, end: end.into() }]
+                    vec![Action::Result(block)]
                 }
             };
             stream::iter(actions)
@@ -966,9 +965,7 @@ fn error_actions(
     let start = ToolResultStartEvent::new(reply_id, call.id.clone(), call.name.clone()).into();
     let delta = ToolResultTextDeltaEvent::new(reply_id, call.id.clone(), text.clone()).into();
     let block = ToolResultBlock::new(call.id.clone(), call.name.clone(), text, state);
-    let end = ToolResultEndEvent::new(reply_id, call.id.clone(), state).into();
-    stream::iter(vec![Action::Started(start, call.id.clone()), Action::Event(delta), Action::Result { block, end }])
-        .boxed()
+    stream::iter(vec![Action::Started(start, call.id.clone()), Action::Event(delta), Action::Result(block)]).boxed()
 }
 
 /// Events of one output block of a tool result (text delta, or a data delta with a fresh block id).
