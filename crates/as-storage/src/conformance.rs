@@ -208,6 +208,9 @@ pub const SCENARIOS: &[&str] = &[
     "messages_upsert_replaces_last_or_appends",
     "messages_list_uses_lrange_semantics",
     "messages_require_session",
+    "save_turn_is_update_then_messages",
+    "save_turn_is_conditional",
+    "save_turn_is_all_or_nothing",
     "concurrent_cas_writers_lose_no_update",
     "concurrent_readers_see_whole_writes",
     "delete_racing_update_leaves_no_zombie",
@@ -239,6 +242,7 @@ macro_rules! __storage_conformance_scenarios {
             too_large_is_rejected_before_writing delete_cascades list_is_newest_first list_pagination_is_stable
             list_ties_are_ordered_by_id
             messages_upsert_replaces_last_or_appends messages_list_uses_lrange_semantics messages_require_session
+            save_turn_is_update_then_messages save_turn_is_conditional save_turn_is_all_or_nothing
             concurrent_cas_writers_lose_no_update concurrent_readers_see_whole_writes
             delete_racing_update_leaves_no_zombie concurrent_creates_of_one_id_have_one_winner
             concurrent_message_writers_overwrite_nothing message_racing_delete_leaves_no_log
@@ -1148,6 +1152,157 @@ pub async fn messages_upsert_replaces_last_or_appends<F: StorageFactory>(factory
         format!("get_message(m1) = {got:?}, expected the newest")
     })?;
     c.ensure(c.ok("get_message", s.get_message(&k, "nope").await)?.is_none(), || "unknown message found".into())?;
+    Ok(Outcome::Passed)
+}
+
+/// `save_turn` leaves what `update_session_state` then `upsert_message` of each message leaves:
+/// the state at a new, readable revision, and the messages appended in order, one with the id of
+/// the log's last message (the stored one, or the turn's previous one) replacing it.
+pub async fn save_turn_is_update_then_messages<F: StorageFactory>(factory: &F) -> Res {
+    let c = Ctx { name: "save_turn_is_update_then_messages" };
+    let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
+    let o = owner("user-1", "agent-1");
+    let rec = c.create(&s, req(&o, "turns")).await?;
+    let k = o.session(rec.id.clone());
+    c.ok("upsert m0", s.upsert_message(&k, &msg("m0", "zero")).await)?;
+    let turn = [msg("m0", "zero-v2"), tool_result_msg("m1", "one"), msg("m2", "two"), msg("m2", "two-v2")];
+    let saved = c.ok("save_turn", s.save_turn(&k, &conversation_state(2, "t1"), Some(&rec.revision()), &turn).await)?;
+    c.ensure(saved.log_error.is_none(), || format!("save_turn reported a log error: {:?}", saved.log_error))?;
+    let got = c.must_get(&s, &k).await?;
+    c.ensure(got.state.reply_id == "reply-t1" && got.revision() == saved.revision, || {
+        format!("read {} at {}, save_turn returned {}", got.state.reply_id, got.revision(), saved.revision)
+    })?;
+    c.ensure(ts(&saved.revision) > ts(&rec.revision()), || "save_turn did not advance the revision".into())?;
+    let log = c.ok("list_messages", s.list_messages(&k, 0, 0).await)?;
+    c.ensure(texts(&log) == ["zero-v2", "one", "two-v2"], || format!("log is {:?}", texts(&log)))?;
+    c.ensure(log[1] == turn[1], || "a message did not round-trip through save_turn".into())?;
+    // Unconditional, and with no messages: a plain state update.
+    let saved = c.ok("save_turn without expected", s.save_turn(&k, &conversation_state(1, "t2"), None, &[]).await)?;
+    let got = c.must_get(&s, &k).await?;
+    c.ensure(got.state.reply_id == "reply-t2" && got.revision() == saved.revision, || {
+        "save_turn without messages did not write the state".into()
+    })?;
+    c.ensure(c.ok("list_messages", s.list_messages(&k, 0, 0).await)?.len() == 3, || {
+        "save_turn without messages changed the log".into()
+    })?;
+    Ok(Outcome::Passed)
+}
+
+/// A `save_turn` whose state update fails writes no message: a stale revision is `Conflict`, a
+/// missing session (or another agent's) `NotFound`; of N concurrent conditional `save_turn`s from
+/// one revision exactly one wins, and the log holds exactly the winner's messages.
+pub async fn save_turn_is_conditional<F: StorageFactory>(factory: &F) -> Res {
+    const N: usize = 6;
+    let c = Ctx { name: "save_turn_is_conditional" };
+    let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
+    let o = owner("user-1", "agent-1");
+    let rec = c.create(&s, req(&o, "fenced")).await?;
+    let k = o.session(rec.id.clone());
+    let r1 = c.ok("update", s.update_session_state(&k, &conversation_state(1, "one"), None).await)?;
+    c.kind(
+        "save_turn expecting a stale revision",
+        s.save_turn(&k, &conversation_state(2, "stale"), Some(&rec.revision()), &[msg("late", "late")]).await,
+        StorageErrorKind::Conflict,
+    )?;
+    let got = c.must_get(&s, &k).await?;
+    c.ensure(got.state.reply_id == "reply-one" && got.revision() == r1, || "a stale save_turn wrote its state".into())?;
+    c.ensure(c.ok("list_messages", s.list_messages(&k, 0, 0).await)?.is_empty(), || {
+        "a stale save_turn wrote its messages".into()
+    })?;
+    for (what, key) in [
+        ("a missing session", o.session("ghost")),
+        ("another agent", owner("user-1", "agent-2").session(rec.id.clone())),
+    ] {
+        c.kind(
+            &format!("save_turn to {what}"),
+            s.save_turn(&key, &conversation_state(1, "x"), None, &[msg("m", "x")]).await,
+            StorageErrorKind::NotFound,
+        )?;
+        c.ensure(c.ok("list_messages", s.list_messages(&key, 0, 0).await)?.is_empty(), || {
+            format!("save_turn to {what} wrote messages")
+        })?;
+    }
+    c.ensure(c.get(&s, &o.session("ghost")).await?.is_none(), || "save_turn created a session".into())?;
+    c.ensure(c.ok("list_messages", s.list_messages(&k, 0, 0).await)?.is_empty(), || {
+        "save_turn by another agent wrote to the owner's log".into()
+    })?;
+    // N writers from one revision, as runners that each think they hold the session.
+    let barrier = Arc::new(tokio::sync::Barrier::new(N));
+    let tasks: Vec<_> = (0..N)
+        .map(|w| {
+            let (s, k, r1, barrier) = (s.clone(), k.clone(), r1.clone(), barrier.clone());
+            tokio::spawn(async move {
+                let turn =
+                    [msg(&format!("q{w}"), &format!("question {w}")), msg(&format!("a{w}"), &format!("answer {w}"))];
+                barrier.wait().await;
+                match s.save_turn(&k, &conversation_state(1, &format!("w{w}")), Some(&r1), &turn).await {
+                    Ok(saved) => Ok(Some((w, saved))),
+                    Err(e) if e.kind() == StorageErrorKind::Conflict => Ok(None),
+                    Err(e) => Err(e),
+                }
+            })
+        })
+        .collect();
+    let mut winners = Vec::new();
+    for t in tasks {
+        winners.extend(c.joined("concurrent save_turn", t.await)?);
+    }
+    let [(w, saved)] = winners.as_slice() else {
+        let who: Vec<usize> = winners.iter().map(|(w, _)| *w).collect();
+        return Err(c.fail(format!("{} of {N} conditional save_turns from one revision won: {who:?}", winners.len())));
+    };
+    let got = c.must_get(&s, &k).await?;
+    c.ensure(got.state.reply_id == format!("reply-w{w}") && got.revision() == saved.revision, || {
+        format!("the stored state is {} at {}, the winner was w{w}", got.state.reply_id, got.revision())
+    })?;
+    let log = c.ok("list_messages", s.list_messages(&k, 0, 0).await)?;
+    c.ensure(texts(&log) == [format!("question {w}"), format!("answer {w}")], || {
+        format!("the log is {:?}, expected exactly the winner's (w{w}) messages", texts(&log))
+    })?;
+    Ok(Outcome::Passed)
+}
+
+/// With [`crate::Capabilities::atomic_turns`], a `save_turn` that fails writes nothing: a message
+/// over the size limit leaves the state as it was (and a state over it leaves the log).
+pub async fn save_turn_is_all_or_nothing<F: StorageFactory>(factory: &F) -> Res {
+    const MAX: usize = 8 * 1024;
+    let c = Ctx { name: "save_turn_is_all_or_nothing" };
+    let (_g, s) = c.build(factory, &BuildOptions::default().with_max_record_bytes(MAX)).await?;
+    if !s.capabilities().atomic_turns {
+        return skipped("capability `atomic_turns` not declared");
+    }
+    let o = owner("user-1", "agent-1");
+    let rec = c.create(&s, req(&o, "atomic").with_state(conversation_state(1, "zero"))).await?;
+    let k = o.session(rec.id.clone());
+    c.ok("upsert m0", s.upsert_message(&k, &msg("m0", "zero")).await)?;
+    let too_big = msg("m2", &"q".repeat(MAX));
+    for expected in [None, Some(rec.revision())] {
+        c.kind(
+            "save_turn with a too large message",
+            s.save_turn(
+                &k,
+                &conversation_state(1, "one"),
+                expected.as_ref(),
+                &[msg("m0", "replaced"), msg("m1", "one"), too_big.clone()],
+            )
+            .await,
+            StorageErrorKind::TooLarge,
+        )?;
+        c.ensure(c.must_get(&s, &k).await? == rec, || "a save_turn with a too large message wrote the state".into())?;
+        let log = c.ok("list_messages", s.list_messages(&k, 0, 0).await)?;
+        c.ensure(texts(&log) == ["zero"], || format!("a failed save_turn changed the log to {:?}", texts(&log)))?;
+    }
+    let mut big = conversation_state(1, "big");
+    big.context.push(Msg::user("user", "z".repeat(MAX)));
+    c.kind(
+        "save_turn with a too large state",
+        s.save_turn(&k, &big, Some(&rec.revision()), &[msg("m1", "one")]).await,
+        StorageErrorKind::TooLarge,
+    )?;
+    let log = c.ok("list_messages", s.list_messages(&k, 0, 0).await)?;
+    c.ensure(texts(&log) == ["zero"] && c.must_get(&s, &k).await? == rec, || {
+        format!("a save_turn with a too large state wrote (log {:?})", texts(&log))
+    })?;
     Ok(Outcome::Passed)
 }
 
@@ -2268,9 +2423,10 @@ mod tests {
         assert_eq!(from_macro, SCENARIOS);
     }
 
-    /// A backend written before `import_record`/`list_agents` existed: only the required methods.
+    /// A backend written before `import_record`/`list_agents`/`save_turn` existed: only the
+    /// required methods (`.1`: the capabilities it declares).
     #[derive(Debug)]
-    struct Legacy(crate::InMemoryStorage);
+    struct Legacy(crate::InMemoryStorage, Capabilities);
 
     #[async_trait::async_trait]
     impl StorageBase for Legacy {
@@ -2278,7 +2434,7 @@ mod tests {
             "legacy"
         }
         fn capabilities(&self) -> Capabilities {
-            self.0.capabilities()
+            self.1
         }
         async fn open(&self) -> crate::Result<()> {
             self.0.open().await
@@ -2322,13 +2478,48 @@ mod tests {
     impl StorageFactory for LegacyFactory {
         type Guard = ();
         async fn build(&self, options: &BuildOptions) -> Result<((), SharedStorage), StorageError> {
-            let mut m = crate::InMemoryStorage::new();
-            if let Some(max) = options.max_record_bytes {
-                m = m.with_max_record_bytes(max);
-            }
-            m.open().await?;
-            Ok(((), Arc::new(Legacy(m))))
+            legacy(options, Capabilities::none()).await
         }
+    }
+
+    async fn legacy(options: &BuildOptions, caps: Capabilities) -> Result<((), SharedStorage), StorageError> {
+        let mut m = crate::InMemoryStorage::new();
+        if let Some(max) = options.max_record_bytes {
+            m = m.with_max_record_bytes(max);
+        }
+        m.open().await?;
+        Ok(((), Arc::new(Legacy(m, caps))))
+    }
+
+    /// Declares `atomic_turns` but keeps the default, two-step `save_turn`.
+    struct OverclaimingFactory;
+
+    impl StorageFactory for OverclaimingFactory {
+        type Guard = ();
+        async fn build(&self, options: &BuildOptions) -> Result<((), SharedStorage), StorageError> {
+            legacy(options, Capabilities::none().with_atomic_turns(true)).await
+        }
+    }
+
+    #[tokio::test]
+    async fn the_default_save_turn_is_update_then_messages_and_conditional() {
+        assert_eq!(save_turn_is_update_then_messages(&LegacyFactory).await.unwrap(), Outcome::Passed);
+        assert_eq!(save_turn_is_conditional(&LegacyFactory).await.unwrap(), Outcome::Passed);
+        assert!(matches!(save_turn_is_all_or_nothing(&LegacyFactory).await, Ok(Outcome::Skipped(_))));
+        // Declaring atomicity it does not have is caught: the state is written before the message
+        // that is too large fails.
+        let e = save_turn_is_all_or_nothing(&OverclaimingFactory).await.unwrap_err();
+        assert!(e.details().contains("too large message"), "{e}");
+        // And the default reports that failure beside the revision, with the state saved.
+        let (_, s) = LegacyFactory.build(&BuildOptions::default().with_max_record_bytes(4096)).await.unwrap();
+        let o = owner("u", "a");
+        let rec = s.upsert_session(req(&o, "x")).await.unwrap();
+        let k = o.session(rec.id.clone());
+        let turn = [msg("m1", "fits"), msg("m2", &"q".repeat(5000)), msg("m3", "never")];
+        let saved = s.save_turn(&k, &conversation_state(1, "d"), Some(&rec.revision()), &turn).await.unwrap();
+        assert_eq!(saved.log_error.map(|e| e.kind()), Some(StorageErrorKind::TooLarge));
+        assert_eq!(s.get_session(&k).await.unwrap().unwrap().revision(), saved.revision);
+        assert_eq!(texts(&s.list_messages(&k, 0, 0).await.unwrap()), ["fits"]);
     }
 
     #[tokio::test]
@@ -2353,6 +2544,6 @@ mod tests {
 
     #[test]
     fn capabilities_are_read() {
-        assert_eq!(Capabilities::none(), crate::InMemoryStorage::new().capabilities());
+        assert_eq!(Capabilities::none().with_atomic_turns(true), crate::InMemoryStorage::new().capabilities());
     }
 }

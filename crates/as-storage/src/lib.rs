@@ -75,7 +75,7 @@ pub use record::{
     TTSModelConfig, encode_envelope, encode_record, encode_record_split,
 };
 pub use storage::{
-    Capabilities, ImportMode, ImportOutcome, ListError, PageRequest, SessionPage, SessionSummary, SharedStorage,
-    StorageBase, UpsertSession, validate_import,
+    Capabilities, ImportMode, ImportOutcome, ListError, PageRequest, SavedTurn, SessionPage, SessionSummary,
+    SharedStorage, StorageBase, UpsertSession, validate_import,
 };
 pub use timestamp::{Timestamp, TimestampError};

@@ -13,8 +13,8 @@ use crate::helpers::{DEFAULT_MAX_RECORD_BYTES, SessionCursor, check_size, messag
 use crate::key::{Owner, SessionKey, validate_id};
 use crate::record::{Revision, SessionMeta, SessionRecord, encode_record};
 use crate::storage::{
-    Capabilities, ImportMode, ImportOutcome, PageRequest, SessionPage, SessionSummary, StorageBase, UpsertSession,
-    validate_import,
+    Capabilities, ImportMode, ImportOutcome, PageRequest, SavedTurn, SessionPage, SessionSummary, StorageBase,
+    UpsertSession, validate_import,
 };
 use crate::timestamp::Timestamp;
 
@@ -126,6 +126,7 @@ impl InMemoryStorage {
         meta: SessionMeta,
         bytes: String,
         count: u64,
+        messages: Vec<(String, Arc<str>)>,
     ) -> Result<bool> {
         let mut inner = self.lock();
         let Some(e) = inner.sessions.get_mut(&rk(key)).filter(|e| e.meta.agent_id == key.agent_id) else {
@@ -137,7 +138,59 @@ impl InMemoryStorage {
         e.meta = meta;
         e.bytes = bytes.into();
         e.message_count = count;
+        for (id, json) in messages {
+            upsert_last(&mut e.messages, id, json);
+        }
         Ok(true)
+    }
+
+    /// `update_session_state` plus the messages, under one lock (`save_turn`'s atomic form).
+    async fn write_turn(
+        &self,
+        op: &'static str,
+        key: &SessionKey,
+        state: &AgentState,
+        expected: Option<&Revision>,
+        messages: &[Msg],
+    ) -> Result<Revision> {
+        self.ready(op)?;
+        key.validate()?;
+        let mut encoded = Vec::with_capacity(messages.len());
+        for m in messages {
+            let json = as_message::to_json(m);
+            check_size(BACKEND, op, json.len(), self.max_record_bytes)?;
+            encoded.push((m.id.clone(), Arc::<str>::from(json)));
+        }
+        loop {
+            let Some((old, _)) = self.snapshot(key) else { return Err(not_found(op, key)) };
+            if let Some(exp) = expected
+                && *exp != old.revision()
+            {
+                return Err(err(
+                    StorageErrorKind::Conflict,
+                    op,
+                    format!("session {:?} is at revision {}, expected {exp}", key.session_id, old.revision()),
+                ));
+            }
+            let mut meta = old.clone();
+            meta.updated_at = Timestamp::now_after(&old.updated_at);
+            let bytes = encode_record(&meta, state);
+            check_size(BACKEND, op, bytes.len(), self.max_record_bytes)?;
+            let rev = meta.revision();
+            let count = state.context.len() as u64;
+            match self.commit_update(op, key, &old.updated_at, meta, bytes, count, encoded.clone()) {
+                Ok(true) => return Ok(rev),
+                Ok(false) if expected.is_some() => {
+                    return Err(err(
+                        StorageErrorKind::Conflict,
+                        op,
+                        format!("session {:?} was written concurrently", key.session_id),
+                    ));
+                }
+                Ok(false) => continue,
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     async fn create(&self, req: UpsertSession, id: String) -> Result<Option<SessionRecord>> {
@@ -200,6 +253,7 @@ impl InMemoryStorage {
                 meta.clone(),
                 bytes,
                 state.context.len() as u64,
+                Vec::new(),
             ) {
                 Ok(true) => return Ok(Some(SessionRecord::from_parts(meta, state))),
                 Ok(false) => continue,
@@ -234,7 +288,7 @@ impl StorageBase for InMemoryStorage {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::none()
+        Capabilities::none().with_atomic_turns(true)
     }
 
     async fn open(&self) -> Result<()> {
@@ -281,38 +335,18 @@ impl StorageBase for InMemoryStorage {
         state: &AgentState,
         expected: Option<&Revision>,
     ) -> Result<Revision> {
-        const OP: &str = "update_session_state";
-        self.ready(OP)?;
-        key.validate()?;
-        loop {
-            let Some((old, _)) = self.snapshot(key) else { return Err(not_found(OP, key)) };
-            if let Some(exp) = expected
-                && *exp != old.revision()
-            {
-                return Err(err(
-                    StorageErrorKind::Conflict,
-                    OP,
-                    format!("session {:?} is at revision {}, expected {exp}", key.session_id, old.revision()),
-                ));
-            }
-            let mut meta = old.clone();
-            meta.updated_at = Timestamp::now_after(&old.updated_at);
-            let bytes = encode_record(&meta, state);
-            check_size(BACKEND, OP, bytes.len(), self.max_record_bytes)?;
-            let rev = meta.revision();
-            match self.commit_update(OP, key, &old.updated_at, meta, bytes, state.context.len() as u64) {
-                Ok(true) => return Ok(rev),
-                Ok(false) if expected.is_some() => {
-                    return Err(err(
-                        StorageErrorKind::Conflict,
-                        OP,
-                        format!("session {:?} was written concurrently", key.session_id),
-                    ));
-                }
-                Ok(false) => continue,
-                Err(e) => return Err(e),
-            }
-        }
+        self.write_turn("update_session_state", key, state, expected, &[]).await
+    }
+
+    /// One write under the store's lock: the state and every message, or nothing.
+    async fn save_turn(
+        &self,
+        key: &SessionKey,
+        state: &AgentState,
+        expected: Option<&Revision>,
+        messages: &[Msg],
+    ) -> Result<SavedTurn> {
+        self.write_turn("save_turn", key, state, expected, messages).await.map(SavedTurn::new)
     }
 
     async fn get_session(&self, key: &SessionKey) -> Result<Option<SessionRecord>> {
@@ -395,10 +429,7 @@ impl StorageBase for InMemoryStorage {
         let Some(e) = inner.sessions.get_mut(&rk(key)).filter(|e| e.meta.agent_id == key.agent_id) else {
             return Err(not_found(OP, key));
         };
-        match e.messages.last_mut() {
-            Some(last) if last.0 == msg.id => last.1 = json.into(),
-            _ => e.messages.push((msg.id.clone(), json.into())),
-        }
+        upsert_last(&mut e.messages, msg.id.clone(), json.into());
         Ok(())
     }
 
@@ -498,6 +529,14 @@ impl StorageBase for InMemoryStorage {
         let users: BTreeSet<String> =
             inner.index.iter().filter(|(_, set)| !set.is_empty()).map(|(o, _)| o.user_id.clone()).collect();
         Ok(users.into_iter().collect())
+    }
+}
+
+/// `upsert_message`'s rule: replace the last message when its id is `id`, else append.
+fn upsert_last(log: &mut Vec<(String, Arc<str>)>, id: String, json: Arc<str>) {
+    match log.last_mut() {
+        Some(last) if last.0 == id => last.1 = json,
+        _ => log.push((id, json)),
     }
 }
 

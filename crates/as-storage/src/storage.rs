@@ -22,12 +22,15 @@ pub struct Capabilities {
     pub cross_process: bool,
     /// State survives a process restart.
     pub durable: bool,
+    /// [`StorageBase::save_turn`] writes the state and the messages as one all-or-nothing write
+    /// (not the default implementation's two steps).
+    pub atomic_turns: bool,
 }
 
 impl Capabilities {
     /// No optional capability.
     pub const fn none() -> Self {
-        Self { ttl: false, cross_process: false, durable: false }
+        Self { ttl: false, cross_process: false, durable: false, atomic_turns: false }
     }
 
     /// Sets `ttl`.
@@ -45,6 +48,12 @@ impl Capabilities {
     /// Sets `durable`.
     pub const fn with_durable(mut self, v: bool) -> Self {
         self.durable = v;
+        self
+    }
+
+    /// Sets `atomic_turns`.
+    pub const fn with_atomic_turns(mut self, v: bool) -> Self {
+        self.atomic_turns = v;
         self
     }
 }
@@ -242,6 +251,12 @@ pub enum ImportOutcome {
 ///   also across page boundaries) with a stable cursor; a cursor the store cannot read is
 ///   `InvalidInput`, never taken for the first page; messages are kept in append order
 ///   \[`list_is_newest_first`, `list_pagination_is_stable`, `list_ties_are_ordered_by_id`\].
+/// * **Turns.** [`StorageBase::save_turn`] leaves what `update_session_state` then `upsert_message`
+///   of each message would leave, and a failed state update (`Conflict`, `NotFound`) writes no
+///   message; of N concurrent conditional `save_turn`s from one revision exactly one wins and the
+///   log holds exactly the winner's messages. With [`crate::Capabilities::atomic_turns`], any failure
+///   (`TooLarge` of a message included) leaves the state and the log as they were
+///   \[`save_turn_is_update_then_messages`, `save_turn_is_conditional`, `save_turn_is_all_or_nothing`\].
 /// * **Size.** A record (or message) over the backend's configured limit fails with
 ///   [`crate::StorageErrorKind::TooLarge`] and nothing is written \[`too_large_is_rejected_before_writing`\].
 /// * **Raw reads.** [`StorageBase::get_session_raw`] sees exactly what
@@ -312,6 +327,65 @@ pub trait StorageBase: Send + Sync + fmt::Debug {
         state: &AgentState,
         expected: Option<&Revision>,
     ) -> Result<Revision>;
+
+    /// Saves a turn: [`StorageBase::update_session_state`]`(key, state, expected)`, then each of
+    /// `messages` in order as [`StorageBase::upsert_message`] writes it (appended, or replacing
+    /// the log's last message when the ids are equal, so a message listed twice in a row is
+    /// written once, as its last version).
+    ///
+    /// With [`Capabilities::atomic_turns`] the backend does both as **one** all-or-nothing write:
+    /// a `Conflict` (a stale `expected`), `NotFound`, `TooLarge` (the record or any message), a
+    /// corrupt log or a failure leaves the state and the log exactly as they were. So a writer
+    /// whose compare-and-set fails (a runner that lost its session lock, say) cannot append to the
+    /// log either, and a crash never leaves a saved state without its messages.
+    ///
+    /// The default implementation is the two steps in sequence: a failure of the state update is
+    /// the call's error and writes no message; a message write that fails after the state was
+    /// written stops the log there and is reported in [`SavedTurn::log_error`], beside the new
+    /// revision (the turn's state *was* saved, so the caller must not retry it as a whole).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> as_storage::Result<()> {
+    /// use as_message::Msg;
+    /// use as_storage::{InMemoryStorage, Owner, SessionConfig, StorageBase, UpsertSession};
+    ///
+    /// let store = InMemoryStorage::new();
+    /// store.open().await?;
+    /// let owner = Owner::new("alice", "friday");
+    /// let rec = store.upsert_session(UpsertSession::new(owner.clone(), SessionConfig::new("ws"))).await?;
+    /// let key = owner.session(rec.id.clone());
+    ///
+    /// let mut state = rec.state.clone();
+    /// let question = Msg::user("alice", "hi");
+    /// let answer = Msg::assistant("friday", "hello");
+    /// state.context.extend([question.clone(), answer.clone()]);
+    /// let saved = store.save_turn(&key, &state, Some(&rec.revision()), &[question, answer]).await?;
+    /// assert!(saved.log_error.is_none());
+    /// assert_eq!(store.list_messages(&key, 0, 0).await?.len(), 2);
+    ///
+    /// // A writer still holding the old revision changes nothing, the log included.
+    /// let stale = store.save_turn(&key, &state, Some(&rec.revision()), &[Msg::user("alice", "late")]).await;
+    /// assert_eq!(stale.unwrap_err().kind(), as_storage::StorageErrorKind::Conflict);
+    /// assert_eq!(store.list_messages(&key, 0, 0).await?.len(), 2);
+    /// # Ok(())
+    /// # }
+    /// ```
+    async fn save_turn(
+        &self,
+        key: &SessionKey,
+        state: &AgentState,
+        expected: Option<&Revision>,
+        messages: &[Msg],
+    ) -> Result<SavedTurn> {
+        let revision = self.update_session_state(key, state, expected).await?;
+        for m in messages {
+            if let Err(e) = self.upsert_message(key, m).await {
+                return Ok(SavedTurn { revision, log_error: Some(e) });
+            }
+        }
+        Ok(SavedTurn::new(revision))
+    }
 
     /// The record, or `None` when absent (or owned by someone else).
     async fn get_session(&self, key: &SessionKey) -> Result<Option<SessionRecord>>;
@@ -404,6 +478,25 @@ pub fn validate_import(record: &SessionRecord) -> Result<()> {
         crate::validate_id("source_schedule_id", s)?;
     }
     Ok(())
+}
+
+/// What [`StorageBase::save_turn`] wrote.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct SavedTurn {
+    /// The state's new revision (as [`StorageBase::update_session_state`] returns it).
+    pub revision: Revision,
+    /// The state was written but the message log was not, or only partly: the first failing
+    /// message write's error. Only a backend without [`Capabilities::atomic_turns`] (the default
+    /// implementation) reports this; an atomic one fails the whole call instead.
+    pub log_error: Option<crate::StorageError>,
+}
+
+impl SavedTurn {
+    /// A turn whose state and messages were all written.
+    pub fn new(revision: Revision) -> Self {
+        Self { revision, log_error: None }
+    }
 }
 
 /// What everyone else holds.
