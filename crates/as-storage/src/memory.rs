@@ -72,6 +72,15 @@ struct Entry {
     messages: Vec<(String, Arc<str>)>,
 }
 
+/// What [`InMemoryStorage::commit_update`] writes.
+struct Update {
+    meta: SessionMeta,
+    bytes: String,
+    message_count: u64,
+    /// To upsert into the log, in order.
+    messages: Vec<(String, Arc<str>)>,
+}
+
 impl Default for InMemoryStorage {
     fn default() -> Self {
         Self::new()
@@ -117,17 +126,9 @@ impl InMemoryStorage {
         Some((e.meta.clone(), e.bytes.clone()))
     }
 
-    /// Replaces the record of `key` if its revision is still `from`. `Ok(false)`: it moved on.
-    fn commit_update(
-        &self,
-        op: &'static str,
-        key: &SessionKey,
-        from: &Timestamp,
-        meta: SessionMeta,
-        bytes: String,
-        count: u64,
-        messages: Vec<(String, Arc<str>)>,
-    ) -> Result<bool> {
+    /// Replaces the record of `key` (and upserts `update.messages` into its log) if its revision
+    /// is still `from`. `Ok(false)`: it moved on.
+    fn commit_update(&self, op: &'static str, key: &SessionKey, from: &Timestamp, update: Update) -> Result<bool> {
         let mut inner = self.lock();
         let Some(e) = inner.sessions.get_mut(&rk(key)).filter(|e| e.meta.agent_id == key.agent_id) else {
             return Err(not_found(op, key));
@@ -135,10 +136,10 @@ impl InMemoryStorage {
         if e.meta.updated_at != *from {
             return Ok(false);
         }
-        e.meta = meta;
-        e.bytes = bytes.into();
-        e.message_count = count;
-        for (id, json) in messages {
+        e.meta = update.meta;
+        e.bytes = update.bytes.into();
+        e.message_count = update.message_count;
+        for (id, json) in update.messages {
             upsert_last(&mut e.messages, id, json);
         }
         Ok(true)
@@ -177,8 +178,8 @@ impl InMemoryStorage {
             let bytes = encode_record(&meta, state);
             check_size(BACKEND, op, bytes.len(), self.max_record_bytes)?;
             let rev = meta.revision();
-            let count = state.context.len() as u64;
-            match self.commit_update(op, key, &old.updated_at, meta, bytes, count, encoded.clone()) {
+            let update = Update { meta, bytes, message_count: state.context.len() as u64, messages: encoded.clone() };
+            match self.commit_update(op, key, &old.updated_at, update) {
                 Ok(true) => return Ok(rev),
                 Ok(false) if expected.is_some() => {
                     return Err(err(
@@ -246,15 +247,9 @@ impl InMemoryStorage {
             meta.updated_at = Timestamp::now_after(&old.updated_at);
             let bytes = encode_record(&meta, &state);
             check_size(BACKEND, "upsert_session", bytes.len(), self.max_record_bytes)?;
-            match self.commit_update(
-                "upsert_session",
-                key,
-                &old.updated_at,
-                meta.clone(),
-                bytes,
-                state.context.len() as u64,
-                Vec::new(),
-            ) {
+            let update =
+                Update { meta: meta.clone(), bytes, message_count: state.context.len() as u64, messages: Vec::new() };
+            match self.commit_update("upsert_session", key, &old.updated_at, update) {
                 Ok(true) => return Ok(Some(SessionRecord::from_parts(meta, state))),
                 Ok(false) => continue,
                 // Deleted meanwhile: fall back to create-under-this-id, as if we had come later.
