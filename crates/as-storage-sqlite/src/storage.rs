@@ -7,8 +7,8 @@ use std::sync::Arc;
 use as_message::Msg;
 use as_state::AgentState;
 use as_storage::{
-    Capabilities, ImportMode, ImportOutcome, Owner, PageRequest, Result, Revision, SessionConfig, SessionKey,
-    SessionMeta, SessionPage, SessionRecord, SessionSource, SessionSummary, StorageBase, StorageError,
+    Capabilities, ImportMode, ImportOutcome, Owner, PageRequest, Result, Revision, SavedTurn, SessionConfig,
+    SessionKey, SessionMeta, SessionPage, SessionRecord, SessionSource, SessionSummary, StorageBase, StorageError,
     StorageErrorKind, Timestamp, UpsertSession, encode_envelope, encode_record, validate_id, validate_import,
 };
 use async_trait::async_trait;
@@ -591,6 +591,47 @@ fn upsert_message_blocking(
     check_size(OP, inner.opts.max_record_bytes, "the message", json.len())?;
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| inner.map(e))?;
     let pk = session_pk(&tx, inner, key)?.ok_or_else(|| not_found(OP, key))?;
+    upsert_message_in(&tx, inner, pk, msg_id, json)?;
+    tx.commit().map_err(|e| inner.map(e))?;
+    Ok(())
+}
+
+/// `save_turn` in one `IMMEDIATE` transaction: the conditional state update, then every message.
+fn save_turn_blocking(
+    conn: &mut Connection,
+    inner: &Inner,
+    key: &SessionKey,
+    state: &EncodedState,
+    expected: Option<&Revision>,
+    log: &[(String, String)],
+) -> Result<Revision, OpError> {
+    const OP: &str = "save_turn";
+    if log.is_empty() {
+        return update_state_blocking(conn, inner, key, state, expected);
+    }
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| inner.map(e))?;
+    let row = MetaRow::load(&tx, inner, key)?.ok_or_else(|| not_found(OP, key))?;
+    if let Some(exp) = expected
+        && exp.0 != row.updated_at
+    {
+        return Err(conflict(key, exp, &row.updated_at));
+    }
+    let mut meta = row.meta(OP)?;
+    meta.updated_at = Timestamp::now_after(&meta.updated_at);
+    let enc = encode_with_state(OP, inner, &meta, state)?;
+    if !write_update(&tx, inner, row.pk, &row.updated_at, &enc)? {
+        return Err(err(StorageErrorKind::Backend, OP, "the row changed inside a write transaction"));
+    }
+    for (id, json) in log {
+        upsert_message_in(&tx, inner, row.pk, id, json)?;
+    }
+    tx.commit().map_err(|e| inner.map(e))?;
+    Ok(Revision(enc.updated_at))
+}
+
+/// `upsert_message`'s rule inside the caller's transaction: replace the session's last message
+/// when its id is `msg_id`, else append.
+fn upsert_message_in(tx: &Connection, inner: &Inner, pk: i64, msg_id: &str, json: &str) -> Result<(), OpError> {
     let last: Option<(i64, String)> = tx
         .prepare_cached("SELECT seq, msg_id FROM messages WHERE session_pk = ?1 ORDER BY seq DESC LIMIT 1")
         .and_then(|mut s| s.query_row([pk], |r| Ok((r.get(0)?, r.get(1)?))).optional())
@@ -609,7 +650,6 @@ fn upsert_message_blocking(
             .map_err(|e| inner.map(e))?;
         }
     }
-    tx.commit().map_err(|e| inner.map(e))?;
     Ok(())
 }
 
@@ -756,7 +796,7 @@ impl StorageBase for SqliteStorage {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::none().with_cross_process(true).with_durable(true)
+        Capabilities::none().with_cross_process(true).with_durable(true).with_atomic_turns(true)
     }
 
     async fn open(&self) -> Result<()> {
@@ -786,6 +826,31 @@ impl StorageBase for SqliteStorage {
         let state = EncodedState::new(OP, &key.session_id, state).map_err(|e| e.into_storage(OP))?;
         let expected = expected.cloned();
         self.inner.run(OP, move |conn, inner| update_state_blocking(conn, inner, &key, &state, expected.as_ref())).await
+    }
+
+    /// One `IMMEDIATE` transaction: the state and every message are committed together or not at all.
+    async fn save_turn(
+        &self,
+        key: &SessionKey,
+        state: &AgentState,
+        expected: Option<&Revision>,
+        messages: &[Msg],
+    ) -> Result<SavedTurn> {
+        const OP: &str = "save_turn";
+        let key = validated_key(OP, key)?;
+        let max = self.inner.opts.max_record_bytes;
+        let mut log = Vec::with_capacity(messages.len());
+        for m in messages {
+            let json = as_message::to_json(m);
+            check_size(OP, max, "a message", json.len()).map_err(|e| e.into_storage(OP))?;
+            log.push((m.id.clone(), json));
+        }
+        let state = EncodedState::new(OP, &key.session_id, state).map_err(|e| e.into_storage(OP))?;
+        let expected = expected.cloned();
+        self.inner
+            .run(OP, move |conn, inner| save_turn_blocking(conn, inner, &key, &state, expected.as_ref(), &log))
+            .await
+            .map(SavedTurn::new)
     }
 
     async fn get_session(&self, key: &SessionKey) -> Result<Option<SessionRecord>> {
