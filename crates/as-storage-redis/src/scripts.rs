@@ -108,6 +108,41 @@ end
 "#,
     ),
     (
+        "tail_is",
+        r#"
+-- 1 when the log's last message has id `id` (`needle`: its canonical `"id":…`), else 0; -2 when
+-- that message looks like it but is not valid JSON.
+local function tail_is(key, needle, id)
+  local tail = redis.call('LINDEX', key, -1)
+  if not tail or not string.find(tail, needle, 1, true) then return 0 end
+  local ok, doc = pcall(cjson.decode, tail)
+  if not ok or type(doc) ~= 'table' then return -2 end
+  if doc.id == id then return 1 end
+  return 0
+end
+"#,
+    ),
+    (
+        "append_log",
+        r#"
+-- Writes the turn's messages, `(id, json)` pairs in `ARGV` from `first` on, with upsert_message's
+-- rule: the first replaces the log's last message when `same` (from `tail_is`) is 1, each later
+-- one replaces its predecessor when their ids are equal; anything else is appended.
+local function append_log(key, first, same)
+  local prev = nil
+  for i = first, #ARGV - 1, 2 do
+    local replace = (prev == nil and same == 1) or (prev ~= nil and prev == ARGV[i])
+    if replace then
+      redis.call('LSET', key, -1, ARGV[i + 1])
+    else
+      redis.call('RPUSH', key, ARGV[i + 1])
+    end
+    prev = ARGV[i]
+  end
+end
+"#,
+    ),
+    (
         "token_state",
         r#"
 local function token_state(key, token, exact)
@@ -133,23 +168,33 @@ add_to_indexes(2, ARGV[2], ARGV[3], ARGV[4])
 return 1
 "#;
 
-/// KEYS: record, messages, agent index, [schedule index]. ARGV: token, exact, id, mode, ttl, value.
+/// KEYS: record, messages, agent index, [schedule index]. ARGV: token, exact, id, mode, ttl, value,
+/// then for `save_turn` the first message's needle and `(id, json)` pairs, oldest first.
 /// The update for small records: the value travels in `ARGV` (one command, no staging key).
-/// Returns 1 (written), 0 (missing), -1 (token mismatch: someone else wrote).
+/// Returns 1 (written), 0 (missing), -1 (token mismatch: someone else wrote), -2 (the log's last
+/// message is corrupt); nothing is written unless it returns 1.
 const UPDATE_INLINE: &str = r#"
 local s = token_state(KEYS[1], ARGV[1], ARGV[2])
 if s ~= 1 then return s end
+local same = 0
+if #ARGV > 6 then
+  same = tail_is(KEYS[2], ARGV[7], ARGV[8])
+  if same == -2 then return -2 end
+end
 set_record(KEYS[1], ARGV[6], ARGV[4], ARGV[5])
+append_log(KEYS[2], 8, same)
 apply_ttl(KEYS[2], ARGV[4], ARGV[5])
 add_to_indexes(3, ARGV[3], ARGV[4], ARGV[5])
 return 1
 "#;
 
-/// KEYS: record, staged value, messages, agent index, [schedule index]. ARGV: token, exact, id, mode, ttl.
+/// KEYS: record, staged value, messages, agent index, [schedule index]. ARGV: token, exact, id,
+/// mode, ttl, then for `save_turn` the first message's needle and `(id, json)` pairs.
 /// The new record was written to the staging key (same hash slot) just before, in the same
 /// pipeline; the script moves it into place with `RENAME` (O(1)) instead of carrying a large
 /// value through Lua (which costs about 3 ms per MB in Redis 7), then applies the TTL policy.
-/// Returns 1 (written), 0 (missing), -1 (token mismatch: someone else wrote), -3 (no staged value).
+/// Returns 1 (written), 0 (missing), -1 (token mismatch: someone else wrote), -2 (the log's last
+/// message is corrupt), -3 (no staged value); nothing is written unless it returns 1.
 const UPDATE: &str = r#"
 local s = token_state(KEYS[1], ARGV[1], ARGV[2])
 if s ~= 1 then
@@ -157,6 +202,14 @@ if s ~= 1 then
   return s
 end
 if redis.call('EXISTS', KEYS[2]) == 0 then return -3 end
+local same = 0
+if #ARGV > 5 then
+  same = tail_is(KEYS[3], ARGV[6], ARGV[7])
+  if same == -2 then
+    redis.call('DEL', KEYS[2])
+    return -2
+  end
+end
 local keep = -1
 if ARGV[4] == 'keep' then keep = redis.call('PTTL', KEYS[1]) end
 redis.call('RENAME', KEYS[2], KEYS[1])
@@ -167,6 +220,7 @@ elseif keep > 0 then
 else
   redis.call('PERSIST', KEYS[1])
 end
+append_log(KEYS[3], 7, same)
 apply_ttl(KEYS[3], ARGV[4], ARGV[5])
 add_to_indexes(4, ARGV[3], ARGV[4], ARGV[5])
 return 1
@@ -193,19 +247,15 @@ return 1
 const UPSERT_MESSAGE: &str = r#"
 local owner = owner_check(KEYS[2], ARGV[4], ARGV[5], ARGV[6])
 if owner ~= 1 then return owner end
-local tail = redis.call('LINDEX', KEYS[1], -1)
-local result = 1
-if tail and string.find(tail, ARGV[3], 1, true) then
-  local ok, doc = pcall(cjson.decode, tail)
-  if not ok or type(doc) ~= 'table' then return -2 end
-  if doc.id == ARGV[2] then
-    redis.call('LSET', KEYS[1], -1, ARGV[1])
-    result = 2
-  end
+local same = tail_is(KEYS[1], ARGV[3], ARGV[2])
+if same == -2 then return -2 end
+if same == 1 then
+  redis.call('LSET', KEYS[1], -1, ARGV[1])
+else
+  redis.call('RPUSH', KEYS[1], ARGV[1])
 end
-if result == 1 then redis.call('RPUSH', KEYS[1], ARGV[1]) end
 apply_ttl(KEYS[1], ARGV[7], ARGV[8])
-return result
+return same + 1
 "#;
 
 /// KEYS: messages, record. ARGV: start, stop, owner fragment, user, agent.
@@ -385,10 +435,14 @@ mod tests {
         let s = Scripts::new();
         let all = [
             ("create", &s.create, &["set_record", "add_to_indexes", "apply_ttl"][..]),
-            ("update", &s.update, &["token_state", "apply_ttl", "add_to_indexes"]),
-            ("update_inline", &s.update_inline, &["token_state", "set_record", "apply_ttl", "add_to_indexes"]),
+            ("update", &s.update, &["token_state", "tail_is", "append_log", "apply_ttl", "add_to_indexes"]),
+            (
+                "update_inline",
+                &s.update_inline,
+                &["token_state", "tail_is", "append_log", "set_record", "apply_ttl", "add_to_indexes"],
+            ),
             ("delete", &s.delete, &["top_level_is", "owner_check", "schedule_is"]),
-            ("upsert_message", &s.upsert_message, &["top_level_is", "owner_check", "apply_ttl"]),
+            ("upsert_message", &s.upsert_message, &["top_level_is", "owner_check", "tail_is", "apply_ttl"]),
             ("list_messages", &s.list_messages, &["top_level_is", "owner_check"]),
             ("get_message", &s.get_message, &["top_level_is", "owner_check"]),
             ("prune", &s.prune, &[]),

@@ -9,10 +9,10 @@ use std::time::Duration;
 use as_message::{Msg, generate_id};
 use as_state::AgentState;
 use as_storage::{
-    Capabilities, ImportMode, ImportOutcome, ListError, Owner, PageRequest, Revision, SessionConfig, SessionCursor,
-    SessionKey, SessionMeta, SessionPage, SessionRecord, SessionSource, SessionSummary, StorageBase, StorageError,
-    StorageErrorKind, Timestamp, UpsertSession, encode_envelope, encode_record, encode_record_split, validate_id,
-    validate_import,
+    Capabilities, ImportMode, ImportOutcome, ListError, Owner, PageRequest, Revision, SavedTurn, SessionConfig,
+    SessionCursor, SessionKey, SessionMeta, SessionPage, SessionRecord, SessionSource, SessionSummary, StorageBase,
+    StorageError, StorageErrorKind, Timestamp, UpsertSession, encode_envelope, encode_record, encode_record_split,
+    validate_id, validate_import,
 };
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -347,6 +347,21 @@ impl RedisStorage {
         Ok(Some((meta, token, exact)))
     }
 
+    /// The `ARGV` tail that makes an update a `save_turn`: the first message's needle (its
+    /// canonical `"id":…`), then `(id, json)` per message; empty without messages. Checks each
+    /// message's size first.
+    fn log_args(&self, op: &'static str, messages: &[Msg]) -> Result<Vec<Value>, StorageError> {
+        let Some(first) = messages.first() else { return Ok(Vec::new()) };
+        let mut log = Vec::with_capacity(1 + 2 * messages.len());
+        log.push(str_value(format!("\"id\":{}", json_str(&first.id))));
+        for m in messages {
+            let json = as_message::to_json(m);
+            self.check_size(op, &json)?;
+            log.extend([str_value(m.id.clone()), bytes_value(Bytes::from(json))]);
+        }
+        Ok(log)
+    }
+
     fn check_size(&self, op: &'static str, json: &str) -> Result<(), StorageError> {
         as_storage::check_size(BACKEND, op, json.len(), self.inner.config.max_record_bytes)
     }
@@ -374,8 +389,9 @@ impl RedisStorage {
         k
     }
 
-    /// Writes `json` over the record if its envelope still matches `token`.
-    /// Returns 1 written, 0 missing, -1 changed meanwhile.
+    /// Writes `json` over the record if its envelope still matches `token`, and the messages of
+    /// `log` ([`RedisStorage::log_args`]) with it. Returns 1 written, 0 missing, -1 changed
+    /// meanwhile, -2 the log's last message is corrupt (nothing written unless 1).
     #[allow(clippy::too_many_arguments)]
     async fn cas_write(
         &self,
@@ -386,19 +402,22 @@ impl RedisStorage {
         token: Bytes,
         exact: bool,
         json: String,
+        log: &[Value],
     ) -> Result<i64, StorageError> {
         let (mode, ttl) = self.ttl_args();
         let exact_arg = str_value(if exact { "1" } else { "0" });
         if json.len() <= INLINE_UPDATE_MAX_BYTES {
             let k = self.write_keys(rkey, &meta.user_id, &meta.agent_id, &meta.id, meta.source_schedule_id.as_deref());
-            let args = vec![
+            let mut args = Vec::with_capacity(6 + log.len());
+            args.extend([
                 bytes_value(token),
                 exact_arg,
                 str_value(meta.id.clone()),
                 mode,
                 ttl,
                 bytes_value(Bytes::from(json)),
-            ];
+            ]);
+            args.extend_from_slice(log);
             return Self::eval(pool, &self.inner.scripts.update_inline, k, args)
                 .await
                 .map_err(|e| map_fred(op, Some(rkey), e));
@@ -407,7 +426,8 @@ impl RedisStorage {
         let stage = format!("{rkey}:stage:{}", stage_suffix());
         let mut k = self.write_keys(rkey, &meta.user_id, &meta.agent_id, &meta.id, meta.source_schedule_id.as_deref());
         k.insert(1, stage.clone());
-        let args = vec![bytes_value(token), exact_arg, str_value(meta.id.clone()), mode, ttl];
+        let mut args = vec![bytes_value(token), exact_arg, str_value(meta.id.clone()), mode, ttl];
+        args.extend_from_slice(log);
         let lua = &self.inner.scripts.update;
         let fail = |e| map_fred(op, Some(rkey), e);
         // One round trip: stage the value (expiring on its own if we die here), then the script.
@@ -530,7 +550,7 @@ impl RedisStorage {
             meta.config = req.config.clone();
             let state = req.state.clone().unwrap_or(stored.state);
             let (json, new_token) = self.encode(OP, &meta, &state)?;
-            match self.cas_write(&pool, OP, &rkey, &meta, token, exact, json).await? {
+            match self.cas_write(&pool, OP, &rkey, &meta, token, exact, json, &[]).await? {
                 1 => {
                     self.cache_put(rkey, Cached { meta: meta.clone(), token: new_token, exact: false });
                     return Ok(SessionRecord::from_parts(meta, state));
@@ -541,15 +561,19 @@ impl RedisStorage {
         Err(err(StorageErrorKind::Conflict, OP, format!("session {id:?} kept changing; gave up")))
     }
 
+    /// `update_session_state`, and `save_turn` when `messages` is not empty: one script writes
+    /// the record and the messages, or nothing.
     async fn update_inner(
         &self,
+        op: &'static str,
         key: &SessionKey,
         state: &AgentState,
         expected: Option<&Revision>,
+        messages: &[Msg],
     ) -> Result<Revision, StorageError> {
-        const OP: &str = "update_session_state";
         key.validate()?;
-        let pool = self.pool_for(OP)?;
+        let log = self.log_args(op, messages)?;
+        let pool = self.pool_for(op)?;
         let rkey = self.inner.keys.session(&key.user_id, &key.session_id);
         let owner = key.owner();
         let mut cached = self.cache_get(&rkey).filter(|c| {
@@ -568,16 +592,16 @@ impl RedisStorage {
                     if expected.is_none() {
                         cas_backoff(lost_after_reading).await;
                     }
-                    let Some((meta, token, exact)) = self.read_meta(&pool, OP, &rkey, &owner).await? else {
+                    let Some((meta, token, exact)) = self.read_meta(&pool, op, &rkey, &owner).await? else {
                         self.cache_forget(&rkey);
-                        return Err(not_found(OP, key));
+                        return Err(not_found(op, key));
                     };
                     if let Some(rev) = expected
                         && meta.revision() != *rev
                     {
                         return Err(err(
                             StorageErrorKind::Conflict,
-                            OP,
+                            op,
                             format!("session {key} is at revision {} (expected {rev})", meta.revision()),
                         ));
                     }
@@ -586,8 +610,8 @@ impl RedisStorage {
             };
             let mut meta = old.clone();
             meta.updated_at = Timestamp::now_after(&old.updated_at);
-            let (json, new_token) = self.encode(OP, &meta, state)?;
-            match self.cas_write(&pool, OP, &rkey, &meta, token, exact, json).await? {
+            let (json, new_token) = self.encode(op, &meta, state)?;
+            match self.cas_write(&pool, op, &rkey, &meta, token, exact, json, &log).await? {
                 1 => {
                     let rev = meta.revision();
                     self.cache_put(rkey, Cached { meta, token: new_token, exact: false });
@@ -595,13 +619,14 @@ impl RedisStorage {
                 }
                 0 => {
                     self.cache_forget(&rkey);
-                    return Err(not_found(OP, key));
+                    return Err(not_found(op, key));
                 }
+                -2 => return Err(bad_value(op, &self.message_keys(key).0, "the last message is not valid JSON")),
                 // Changed meanwhile: re-read (a conditional write then reports the conflict).
                 _ => lost_after_reading += usize::from(!from_cache),
             }
         }
-        Err(err(StorageErrorKind::Conflict, OP, format!("session {key} kept changing; gave up")))
+        Err(err(StorageErrorKind::Conflict, op, format!("session {key} kept changing; gave up")))
     }
 
     /// The record key of `key` and its non-empty value, if any (after validating the key).
@@ -1200,7 +1225,7 @@ impl StorageBase for RedisStorage {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::none().with_ttl(true).with_cross_process(true).with_durable(true)
+        Capabilities::none().with_ttl(true).with_cross_process(true).with_durable(true).with_atomic_turns(true)
     }
 
     async fn open(&self) -> Result<(), StorageError> {
@@ -1225,7 +1250,21 @@ impl StorageBase for RedisStorage {
         state: &AgentState,
         expected: Option<&Revision>,
     ) -> Result<Revision, StorageError> {
-        self.timed("update_session_state", self.update_inner(key, state, expected)).await
+        self.timed("update_session_state", self.update_inner("update_session_state", key, state, expected, &[])).await
+    }
+
+    /// One script writes the record and the messages (appended, or replacing the log's last
+    /// message by id) or nothing, conditional on the record read (the CAS token) like any update.
+    async fn save_turn(
+        &self,
+        key: &SessionKey,
+        state: &AgentState,
+        expected: Option<&Revision>,
+        messages: &[Msg],
+    ) -> Result<SavedTurn, StorageError> {
+        self.timed("save_turn", self.update_inner("save_turn", key, state, expected, messages))
+            .await
+            .map(SavedTurn::new)
     }
 
     async fn get_session(&self, key: &SessionKey) -> Result<Option<SessionRecord>, StorageError> {
@@ -1345,9 +1384,11 @@ mod tests {
             let state = as_storage::conformance::conversation_state(turns, "replay");
             let (json, _) = store.encode("t", &meta, &state).unwrap();
             assert_eq!(json.len() > INLINE_UPDATE_MAX_BYTES, turns > 1, "{turns} turns: {} bytes", json.len());
-            let first = store.cas_write(&pool, "t", &rkey, &meta, token.clone(), exact, json.clone()).await.unwrap();
+            let first =
+                store.cas_write(&pool, "t", &rkey, &meta, token.clone(), exact, json.clone(), &[]).await.unwrap();
             assert_eq!(first, 1, "{turns}-turn update");
-            let replay = store.cas_write(&pool, "t", &rkey, &meta, token.clone(), exact, json.clone()).await.unwrap();
+            let replay =
+                store.cas_write(&pool, "t", &rkey, &meta, token.clone(), exact, json.clone(), &[]).await.unwrap();
             assert_eq!(replay, -1, "{turns}-turn update replayed");
             let got = store.get_session(&owner.session("s1")).await.unwrap().unwrap();
             assert_eq!(got.updated_at, meta.updated_at);

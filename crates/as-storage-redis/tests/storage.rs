@@ -237,6 +237,70 @@ async fn messages_append_replace_last_list_and_get() {
     assert!(!r.exists::<bool, _>("agentscope:user:user-1:session:ghost:messages").await.unwrap());
 }
 
+/// `save_turn` on both write paths (inline and staged): the log holds exactly the bytes
+/// `upsert_message` writes, a new log gets the sliding TTL, and a failure writes nothing.
+#[tokio::test]
+async fn save_turn_writes_record_and_log_in_one_script_on_both_paths() {
+    let Some(server) = RedisServer::start() else { return };
+    let r = raw(&server.url()).await;
+    let ttl = Duration::from_secs(3600);
+    let s = store(&server.url(), KeyLayout::Compat, TtlPolicy::Sliding(ttl)).await;
+    let plain = compat(&server).await;
+    let o = owner();
+    let msg = |id: &str, text: &str| {
+        let mut m = Msg::assistant("Friday", text);
+        m.id = id.into();
+        m
+    };
+    // 2 messages: about 1 KiB, inline; 60: about 30 KiB, staged.
+    for n in [2, 60] {
+        let rec = s.upsert_session(req(&o)).await.unwrap();
+        let key = o.session(rec.id.clone());
+        let rkey = format!("agentscope:user:user-1:session:{}", rec.id);
+        let mkey = format!("{rkey}:messages");
+        let state = common::state_with(n);
+        let turn = [msg("q1", "question"), msg("a1", "draft"), msg("a1", "answer")];
+        let saved = s.save_turn(&key, &state, Some(&rec.revision()), &turn).await.unwrap();
+        assert!(saved.log_error.is_none());
+        let got = s.get_session(&key).await.unwrap().unwrap();
+        assert_eq!((got.revision(), &got.state.context), (saved.revision.clone(), &state.context), "{n}");
+        let stored: Vec<String> = r.lrange(&mkey, 0, -1).await.unwrap();
+        assert_eq!(stored, [as_message::to_json(&turn[0]), as_message::to_json(&turn[2])], "{n} messages");
+        assert!(r.ttl::<i64, _>(&mkey).await.unwrap() > 3500, "{n}: the new log has no TTL");
+        assert!(r.ttl::<i64, _>(&rkey).await.unwrap() > 3500, "{n}: the record has no TTL");
+        // The next turn's first message replaces the stored last one when the ids match.
+        let next = [msg("a1", "answer, final"), msg("q2", "again")];
+        let saved = s.save_turn(&key, &state, Some(&saved.revision), &next).await.unwrap();
+        let log: Vec<String> = s.list_messages(&key, 0, 0).await.unwrap().iter().map(|m| m.id.clone()).collect();
+        assert_eq!(log, ["q1", "a1", "q2"], "{n} messages");
+        // A stale revision: nothing written, the record's bytes and the log as they were.
+        let (before, log_before): (String, Vec<String>) =
+            (r.get(&rkey).await.unwrap(), r.lrange(&mkey, 0, -1).await.unwrap());
+        let e = plain
+            .save_turn(&key, &common::state_with(3), Some(&rec.revision()), &[msg("x", "late")])
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind(), StorageErrorKind::Conflict, "{n} messages");
+        // A corrupt last message that looks like the first message's: nothing written either.
+        r.rpush::<(), _, _>(&mkey, r#"{"id":"z1", oops"#).await.unwrap();
+        let log_corrupt: Vec<String> = r.lrange(&mkey, 0, -1).await.unwrap();
+        let e =
+            plain.save_turn(&key, &common::state_with(4), Some(&saved.revision), &[msg("z1", "z")]).await.unwrap_err();
+        assert_eq!(e.kind(), StorageErrorKind::Serialization, "{n} messages: {e}");
+        assert!(e.to_string().contains(&mkey), "{e}");
+        assert_eq!(r.get::<String, _>(&rkey).await.unwrap(), before, "{n}: a failed save_turn wrote the record");
+        assert_eq!(r.lrange::<Vec<String>, _>(&mkey, 0, -1).await.unwrap(), log_corrupt);
+        assert_eq!(log_corrupt[..log_before.len()], log_before[..]);
+        let keys = common::all_keys(&r).await;
+        assert!(keys.iter().all(|k| !k.contains(":stage:")), "{n} messages: {keys:?}");
+    }
+    // A session that does not exist (or was deleted): NotFound, and no log appears.
+    let ghost = o.session("ghost");
+    let e = s.save_turn(&ghost, &common::state_with(2), None, &[msg("m", "x")]).await.unwrap_err();
+    assert_eq!(e.kind(), StorageErrorKind::NotFound);
+    assert!(!r.exists::<bool, _>("agentscope:user:user-1:session:ghost:messages").await.unwrap());
+}
+
 #[tokio::test]
 async fn concurrent_upsert_message_never_overwrites_another_writer() {
     let Some(server) = RedisServer::start() else { return };
