@@ -602,31 +602,61 @@ impl Write {
         self.persist(storage, key).await
     }
 
-    /// The conditional state update, then the message log (inputs, then the reply message).
+    /// The turn's conditional write: the state and the message log (inputs, then the reply
+    /// message) with [`as_storage::StorageBase::save_turn`], one all-or-nothing write on the
+    /// bundled backends, so a runner whose revision is stale appends nothing either.
     ///
     /// Once the state is written the turn has happened: a failure of the message log after that
-    /// is returned beside the new revision (and logged), not as the turn's error, so a caller never
-    /// retries a turn whose state was saved.
+    /// (only a backend without atomic turns can report one) is returned beside the new revision
+    /// (and logged), not as the turn's error, so a caller never retries a turn whose state was saved.
     async fn persist(&self, storage: &SharedStorage, key: &SessionKey) -> Result<(Revision, Option<String>)> {
-        let revision = match storage.update_session_state(key, &self.state, Some(&self.revision)).await {
-            Ok(r) => r,
+        let messages: Vec<Msg> = self.inputs.iter().chain(&self.reply_msg).cloned().collect();
+        match storage.save_turn(key, &self.state, Some(&self.revision), &messages).await {
+            Ok(saved) => {
+                let log_error = saved.log_error.map(|e| {
+                    tracing::error!(session = %key, error = %e, "the state was saved but the message log was not");
+                    format!("message log: {e}")
+                });
+                Ok((saved.revision, log_error))
+            }
             // A write re-sent after its answer was lost (a reconnecting client) reports a conflict
             // although its first run landed: when what is stored is this very state (its fresh
             // reply_id makes another writer's equal state a same-bytes case), the turn is saved.
             Err(e) if e.kind() == as_storage::StorageErrorKind::Conflict => match storage.get_session(key).await? {
-                Some(rec) if rec.state == self.state => rec.revision(),
-                _ => return Err(e.into()),
+                Some(rec) if rec.state == self.state => {
+                    Ok((rec.revision(), complete_log(storage, key, &messages).await))
+                }
+                _ => Err(e.into()),
             },
-            Err(e) => return Err(e.into()),
-        };
-        for m in self.inputs.iter().chain(&self.reply_msg) {
-            if let Err(e) = storage.upsert_message(key, m).await {
-                tracing::error!(session = %key, error = %e, "the state was saved but the message log was not");
-                return Ok((revision, Some(format!("message {}: {e}", m.id))));
-            }
+            Err(e) => Err(e.into()),
         }
-        Ok((revision, None))
     }
+}
+
+/// After a re-sent write whose first run landed: an atomic `save_turn` wrote the messages with
+/// the state; a two-step one stopped at the state. Writes them unless the log already ends with
+/// them (by id, after `upsert_message`'s rule folds repeated ids). Returns a log failure.
+async fn complete_log(storage: &SharedStorage, key: &SessionKey, messages: &[Msg]) -> Option<String> {
+    let mut ids: Vec<&str> = messages.iter().map(|m| m.id.as_str()).collect();
+    ids.dedup();
+    if ids.is_empty() {
+        return None;
+    }
+    let n = i64::try_from(ids.len()).unwrap_or(i64::MAX);
+    let tail = match storage.list_messages(key, -n, n).await {
+        Ok(tail) => tail,
+        Err(e) => return Some(format!("message log: {e}")),
+    };
+    if tail.iter().map(|m| m.id.as_str()).eq(ids.iter().copied()) {
+        return None;
+    }
+    for m in messages {
+        if let Err(e) = storage.upsert_message(key, m).await {
+            tracing::error!(session = %key, error = %e, "the state was saved but the message log was not");
+            return Some(format!("message {}: {e}", m.id));
+        }
+    }
+    None
 }
 
 /// Holds a turn's state while the reply runs; persists it from `Drop` when the turn future is dropped.

@@ -589,6 +589,9 @@ struct Faulty {
     /// The next `update_session_state` is written, then reported as a conflict (its answer was
     /// lost and the re-sent command found the record moved on: by this very write).
     lose_next_answer: std::sync::atomic::AtomicBool,
+    /// `save_turn` is the inner store's atomic one (a lost answer then hides the messages' write
+    /// too); unset, it is the trait's two steps through this wrapper's own methods.
+    atomic_turns: std::sync::atomic::AtomicBool,
 }
 
 #[async_trait]
@@ -636,6 +639,35 @@ impl as_storage::StorageBase for Faulty {
             ));
         }
         self.log.lock().unwrap().push("update".into());
+        r
+    }
+    async fn save_turn(
+        &self,
+        key: &SessionKey,
+        state: &AgentState,
+        expected: Option<&as_storage::Revision>,
+        messages: &[Msg],
+    ) -> as_storage::Result<as_storage::SavedTurn> {
+        if !self.atomic_turns.load(std::sync::atomic::Ordering::SeqCst) {
+            let revision = self.update_session_state(key, state, expected).await?;
+            for m in messages {
+                if let Err(e) = self.upsert_message(key, m).await {
+                    let mut saved = as_storage::SavedTurn::new(revision);
+                    saved.log_error = Some(e);
+                    return Ok(saved);
+                }
+            }
+            return Ok(as_storage::SavedTurn::new(revision));
+        }
+        let r = self.inner.save_turn(key, state, expected, messages).await;
+        if r.is_ok() && self.lose_next_answer.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            return Err(as_storage::StorageError::new(
+                as_storage::StorageErrorKind::Conflict,
+                "faulty",
+                "save_turn",
+                "the record moved on (re-sent command)",
+            ));
+        }
         r
     }
     async fn get_session(&self, key: &SessionKey) -> as_storage::Result<Option<as_storage::SessionRecord>> {
@@ -900,6 +932,27 @@ async fn a_write_whose_answer_was_lost_counts_as_saved() {
     let stored = storage.get_session(&k).await.unwrap().unwrap();
     assert_eq!((stored.revision(), &stored.state), (t.revision.clone(), &t.state));
     assert_eq!(storage.list_messages(&k, 0, 0).await.unwrap().len(), 4, "the log was written too");
+}
+
+/// The same with an atomic `save_turn`: its lost answer hid the messages' write as well, which
+/// landed with the state, so the runner must not write them a second time.
+#[tokio::test]
+async fn an_atomic_write_whose_answer_was_lost_logs_its_messages_once() {
+    let faulty = faulty().await;
+    faulty.atomic_turns.store(true, std::sync::atomic::Ordering::SeqCst);
+    let storage: SharedStorage = faulty.clone();
+    let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
+    let agent = agent_with(vec![ScriptedTurn::new().text("first"), ScriptedTurn::new().text("second")], Toolkit::new());
+    let k = key("lost-atomic-answer");
+    turn(&runner, &agent, &k, Msg::user("user", "one")).await.1.unwrap();
+    faulty.lose_next_answer.store(true, std::sync::atomic::Ordering::SeqCst);
+    let t = turn(&runner, &agent, &k, Msg::user("user", "two")).await.1.unwrap();
+    assert!(t.log_error.is_none(), "{:?}", t.log_error);
+    let stored = storage.get_session(&k).await.unwrap().unwrap();
+    assert_eq!((stored.revision(), &stored.state), (t.revision.clone(), &t.state));
+    let log: Vec<String> =
+        storage.list_messages(&k, 0, 0).await.unwrap().iter().filter_map(|m| m.get_text_content("")).collect();
+    assert_eq!(log, ["one", "first", "two", "second"]);
 }
 
 #[tokio::test]
