@@ -2042,14 +2042,49 @@ enum Cas {
 
 #[derive(Clone, Debug)]
 enum Op {
-    Upsert { owner: usize, sid: Option<usize>, name: u8, tag: Option<u8> },
-    Update { owner: usize, sid: usize, tag: u8, cas: Cas },
-    Get { owner: usize, sid: usize },
-    Delete { owner: usize, sid: usize },
-    PutMsg { owner: usize, sid: usize, mid: u8, text: u8 },
-    GetMsg { owner: usize, sid: usize, mid: u8 },
-    ListMsgs { owner: usize, sid: usize, offset: i64, limit: i64 },
-    List { owner: usize, limit: usize },
+    Upsert {
+        owner: usize,
+        sid: Option<usize>,
+        name: u8,
+        tag: Option<u8>,
+    },
+    /// `turn`: `None` is `update_session_state`, `Some` a `save_turn` with these `(mid, text)` messages.
+    Update {
+        owner: usize,
+        sid: usize,
+        tag: u8,
+        cas: Cas,
+        turn: Option<Vec<(u8, u8)>>,
+    },
+    Get {
+        owner: usize,
+        sid: usize,
+    },
+    Delete {
+        owner: usize,
+        sid: usize,
+    },
+    PutMsg {
+        owner: usize,
+        sid: usize,
+        mid: u8,
+        text: u8,
+    },
+    GetMsg {
+        owner: usize,
+        sid: usize,
+        mid: u8,
+    },
+    ListMsgs {
+        owner: usize,
+        sid: usize,
+        offset: i64,
+        limit: i64,
+    },
+    List {
+        owner: usize,
+        limit: usize,
+    },
 }
 
 const OWNERS: [(&str, &str); 3] = [("user-1", "agent-1"), ("user-1", "agent-2"), ("user-2", "agent-1")];
@@ -2062,7 +2097,8 @@ fn op_strategy() -> impl proptest::strategy::Strategy<Value = Op> {
     prop_oneof![
         3 => (o.clone(), proptest::option::weighted(0.8, sid.clone()), 0u8..4, proptest::option::of(0u8..6))
             .prop_map(|(owner, sid, name, tag)| Op::Upsert { owner, sid, name, tag }),
-        3 => (o.clone(), sid.clone(), 0u8..6, cas).prop_map(|(owner, sid, tag, cas)| Op::Update { owner, sid, tag, cas }),
+        3 => (o.clone(), sid.clone(), 0u8..6, cas, proptest::option::of(proptest::collection::vec((0u8..3, 0u8..9), 0..4)))
+            .prop_map(|(owner, sid, tag, cas, turn)| Op::Update { owner, sid, tag, cas, turn }),
         2 => (o.clone(), sid.clone()).prop_map(|(owner, sid)| Op::Get { owner, sid }),
         1 => (o.clone(), sid.clone()).prop_map(|(owner, sid)| Op::Delete { owner, sid }),
         3 => (o.clone(), sid.clone(), 0u8..3, 0u8..9).prop_map(|(owner, sid, mid, text)| Op::PutMsg { owner, sid, mid, text }),
@@ -2181,7 +2217,7 @@ async fn run_model_case(s: &SharedStorage, ops: &[Op]) -> Result<(), String> {
                     }
                 }
             }
-            Op::Update { owner: oi, sid, tag, cas } => {
+            Op::Update { owner: oi, sid, tag, cas, ref turn } => {
                 let sid = pick(sid, &ids);
                 let k = SessionKey::new(OWNERS[oi].0, OWNERS[oi].1, sid.clone());
                 let entry = model.get_mut(&(k.user_id.clone(), sid)).filter(|m| m.agent == k.agent_id);
@@ -2191,7 +2227,21 @@ async fn run_model_case(s: &SharedStorage, ops: &[Op]) -> Result<(), String> {
                     (Cas::Current, Some(m)) => Some(m.rev.clone()),
                     (Cas::Current, None) | (Cas::Stale, _) => Some(stale),
                 };
-                let got = s.update_session_state(&k, &tagged_state(tag), expected.as_ref()).await;
+                let turn: Option<Vec<(String, String)>> = turn
+                    .as_ref()
+                    .map(|t| t.iter().map(|(mid, text)| (format!("msg{mid}"), format!("text{text}"))).collect());
+                let got = match &turn {
+                    None => s.update_session_state(&k, &tagged_state(tag), expected.as_ref()).await,
+                    Some(t) => {
+                        let msgs: Vec<Msg> = t.iter().map(|(id, text)| msg(id, text)).collect();
+                        match s.save_turn(&k, &tagged_state(tag), expected.as_ref(), &msgs).await {
+                            Ok(saved) if saved.log_error.is_some() => {
+                                return Err(at(format!("save_turn's log failed: {:?}", saved.log_error)));
+                            }
+                            r => r.map(|saved| saved.revision),
+                        }
+                    }
+                };
                 match (entry, cas) {
                     (None, _) => {
                         if kind_of(&got) != Some(StorageErrorKind::NotFound) {
@@ -2210,6 +2260,12 @@ async fn run_model_case(s: &SharedStorage, ops: &[Op]) -> Result<(), String> {
                         }
                         m.rev = rev;
                         m.tag = Some(tag);
+                        for (id, text) in turn.into_iter().flatten() {
+                            match m.msgs.last_mut() {
+                                Some(last) if last.0 == id => last.1 = text,
+                                _ => m.msgs.push((id, text)),
+                            }
+                        }
                     }
                 }
             }
@@ -2322,6 +2378,19 @@ async fn run_model_case(s: &SharedStorage, ops: &[Op]) -> Result<(), String> {
                     return Err(at(format!("listing {got:?}, model has {want:?}")));
                 }
             }
+        }
+    }
+    // At the end, every session the model has, whole: its record and its message log.
+    for ((user, sid), m) in &model {
+        let k = SessionKey::new(user.clone(), m.agent.clone(), sid.clone());
+        let at = |e: String| format!("after the last step, session {k}: {e}");
+        let rec = s.get_session(&k).await.map_err(|e| at(e.to_string()))?.ok_or_else(|| at("missing".into()))?;
+        check_record(&rec, sid, m).map_err(at)?;
+        let log = s.list_messages(&k, 0, 0).await.map_err(|e| at(e.to_string()))?;
+        let got: Vec<(String, String)> =
+            log.iter().map(|m| (m.id.clone(), m.get_text_content("").unwrap_or_default())).collect();
+        if got != m.msgs {
+            return Err(at(format!("message log {got:?}, model has {:?}", m.msgs)));
         }
     }
     Ok(())
