@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{ContextConfig, ReActConfig};
 use crate::error::{AgentError, Result};
 use crate::event::{AgentEvent, ExternalExecutionResultEvent, UserConfirmResultEvent, UserInterruptEvent};
+use crate::middleware::CompressRequest;
 use crate::middleware::Middleware;
 use crate::run::Run;
 use crate::stream::{EventQueue, ReplyOutcome, ReplyStream};
@@ -303,13 +304,20 @@ impl Agent {
     /// Refused while calls are parked (like [`Agent::observe`]): compression could fold the message
     /// holding them into the summary, and the parked question could then never be answered.
     pub async fn compress_context(&self, state: &mut AgentState) -> Result<bool> {
+        self.compress_context_with(state, CompressRequest::new(self.context_config.clone())).await
+    }
+
+    /// [`Agent::compress_context`] with other settings or instructions for the summarizing model
+    /// (2.0.4's `compress_context(context_config, instructions)`); the `on_compress_context`
+    /// middlewares see `request` first. An invalid config fails with [`AgentError::Config`].
+    pub async fn compress_context_with(&self, state: &mut AgentState, request: CompressRequest) -> Result<bool> {
         if state.has_awaiting_tool_calls(&self.name) {
             let (confirmations, external) = crate::run::awaiting_counts(state, &self.name);
             return Err(AgentError::Awaiting { confirmations, external });
         }
         let queue = EventQueue::default();
         let mut run = Run::new(self, state, queue, CancellationToken::new());
-        let done = run.compress().await?;
+        let done = run.compress_with(request).await?;
         run.disarm();
         Ok(done == crate::run::Compressed::Yes)
     }

@@ -7,6 +7,7 @@ use as_model::{ChatModel as _, StructuredOutputRequest, ToolSchema};
 
 use crate::agent::Agent;
 use crate::error::{AgentError, Result};
+use crate::middleware::CompressRequest;
 use crate::run::{Compressed, Run, TRUNCATION_NOTE};
 
 /// The marker appended to a truncated tool result.
@@ -97,12 +98,12 @@ fn split(agent: &Agent, base: &[Msg], context: &[Msg], budget: usize) -> (Vec<Ms
     (to_compress, reserved)
 }
 
-/// Runs before every reasoning step (§9.2).
-pub(crate) async fn compress(run: &mut Run<'_>) -> Result<Compressed> {
+/// Runs before every reasoning step (§9.2), with the settings and instructions of `request`.
+pub(crate) async fn compress(run: &mut Run<'_>, request: &CompressRequest) -> Result<Compressed> {
     let tools = run.tool_schemas();
     let base = run.base_messages();
     let (agent, state, cancel) = run.parts();
-    let cfg = &agent.context_config;
+    let cfg = &request.config;
     let size = agent.model.context_size();
     let est = count_after(agent, &base, &state.context, &tools);
     if (est as f64) < cfg.trigger_ratio * size as f64 {
@@ -124,6 +125,13 @@ pub(crate) async fn compress(run: &mut Run<'_>) -> Result<Compressed> {
     let build = |msgs: &[Msg]| {
         let mut input = base.clone();
         input.extend_from_slice(msgs);
+        if let Some(hint) = &request.instructions {
+            input.push(Msg::new(
+                agent.name.clone(),
+                as_message::Role::Assistant,
+                vec![ContentBlock::Hint(hint.clone())],
+            ));
+        }
         input.push(Msg::user("user", cfg.compression_prompt.clone()));
         input
     };

@@ -59,7 +59,7 @@ pub use event::{
     ToolCallEndEvent, ToolCallStartEvent, ToolResultDataDeltaEvent, ToolResultEndEvent, ToolResultStartEvent,
     ToolResultTextDeltaEvent, TypeTag, UserConfirmResultEvent, UserInterruptEvent,
 };
-pub use middleware::Middleware;
+pub use middleware::{CompressRequest, Middleware};
 pub use reply_msg::MsgEventExt;
 pub use run::{MAX_ITERS_MESSAGE, PARKED_MESSAGE, TRUNCATION_NOTE};
 pub use runner::{LockGuard, SessionLock, SessionRunner, TurnOutcome};

@@ -10,6 +10,7 @@
 //! | `on_model_call` | [`Middleware::on_model_call`] (may edit the request: messages, tools, tool choice) |
 //! | `on_acting` | [`Middleware::on_acting`] (may answer the call instead of the tool; no slot, calls may run concurrently) and [`Middleware::on_tool_result`] |
 //! | `on_reply` | [`Middleware::on_event`] (sees every event of the reply, `REPLY_START` to `REPLY_END`) |
+//! | `on_compress_context` | [`Middleware::on_compress_context`] (may change the settings or instructions of one compression, or skip it) |
 //!
 //! Each hook gets `slot`: the middleware's own entry `middle_context[key]` (JSON `null` when
 //! absent; set it back to `null` to remove it). It is saved with the state, so it survives HITL
@@ -17,12 +18,37 @@
 
 use std::fmt;
 
-use as_message::{JsonValue, ToolCallBlock, ToolResultBlock};
+use as_message::{HintBlock, JsonValue, ToolCallBlock, ToolResultBlock};
 use as_model::ChatRequest;
 use async_trait::async_trait;
 
+use crate::config::ContextConfig;
 use crate::error::Result;
 use crate::event::AgentEvent;
+
+/// One context compression, as [`Middleware::on_compress_context`] sees it (2.0.4's
+/// `on_compress_context` input: `context_config` and `instructions`).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct CompressRequest {
+    /// The settings of this compression: the agent's, or those passed to
+    /// [`crate::Agent::compress_context_with`]. Checked with [`ContextConfig::validate`] after the
+    /// middlewares ran.
+    pub config: ContextConfig,
+    /// Guidance for the summarizing model, sent as an assistant message holding this hint right
+    /// before the compression prompt.
+    pub instructions: Option<HintBlock>,
+    /// Set it to skip this compression (2.0.4: a middleware that does not call `next_handler`);
+    /// the middlewares after this one are not called.
+    pub skip: bool,
+}
+
+impl CompressRequest {
+    /// A compression with `config` and no instructions.
+    pub fn new(config: ContextConfig) -> Self {
+        Self { config, instructions: None, skip: false }
+    }
+}
 
 /// A middleware. Every method has a no-op default.
 #[async_trait]
@@ -54,6 +80,15 @@ pub trait Middleware: Send + Sync + fmt::Debug {
     /// result stays the answer to its call: changes to `id` or `name` are undone.
     async fn on_tool_result(&self, result: &mut ToolResultBlock, slot: &mut JsonValue) -> Result<()> {
         let _ = (result, slot);
+        Ok(())
+    }
+
+    /// Called before each context compression check (before every reasoning step, and by
+    /// [`crate::Agent::compress_context`]), outermost middleware first; may change the request's
+    /// settings or instructions, or skip it. It runs whether or not the context is over the
+    /// trigger: the trigger is one of the settings it may change.
+    async fn on_compress_context(&self, request: &mut CompressRequest, slot: &mut JsonValue) -> Result<()> {
+        let _ = (request, slot);
         Ok(())
     }
 

@@ -911,8 +911,29 @@ impl<'a> Run<'a> {
 
     // ------------------------------------------------------------------ compression
 
+    /// Context compression with the agent's settings, after the `on_compress_context` middlewares.
     pub(crate) async fn compress(&mut self) -> Result<Compressed> {
-        crate::compress::compress(self).await
+        let request = crate::middleware::CompressRequest::new(self.agent.context_config.clone());
+        self.compress_with(request).await
+    }
+
+    /// Context compression as `request` asks, after the `on_compress_context` middlewares.
+    pub(crate) async fn compress_with(
+        &mut self,
+        mut request: crate::middleware::CompressRequest,
+    ) -> Result<Compressed> {
+        let agent = self.agent;
+        for mw in &agent.middlewares {
+            let slots = &mut self.g.state.middle_context;
+            let r = mw.on_compress_context(&mut request, slot(slots, mw.key())).await;
+            settle(slots, mw.key());
+            r?;
+            if request.skip {
+                return Ok(Compressed::No);
+            }
+        }
+        request.config.validate()?;
+        crate::compress::compress(self, &request).await
     }
 
     pub(crate) fn parts(&mut self) -> (&'a Agent, &mut AgentState, &CancellationToken) {

@@ -314,3 +314,110 @@ async fn the_end_event_carries_what_on_tool_result_made_of_the_result() {
     };
     assert_eq!(result_of(&rebuilt.unwrap()), result_of(state.context.last().unwrap()));
 }
+
+/// 2.0.4's `on_compress_context`: a middleware that skips compression until it has seen `after`
+/// checks, then compresses with a lower trigger and its own instructions, counting in its slot.
+#[derive(Debug)]
+struct CompressPolicy {
+    after: i64,
+}
+
+#[async_trait]
+impl Middleware for CompressPolicy {
+    fn key(&self) -> &str {
+        "CompressPolicy"
+    }
+
+    async fn on_compress_context(
+        &self,
+        request: &mut as_agent::CompressRequest,
+        slot: &mut JsonValue,
+    ) -> as_agent::Result<()> {
+        let seen = slot.as_i64().unwrap_or(0) + 1;
+        *slot = json!(seen);
+        if seen <= self.after {
+            request.skip = true;
+            return Ok(());
+        }
+        request.config = request.config.clone().with_ratios(0.3, 0.1);
+        request.instructions = Some(as_message::HintBlock {
+            hint: as_message::TextOrBlocks::Text("Keep the numbers.".into()),
+            id: "hint-1".into(),
+            source: None,
+        });
+        Ok(())
+    }
+}
+
+/// Counts the calls it gets: it must never run after a middleware that skipped.
+#[derive(Debug, Default)]
+struct Inner(std::sync::atomic::AtomicUsize);
+
+#[async_trait]
+impl Middleware for Inner {
+    fn key(&self) -> &str {
+        "Inner"
+    }
+
+    async fn on_compress_context(&self, _: &mut as_agent::CompressRequest, _: &mut JsonValue) -> as_agent::Result<()> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn on_compress_context_can_skip_or_reshape_a_compression() {
+    let summary = json!({
+        "task_overview": "Numbers.", "current_state": "1..3.", "important_discoveries": "None.",
+        "next_steps": "Answer.", "context_to_preserve": "Brevity.",
+    });
+    let model = Arc::new(
+        ScriptedModel::new(
+            "m",
+            [
+                ScriptedTurn::new().text("first"),
+                ScriptedTurn::new().tool_call("so", as_model::STRUCTURED_OUTPUT_TOOL, summary.to_string()),
+                ScriptedTurn::new().text("second"),
+            ],
+        )
+        .with_context_size(3000),
+    );
+    let inner = Arc::new(Inner::default());
+    // The agent's own trigger (0.8 of 3000 tokens) is never reached by this context.
+    let agent = Agent::builder("Friday", "sys", model.clone())
+        .middleware(Arc::new(CompressPolicy { after: 1 }))
+        .middleware(inner.clone())
+        .build()
+        .unwrap();
+    let mut state = AgentState::default();
+    for i in 0..6 {
+        state.context.push(Msg::user("user", format!("q{i} {}", "x".repeat(400))));
+        state.context.push(Msg::assistant("Friday", format!("a{i} {}", "y".repeat(400))));
+    }
+    // First reply: the middleware skips, so nothing is compressed and the inner one is not asked.
+    let out = agent.reply_outcome(&mut state, Msg::user("user", "one?")).await.unwrap();
+    assert_eq!(out.status, ReplyStatus::Completed);
+    assert_eq!(state.context.len(), 14);
+    assert_eq!(inner.0.load(std::sync::atomic::Ordering::SeqCst), 0);
+    assert_eq!(state.middle_context["CompressPolicy"], json!(1), "the hook's slot is saved with the state");
+    // Second reply: its lower trigger compresses, and the summary call carries its instructions
+    // as an assistant hint right before the compression prompt.
+    let out = agent.reply_outcome(&mut state, Msg::user("user", "two?")).await.unwrap();
+    assert_eq!(out.status, ReplyStatus::Completed);
+    assert_eq!(inner.0.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert!(state.context.len() < 14, "compressed: {} messages", state.context.len());
+    assert!(state.summary.text().contains("Numbers."), "{:?}", state.summary);
+    let call = &model.requests()[1];
+    let n = call.messages.len();
+    let hint = &call.messages[n - 2];
+    assert_eq!((hint.name.as_str(), hint.role), ("Friday", as_message::Role::Assistant));
+    assert!(
+        matches!(&hint.content[..], [as_message::ContentBlock::Hint(h)] if h.hint.text() == "Keep the numbers."),
+        "{hint:?}"
+    );
+    // An invalid config from a caller (that no middleware replaced) is refused before anything runs.
+    let plain = Agent::builder("Friday", "sys", model.clone()).build().unwrap();
+    let bad = as_agent::CompressRequest::new(as_agent::ContextConfig::default().with_ratios(2.0, 0.1));
+    let e = plain.compress_context_with(&mut state, bad).await.unwrap_err();
+    assert_eq!(e.kind(), as_agent::AgentErrorKind::Config);
+}
