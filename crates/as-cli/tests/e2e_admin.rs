@@ -193,6 +193,12 @@ fn validate_reports_a_corrupt_record() {
     let out = stdout(&o);
     assert!(out.contains(&format!("bad  alice/friday/{}", ids[0])), "{out}");
     assert!(out.trim_end().ends_with("checked 3 sessions: 1 bad"), "{out}");
+    // `show` prints it as stored, and fails like the Redis backend does (exit 1).
+    let o =
+        run(&["--storage", &storage, "sessions", "show", "--user", "alice", "--agent", "friday", "--session", &ids[0]]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stdout(&o).contains("\"type\":\"bogus\""), "{}", stdout(&o));
+    assert!(stderr(&o).contains("not readable"), "{}", stderr(&o));
     // --agent alone is a usage error (which user's agent?).
     let o = run(&["--storage", &storage, "sessions", "validate", "--agent", "friday"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));

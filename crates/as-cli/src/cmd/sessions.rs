@@ -266,7 +266,13 @@ async fn show(store: &SharedStorage, a: ShowArgs) -> CliResult {
     if !a.summary {
         // Exactly the stored bytes (another writer's key order and unknown fields included).
         let raw = store.get_session_raw(&key).await.map_err(storage)?.ok_or_else(|| not_found(&key))?;
-        return print(&raw);
+        print(&raw)?;
+        // Shown as stored, but a record no reader can load is a failed check on every backend (a
+        // Redis store cannot even show it: it cannot tell its owner).
+        return match as_storage::decode_record(&raw) {
+            Ok(_) => Ok(()),
+            Err(e) => Err(CliError::new(ExitKind::Failed, format!("the stored record of {key} is not readable: {e}"))),
+        };
     }
     let rec = store.get_session(&key).await.map_err(storage)?.ok_or_else(|| not_found(&key))?;
     // The readable view: message count, last messages, parked tool calls, tasks, permission rules.
