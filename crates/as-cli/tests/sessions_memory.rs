@@ -116,6 +116,17 @@ fn bad_state_input_exits_5() {
     assert_fails(&o, 5, "not an AgentState");
     let o = agentscope(&with_owner(&["create"], &["--state", "/nonexistent/state.json"]));
     assert_fails(&o, 5, "cannot read");
+    // Every command that reads an input file says the same of one it cannot read.
+    for args in [
+        vec!["state", "fmt", "/nonexistent/state.json"],
+        vec!["sessions", "import", "/nonexistent/export.jsonl"],
+        vec!["sessions", "set-state", "--user", "u", "--agent", "a", "--session", "s", "/nonexistent/state.json"],
+        vec!["sessions", "import", "/"],
+    ] {
+        let mut all = vec!["--storage", "memory"];
+        all.extend(args.iter().copied());
+        assert_fails(&agentscope(&all), 5, "cannot read");
+    }
 }
 
 #[test]

@@ -31,7 +31,7 @@
 
 use super::outln;
 use crate::cmd::sessions::printable;
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 use as_message::{ContentBlock, JsonValue, Msg, Role, ToolCallState};
@@ -489,24 +489,6 @@ pub(crate) async fn import(storage: &SharedStorage, text: &str, overwrite: bool,
     stats
 }
 
-/// Reads the import file (`-`: stdin).
-pub(crate) fn read_input(path: &std::path::Path) -> CliResult<String> {
-    if path.as_os_str() == "-" {
-        let mut text = String::new();
-        for line in std::io::stdin().lock().lines() {
-            let line = line.map_err(|e| CliError::new(ExitKind::Invalid, format!("cannot read stdin: {e}")))?;
-            text.push_str(&line);
-            text.push('\n');
-        }
-        Ok(text)
-    } else {
-        std::fs::read_to_string(path).map_err(|e| {
-            let kind = if e.kind() == std::io::ErrorKind::NotFound { ExitKind::NotFound } else { ExitKind::Invalid };
-            CliError::new(kind, format!("cannot read {}: {e}", path.display()))
-        })
-    }
-}
-
 /// `sessions export`.
 pub(crate) async fn run_export(storage: &SharedStorage, args: ExportArgs) -> CliResult {
     let stdout = std::io::stdout();
@@ -526,7 +508,8 @@ pub(crate) async fn run_export(storage: &SharedStorage, args: ExportArgs) -> Cli
 
 /// `sessions import`.
 pub(crate) async fn run_import(storage: &SharedStorage, args: ImportArgs) -> CliResult {
-    let text = read_input(&args.file)?;
+    let text = String::from_utf8(crate::cmd::read_input(Some(&args.file))?)
+        .map_err(|e| CliError::new(ExitKind::Invalid, format!("{} is not UTF-8 text: {e}", args.file.display())))?;
     let stats = import(storage, &text, args.overwrite, std::io::stderr().is_terminal()).await;
     outln!("{}", stats.summary())?;
     if stats.stopped {

@@ -9,6 +9,25 @@ pub(crate) mod state;
 
 use crate::exit::{CliError, CliResult, ExitKind};
 
+/// The bytes of an input file; `None` or `-` reads stdin. An input that cannot be read (missing
+/// included) is exit 5, invalid input, for every command that reads one (exit 3 is for stored
+/// things: sessions, schema names).
+pub(crate) fn read_input(file: Option<&std::path::Path>) -> CliResult<Vec<u8>> {
+    use std::io::Read as _;
+    match file {
+        Some(p) if p.as_os_str() != "-" => {
+            std::fs::read(p).map_err(|e| CliError::new(ExitKind::Invalid, format!("cannot read {}: {e}", p.display())))
+        }
+        _ => {
+            let mut buf = Vec::new();
+            std::io::stdin()
+                .read_to_end(&mut buf)
+                .map_err(|e| CliError::new(ExitKind::Invalid, format!("cannot read stdin: {e}")))?;
+            Ok(buf)
+        }
+    }
+}
+
 /// Writes to stdout; a closed or failing stdout (`… | head -1`) is exit 1, not a panic.
 pub(crate) fn out(args: std::fmt::Arguments<'_>) -> CliResult {
     use std::io::Write as _;

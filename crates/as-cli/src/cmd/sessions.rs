@@ -4,7 +4,7 @@
 //! does not exist, 4 a concurrent writer won (`set-state --expect`) or the id belongs to another
 //! agent, 5 an invalid id or input, 6 the storage backend is unavailable.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use as_message::{JsonValue, json};
@@ -186,13 +186,7 @@ fn not_found(key: &SessionKey) -> CliError {
 }
 
 fn read_state(file: &Path) -> CliResult<AgentState> {
-    let mut bytes = Vec::new();
-    let read = if file.as_os_str() == "-" {
-        std::io::stdin().read_to_end(&mut bytes).map(|_| ())
-    } else {
-        std::fs::read(file).map(|b| bytes = b)
-    };
-    read.map_err(|e| CliError::new(ExitKind::Invalid, format!("cannot read {}: {e}", file.display())))?;
+    let bytes = crate::cmd::read_input(Some(file))?;
     // pydantic reads any object as a state (unknown keys dropped, the rest defaulted): a session
     // record or a message given by mistake would silently become an empty state.
     if let Ok(serde_json::Value::Object(doc)) = serde_json::from_slice::<serde_json::Value>(&bytes) {

@@ -1,8 +1,8 @@
 //! `agentscope state fmt|check`: drive the wire format from outside.
 
 use super::outln;
-use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::io::Write;
+use std::path::PathBuf;
 
 use as_message::{JsonValue, Msg};
 use as_state::AgentState;
@@ -144,26 +144,8 @@ pub(crate) fn parse(bytes: &[u8], kind: Option<Kind>) -> Result<Doc, as_message:
     })
 }
 
-fn read_input(file: Option<&Path>) -> CliResult<Vec<u8>> {
-    match file {
-        None => read_stdin(),
-        Some(p) if p.as_os_str() == "-" => read_stdin(),
-        Some(p) => {
-            std::fs::read(p).map_err(|e| CliError::new(ExitKind::Invalid, format!("cannot read {}: {e}", p.display())))
-        }
-    }
-}
-
-fn read_stdin() -> CliResult<Vec<u8>> {
-    let mut buf = Vec::new();
-    std::io::stdin()
-        .read_to_end(&mut buf)
-        .map_err(|e| CliError::new(ExitKind::Invalid, format!("cannot read stdin: {e}")))?;
-    Ok(buf)
-}
-
 fn fmt(args: FmtArgs) -> CliResult {
-    let bytes = read_input(args.file.as_deref())?;
+    let bytes = crate::cmd::read_input(args.file.as_deref())?;
     let doc = parse(&bytes, args.kind)?;
     let mut out = std::io::stdout().lock();
     out.write_all(doc.to_json().as_bytes()).and_then(|()| out.flush()).map_err(crate::cmd::stdout_error)
