@@ -78,8 +78,9 @@ async fn python_2_0_4_and_rust_share_sessions_both_ways() {
     let mut reply = Msg::assistant("Friday", "rust continues");
     reply.id = "rs-reply".into();
     state.context.push(reply.clone());
-    s.update_session_state(&py_key, &state, Some(&rec.revision())).await.unwrap();
-    s.upsert_message(&py_key, &reply).await.unwrap();
+    // As the runner writes a turn: state and message log in one save_turn.
+    let saved = s.save_turn(&py_key, &state, Some(&rec.revision()), std::slice::from_ref(&reply)).await.unwrap();
+    assert!(saved.log_error.is_none());
     let rust = s
         .upsert_session(
             UpsertSession::new(o.clone(), as_storage::SessionConfig::new("ws-rs").with_name("from rust"))
