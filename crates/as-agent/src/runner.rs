@@ -330,12 +330,7 @@ impl SessionRunner {
                 };
                 return Ok((SessionRecord::from_parts(meta, AgentState::default()), false, None));
             }
-            None => {
-                let req = UpsertSession::new(key.owner(), self.config.clone()).with_session_id(key.session_id.clone());
-                let r = self.storage.upsert_session(req).await?;
-                let created = r.updated_at == r.created_at;
-                (r, created)
-            }
+            None => self.create(key).await?,
         };
         // The reply message of the log: rebuilt from the events (2.0.4's Msg.append_event). A resume
         // continues the stored one (or, if the log lacks it, the context's copy).
@@ -361,6 +356,42 @@ impl SessionRunner {
             ReplyInput::Messages(_) => None,
         };
         Ok((record, created, reply_msg))
+    }
+
+    /// Creates the session `key` for a first turn, or loads it when another runner created it
+    /// meanwhile (then `false`). With a store that has `import_record`, a create-only write: the
+    /// other runner's session is never touched (an upsert would replace its config and bump its
+    /// revision, failing that runner's turn). Without it, `upsert_session`.
+    async fn create(&self, key: &SessionKey) -> Result<(SessionRecord, bool)> {
+        let now = as_storage::Timestamp::now();
+        let meta = as_storage::SessionMeta {
+            id: key.session_id.clone(),
+            updated_at: now,
+            created_at: now,
+            user_id: key.user_id.clone(),
+            agent_id: key.agent_id.clone(),
+            source: as_storage::SessionSource::default(),
+            source_schedule_id: None,
+            team_id: None,
+            config: self.config.clone(),
+        };
+        let record = SessionRecord::from_parts(meta, AgentState::default());
+        match self.storage.import_record(&record, &[], as_storage::ImportMode::CreateOnly).await {
+            Ok(_) => return Ok((record, true)),
+            Err(e) if e.kind() == as_storage::StorageErrorKind::AlreadyExists => {
+                // Created meanwhile: continue that session (absent again: it is another agent's).
+                return match self.storage.get_session(key).await? {
+                    Some(r) => Ok((r, false)),
+                    None => Err(e.into()),
+                };
+            }
+            Err(e) if e.kind() == as_storage::StorageErrorKind::Unsupported => {}
+            Err(e) => return Err(e.into()),
+        }
+        let req = UpsertSession::new(key.owner(), self.config.clone()).with_session_id(key.session_id.clone());
+        let r = self.storage.upsert_session(req).await?;
+        let created = r.updated_at == r.created_at;
+        Ok((r, created))
     }
 
     /// Persists `write` and then releases `guard`, in a task of the current runtime (inline when

@@ -592,6 +592,8 @@ struct Faulty {
     /// `save_turn` is the inner store's atomic one (a lost answer then hides the messages' write
     /// too); unset, it is the trait's two steps through this wrapper's own methods.
     atomic_turns: std::sync::atomic::AtomicBool,
+    /// `import_record` is the inner store's (else the trait's default: `Unsupported`).
+    import: std::sync::atomic::AtomicBool,
 }
 
 #[async_trait]
@@ -609,7 +611,25 @@ impl as_storage::StorageBase for Faulty {
         self.inner.close().await
     }
     async fn upsert_session(&self, req: UpsertSession) -> as_storage::Result<as_storage::SessionRecord> {
+        self.log.lock().unwrap().push("upsert".into());
         self.inner.upsert_session(req).await
+    }
+    async fn import_record(
+        &self,
+        record: &as_storage::SessionRecord,
+        messages: &[Msg],
+        mode: as_storage::ImportMode,
+    ) -> as_storage::Result<as_storage::ImportOutcome> {
+        if !self.import.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(as_storage::StorageError::new(
+                as_storage::StorageErrorKind::Unsupported,
+                "faulty",
+                "import_record",
+                "off",
+            ));
+        }
+        self.log.lock().unwrap().push("import".into());
+        self.inner.import_record(record, messages, mode).await
     }
     async fn update_session_state(
         &self,
@@ -742,8 +762,15 @@ async fn a_turn_dropped_during_its_final_write_completes_it_before_releasing_the
     assert_eq!(runner.wait_background_writes().await, 1);
     assert_eq!(
         *storage.log.lock().unwrap(),
-        ["acquire dropped-in-write", "update", "message user", "message assistant", "release dropped-in-write"],
-        "the whole write, then the release"
+        [
+            "acquire dropped-in-write",
+            "upsert",
+            "update",
+            "message user",
+            "message assistant",
+            "release dropped-in-write"
+        ],
+        "the create under the lock, the whole write, then the release"
     );
     let stored = as_storage::StorageBase::get_session(&*storage, &k).await.unwrap().unwrap();
     assert_eq!(stored.state.context.len(), 2);
@@ -751,7 +778,14 @@ async fn a_turn_dropped_during_its_final_write_completes_it_before_releasing_the
 
 #[tokio::test]
 async fn a_session_created_by_another_runner_meanwhile_is_continued_not_overwritten() {
+    for import in [false, true] {
+        created_meanwhile(import).await;
+    }
+}
+
+async fn created_meanwhile(import: bool) {
     let storage = faulty().await;
+    storage.import.store(import, std::sync::atomic::Ordering::SeqCst);
     let shared: SharedStorage = storage.clone();
     let runner = SessionRunner::new(shared, SessionConfig::new("ws"));
     let agent = agent_with(vec![ScriptedTurn::new().text("hello")], Toolkit::new());
@@ -763,6 +797,10 @@ async fn a_session_created_by_another_runner_meanwhile_is_continued_not_overwrit
     assert_eq!(texts, ["the other runner's turn", "hi", "hello"]);
     let stored = as_storage::StorageBase::get_session(&*storage, &k).await.unwrap().unwrap();
     assert_eq!(stored.state, out.state);
+    // With a create-only write the other runner's session is never touched (no upsert that
+    // replaces its config and bumps its revision); without one, the upsert is the fallback.
+    let log = storage.log.lock().unwrap().clone();
+    assert_eq!(log.contains(&"upsert".to_owned()), !import, "{log:?}");
     // A plain first turn still reports the create.
     let agent = agent_with(vec![ScriptedTurn::new().text("hello")], Toolkit::new());
     assert!(turn(&runner, &agent, &key("fresh"), Msg::user("user", "hi")).await.1.unwrap().created);
