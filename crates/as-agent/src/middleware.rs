@@ -33,13 +33,14 @@ use crate::event::AgentEvent;
 pub struct CompressRequest {
     /// The settings of this compression: the agent's, or those passed to
     /// [`crate::Agent::compress_context_with`]. Checked with [`ContextConfig::validate`] after the
-    /// middlewares ran.
+    /// middlewares ran. `tool_result_limit` is not a compression setting: tool results are cut
+    /// with the agent's own as they arrive.
     pub config: ContextConfig,
     /// Guidance for the summarizing model, sent as an assistant message holding this hint right
     /// before the compression prompt.
     pub instructions: Option<HintBlock>,
     /// Set it to skip this compression (2.0.4: a middleware that does not call `next_handler`);
-    /// the middlewares after this one are not called.
+    /// the middlewares after this one are not called (none is, when the caller set it).
     pub skip: bool,
 }
 

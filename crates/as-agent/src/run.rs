@@ -922,6 +922,9 @@ impl<'a> Run<'a> {
         &mut self,
         mut request: crate::middleware::CompressRequest,
     ) -> Result<Compressed> {
+        if request.skip {
+            return Ok(Compressed::No);
+        }
         let agent = self.agent;
         for mw in &agent.middlewares {
             let slots = &mut self.g.state.middle_context;

@@ -437,8 +437,8 @@ impl SessionRunner {
     }
 
     /// Tries the final write of a turn again (after [`AgentError::Unsaved`]), under the session lock
-    /// when the runner has one: the conditional state update against the revision the turn loaded
-    /// (a stored state equal to the turn's counts as saved), then the message log. A `Conflict`
+    /// when the runner has one: the turn's conditional `save_turn` (state and message log) against
+    /// the revision the turn loaded (a stored state equal to the turn's counts as saved). A `Conflict`
     /// means someone else wrote the session since: reload and decide (running the turn again
     /// repeats its tools' side effects).
     pub async fn save_unsaved(&self, key: &SessionKey, turn: UnsavedTurn) -> Result<Revision> {
@@ -664,21 +664,33 @@ impl Write {
     }
 }
 
-/// After a re-sent write whose first run landed: an atomic `save_turn` wrote the messages with
-/// the state; a two-step one stopped at the state. Writes them unless the log already ends with
-/// them (by id, after `upsert_message`'s rule folds repeated ids). Returns a log failure.
+/// After a re-sent write whose first run landed: an atomic `save_turn`
+/// ([`as_storage::Capabilities::atomic_turns`]) wrote the messages with the state, so nothing is
+/// left to do (and the log may have moved on since). A two-step one stopped at the state: the
+/// messages are written unless the log already ends with exactly them (whole messages, after
+/// `upsert_message`'s rule folds repeated ids into their last version; a resume's reply message
+/// has the id of the parked version the log ends with, so ids alone would not tell). Returns a
+/// log failure.
 async fn complete_log(storage: &SharedStorage, key: &SessionKey, messages: &[Msg]) -> Option<String> {
-    let mut ids: Vec<&str> = messages.iter().map(|m| m.id.as_str()).collect();
-    ids.dedup();
-    if ids.is_empty() {
+    if storage.capabilities().atomic_turns {
         return None;
     }
-    let n = i64::try_from(ids.len()).unwrap_or(i64::MAX);
+    let mut folded: Vec<&Msg> = Vec::with_capacity(messages.len());
+    for m in messages {
+        match folded.last_mut() {
+            Some(last) if last.id == m.id => *last = m,
+            _ => folded.push(m),
+        }
+    }
+    if folded.is_empty() {
+        return None;
+    }
+    let n = i64::try_from(folded.len()).unwrap_or(i64::MAX);
     let tail = match storage.list_messages(key, -n, n).await {
         Ok(tail) => tail,
         Err(e) => return Some(format!("message log: {e}")),
     };
-    if tail.iter().map(|m| m.id.as_str()).eq(ids.iter().copied()) {
+    if tail.iter().eq(folded.iter().copied()) {
         return None;
     }
     for m in messages {

@@ -602,7 +602,9 @@ impl as_storage::StorageBase for Faulty {
         "faulty"
     }
     fn capabilities(&self) -> as_storage::Capabilities {
-        self.inner.capabilities()
+        // Its save_turn is the inner atomic one only when `atomic_turns` is set.
+        let atomic = self.atomic_turns.load(std::sync::atomic::Ordering::SeqCst);
+        self.inner.capabilities().with_atomic_turns(atomic)
     }
     async fn open(&self) -> as_storage::Result<()> {
         self.inner.open().await
@@ -1164,6 +1166,35 @@ async fn a_resume_whose_log_copy_is_behind_continues_from_the_state() {
     got.sort();
     assert_eq!(got, want, "the log's reply message against the state's");
     assert_eq!(got.len(), 4, "{got:?}");
+}
+
+/// A resume's write whose answer was lost, on a store with a two-step `save_turn`: the state
+/// landed, the log did not; the log already ends with the parked version of the reply message
+/// (same id), so the runner must compare whole messages and write the completed one.
+#[tokio::test]
+async fn a_lost_answer_of_a_resume_on_a_two_step_store_still_logs_the_completed_reply() {
+    let faulty = faulty().await;
+    let storage: SharedStorage = faulty.clone();
+    let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
+    let agent = agent_with(
+        vec![ScriptedTurn::new().tool_call("c1", "needs_ok", r#"{"text": "one"}"#), ScriptedTurn::new().text("done")],
+        Toolkit::new().with(AllowTool::new("needs_ok").ask().arc()),
+    );
+    let k = key("lost-resume-answer");
+    let parked = turn(&runner, &agent, &k, Msg::user("user", "go")).await.1.unwrap();
+    assert_eq!(parked.status, ReplyStatus::Parked);
+    let approve = UserConfirmResultEvent::new(
+        parked.state.reply_id.clone(),
+        vec![as_agent::ConfirmResult::approve(as_message::ToolCallBlock::new("c1", "needs_ok", r#"{"text": "one"}"#))],
+    );
+    faulty.lose_next_answer.store(true, std::sync::atomic::Ordering::SeqCst);
+    let done = turn(&runner, &agent, &k, approve).await.1.unwrap();
+    assert_eq!(done.status, ReplyStatus::Completed);
+    assert!(done.log_error.is_none(), "{:?}", done.log_error);
+    let log = storage.list_messages(&k, 0, 0).await.unwrap();
+    let last = log.last().unwrap();
+    assert_eq!(last.id, parked.state.reply_id);
+    assert_eq!(last.get_text_content("").as_deref(), Some("done"), "the log's reply is the completed one: {last:?}");
 }
 
 /// A resume dropped after its first output event (an SSE client gone) leaves the state waiting

@@ -397,43 +397,43 @@ fn update_state_blocking(
     key: &SessionKey,
     state: &EncodedState,
     expected: Option<&Revision>,
+    op: &'static str,
 ) -> Result<Revision, OpError> {
-    const OP: &str = "update_session_state";
     // Optimistic pass: read the envelope and encode the (possibly large) state without holding
     // the write lock, then write with a single conditional UPDATE (atomic on its own).
-    let row = MetaRow::load(conn, inner, key)?.ok_or_else(|| not_found(OP, key))?;
+    let row = MetaRow::load(conn, inner, key)?.ok_or_else(|| not_found(op, key))?;
     if let Some(exp) = expected
         && exp.0 != row.updated_at
     {
-        return Err(conflict(key, exp, &row.updated_at));
+        return Err(conflict(op, key, exp, &row.updated_at));
     }
-    let mut meta = row.meta(OP)?;
+    let mut meta = row.meta(op)?;
     meta.updated_at = Timestamp::now_after(&meta.updated_at);
-    let enc = encode_with_state(OP, inner, &meta, state)?;
+    let enc = encode_with_state(op, inner, &meta, state)?;
     if write_update(conn, inner, row.pk, &row.updated_at, &enc)? {
         return Ok(Revision(enc.updated_at));
     }
     // Someone wrote (or deleted) in between. Decide and, for last-writer-wins, redo under the lock.
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| inner.map(e))?;
-    let row = MetaRow::load(&tx, inner, key)?.ok_or_else(|| not_found(OP, key))?;
+    let row = MetaRow::load(&tx, inner, key)?.ok_or_else(|| not_found(op, key))?;
     if let Some(exp) = expected {
         // The stored revision moved away from `expected` after our check.
-        return Err(conflict(key, exp, &row.updated_at));
+        return Err(conflict(op, key, exp, &row.updated_at));
     }
-    let mut meta = row.meta(OP)?;
+    let mut meta = row.meta(op)?;
     meta.updated_at = Timestamp::now_after(&meta.updated_at);
-    let enc = encode_with_state(OP, inner, &meta, state)?;
+    let enc = encode_with_state(op, inner, &meta, state)?;
     if !write_update(&tx, inner, row.pk, &row.updated_at, &enc)? {
-        return Err(err(StorageErrorKind::Backend, OP, "the row changed inside a write transaction"));
+        return Err(err(StorageErrorKind::Backend, op, "the row changed inside a write transaction"));
     }
     tx.commit().map_err(|e| inner.map(e))?;
     Ok(Revision(enc.updated_at))
 }
 
-fn conflict(key: &SessionKey, expected: &Revision, stored: &str) -> OpError {
+fn conflict(op: &'static str, key: &SessionKey, expected: &Revision, stored: &str) -> OpError {
     err(
         StorageErrorKind::Conflict,
-        "update_session_state",
+        op,
         format!("session '{}' is at revision {stored}, not the expected {expected}", key.session_id),
     )
 }
@@ -607,14 +607,14 @@ fn save_turn_blocking(
 ) -> Result<Revision, OpError> {
     const OP: &str = "save_turn";
     if log.is_empty() {
-        return update_state_blocking(conn, inner, key, state, expected);
+        return update_state_blocking(conn, inner, key, state, expected, OP);
     }
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| inner.map(e))?;
     let row = MetaRow::load(&tx, inner, key)?.ok_or_else(|| not_found(OP, key))?;
     if let Some(exp) = expected
         && exp.0 != row.updated_at
     {
-        return Err(conflict(key, exp, &row.updated_at));
+        return Err(conflict(OP, key, exp, &row.updated_at));
     }
     let mut meta = row.meta(OP)?;
     meta.updated_at = Timestamp::now_after(&meta.updated_at);
@@ -825,7 +825,9 @@ impl StorageBase for SqliteStorage {
         // Encoded here, so only the bytes move to the blocking pool (no copy of the state).
         let state = EncodedState::new(OP, &key.session_id, state).map_err(|e| e.into_storage(OP))?;
         let expected = expected.cloned();
-        self.inner.run(OP, move |conn, inner| update_state_blocking(conn, inner, &key, &state, expected.as_ref())).await
+        self.inner
+            .run(OP, move |conn, inner| update_state_blocking(conn, inner, &key, &state, expected.as_ref(), OP))
+            .await
     }
 
     /// One `IMMEDIATE` transaction: the state and every message are committed together or not at all.

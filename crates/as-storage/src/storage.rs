@@ -344,6 +344,11 @@ pub trait StorageBase: Send + Sync + fmt::Debug {
     /// written stops the log there and is reported in [`SavedTurn::log_error`], beside the new
     /// revision (the turn's state *was* saved, so the caller must not retry it as a whole).
     ///
+    /// Pass `expected` for exactly-once messages: without it a backend retries a write that lost to
+    /// another writer, and when the "loser" was its own earlier run (a command a client re-sent
+    /// after its answer was lost: Redis Cluster clients do) the messages are written twice. With
+    /// it, that case is a `Conflict` and the caller can check what landed (the agent runner does).
+    ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> as_storage::Result<()> {

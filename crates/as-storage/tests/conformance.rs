@@ -111,7 +111,8 @@ impl StorageBase for Broken {
         "broken"
     }
     fn capabilities(&self) -> Capabilities {
-        self.inner.capabilities()
+        // Its save_turn is the trait's two steps through the (possibly broken) methods below.
+        self.inner.capabilities().with_atomic_turns(false)
     }
     async fn open(&self) -> Result<()> {
         self.inner.open().await

@@ -508,8 +508,10 @@ pub(crate) async fn run_export(storage: &SharedStorage, args: ExportArgs) -> Cli
 
 /// `sessions import`.
 pub(crate) async fn run_import(storage: &SharedStorage, args: ImportArgs) -> CliResult {
-    let text = String::from_utf8(crate::cmd::read_input(Some(&args.file))?)
-        .map_err(|e| CliError::new(ExitKind::Invalid, format!("{} is not UTF-8 text: {e}", args.file.display())))?;
+    let text = String::from_utf8(crate::cmd::read_input(Some(&args.file))?).map_err(|e| {
+        let what = if args.file.as_os_str() == "-" { "stdin".to_owned() } else { args.file.display().to_string() };
+        CliError::new(ExitKind::Invalid, format!("{what} is not UTF-8 text: {e}"))
+    })?;
     let stats = import(storage, &text, args.overwrite, std::io::stderr().is_terminal()).await;
     outln!("{}", stats.summary())?;
     if stats.stopped {
@@ -1054,7 +1056,8 @@ mod tests {
             "legacy"
         }
         fn capabilities(&self) -> as_storage::Capabilities {
-            self.0.capabilities()
+            // No save_turn of its own: the trait's two steps.
+            self.0.capabilities().with_atomic_turns(false)
         }
         async fn open(&self) -> as_storage::Result<()> {
             self.0.open().await
