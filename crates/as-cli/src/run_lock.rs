@@ -86,8 +86,9 @@ impl SessionLock for RedisRunLock {
 
 /// A per-session lock for the stores of one machine (SQLite): an exclusive advisory lock
 /// ([`std::fs::File::try_lock`], `flock` on Unix) on a file in a directory next to the database,
-/// one file per session. The operating system drops it when the process ends, however it ends,
-/// so it never outlives its holder and is never lost while held.
+/// one file per session while it is held or waited for (the holder removes it on release). The
+/// operating system drops the lock when the process ends, however it ends, so it never outlives
+/// its holder and is never lost while held.
 #[derive(Debug)]
 pub(crate) struct FileRunLock {
     dir: std::path::PathBuf,
@@ -115,15 +116,40 @@ impl FileRunLock {
     }
 }
 
-/// A held [`FileRunLock`]: the open, locked file.
-struct FileRunGuard(std::fs::File);
+/// A held [`FileRunLock`]: the open, locked file and its path.
+struct FileRunGuard(std::fs::File, std::path::PathBuf);
 
 #[async_trait]
 impl LockGuard for FileRunGuard {
     async fn release(self: Box<Self>) -> as_agent::Result<()> {
+        // The holder removes the file (so a directory of locks does not keep one file per session
+        // ever run); a process waiting on the removed file sees it is gone once it gets the lock,
+        // and locks the path's new file instead ([`is_current`]). Without the right to remove it
+        // (a directory shared read-only), the file stays, which is harmless.
+        #[cfg(unix)]
+        let _ = std::fs::remove_file(&self.1);
         // Closing the file releases the lock too; unlocking first makes it immediate and explicit.
         self.0.unlock().map_err(|e| AgentError::Lock(format!("unlocking the session lock file: {e}")))
     }
+}
+
+/// Whether `path` still names the file `file` has open: a holder removes the lock file when it
+/// releases, so a lock won on a file that is no longer at `path` guards nothing.
+#[cfg(unix)]
+fn is_current(file: &std::fs::File, path: &std::path::Path) -> std::io::Result<bool> {
+    use std::os::unix::fs::MetadataExt as _;
+    let open = file.metadata()?;
+    match std::fs::metadata(path) {
+        Ok(named) => Ok(named.dev() == open.dev() && named.ino() == open.ino()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Lock files are never removed off Unix, so a won lock always guards the file at its path.
+#[cfg(not(unix))]
+fn is_current(_: &std::fs::File, _: &std::path::Path) -> std::io::Result<bool> {
+    Ok(true)
 }
 
 #[async_trait]
@@ -142,8 +168,8 @@ impl SessionLock for FileRunLock {
         };
         // A lock needs no write access to its file (`flock`): an existing one is opened for
         // reading, so users sharing a database (a group-writable directory) share its locks.
-        let file = match std::fs::File::open(&path) {
-            Ok(file) => file,
+        let open = || match std::fs::File::open(&path) {
+            Ok(file) => Ok(file),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 std::fs::create_dir_all(&self.dir).map_err(|e| io("creating the lock directory for", e))?;
                 std::fs::OpenOptions::new()
@@ -151,15 +177,23 @@ impl SessionLock for FileRunLock {
                     .truncate(false)
                     .write(true)
                     .open(&path)
-                    .map_err(|e| io("creating the session lock file", e))?
+                    .map_err(|e| io("creating the session lock file", e))
             }
-            Err(e) => return Err(io("opening the session lock file", e)),
+            Err(e) => Err(io("opening the session lock file", e)),
         };
+        let mut file = open()?;
         let deadline = tokio::time::Instant::now().checked_add(self.wait);
         loop {
             // Shared access is enough for an exclusive `flock` (unlike `fcntl` locks).
             match file.try_lock() {
-                Ok(()) => return Ok(Box::new(FileRunGuard(file))),
+                Ok(()) if is_current(&file, &path).map_err(|e| io("checking", e))? => {
+                    return Ok(Box::new(FileRunGuard(file, path)));
+                }
+                // Won on a file its holder removed when it released: the lock is the path's new file.
+                Ok(()) => {
+                    file = open()?;
+                    continue;
+                }
                 Err(std::fs::TryLockError::WouldBlock) => {}
                 Err(std::fs::TryLockError::Error(e)) => return Err(io("locking", e)),
             }
@@ -199,5 +233,49 @@ mod tests {
         let again = locks.acquire(&key).await.unwrap();
         again.release().await.unwrap();
         other.release().await.unwrap();
+    }
+
+    /// A released lock removes its file; a process that was waiting on that file then locks the
+    /// path's new file, so it still excludes everyone else.
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn released_lock_files_are_removed_and_a_waiter_moves_to_the_new_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let lock_dir = dir.path().join("locks");
+        let now = FileRunLock::shared(lock_dir.clone(), Duration::ZERO);
+        let patient = FileRunLock::shared(lock_dir.clone(), Duration::from_secs(30));
+        let key = SessionKey::new("alice", "friday", "s1");
+        let first = now.acquire(&key).await.unwrap();
+        // On this current-thread runtime the waiter runs up to its first poll sleep when this
+        // task yields: it has opened the current file and found it busy.
+        let waiter = tokio::spawn(async move { patient.acquire(&key).await });
+        tokio::task::yield_now().await;
+        first.release().await.unwrap();
+        let second = waiter.await.unwrap().unwrap();
+        // It holds the file at the path: a third process is refused.
+        let key = SessionKey::new("alice", "friday", "s1");
+        let busy = now.acquire(&key).await.err().expect("the waiter holds the session");
+        assert_eq!(busy.kind(), as_agent::AgentErrorKind::Lock, "{busy}");
+        second.release().await.unwrap();
+        assert_eq!(std::fs::read_dir(&lock_dir).unwrap().count(), 0, "no lock file is left behind");
+    }
+
+    /// The check behind it: a lock won on a removed file is not current.
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_file_removed_by_its_holder_is_not_current() {
+        let dir = tempfile::tempdir().unwrap();
+        let locks = FileRunLock { dir: dir.path().join("locks"), wait: Duration::ZERO };
+        let key = SessionKey::new("alice", "friday", "s1");
+        let held = locks.acquire(&key).await.unwrap();
+        let path = locks.path(&key);
+        let stale = std::fs::File::open(&path).unwrap();
+        assert!(is_current(&stale, &path).unwrap());
+        held.release().await.unwrap();
+        stale.try_lock().unwrap();
+        assert!(!is_current(&stale, &path).unwrap(), "removed");
+        let again = locks.acquire(&key).await.unwrap();
+        assert!(!is_current(&stale, &path).unwrap(), "replaced by a new file");
+        again.release().await.unwrap();
     }
 }
