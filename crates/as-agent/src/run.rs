@@ -707,9 +707,24 @@ impl<'a> Run<'a> {
         self.emit(ModelCallEndEvent::new(reply_id.clone(), inp, out, reason)).await?;
         self.g.inflight = None;
         let content = self.g.call_ids.apply(response.content.clone());
+        // A call whose arguments hit the output limit: as the context names it (ids may be renamed).
+        let cut = match content.last() {
+            Some(ContentBlock::ToolCall(c)) if response.truncated_tool_call().is_some() => Some(c.clone()),
+            _ => None,
+        };
         save_to_context(self.g.state, &self.agent.name, drop_audio(content), usage);
         if response.is_interrupted() {
             return Ok(Reasoned::Interrupted);
+        }
+        if let Some(call) = cut {
+            // Answered at once with an error the model can act on, never run: its arguments are a
+            // fragment (2.0.4 runs whatever its repairing parser makes of them). Answering it now,
+            // before the other calls, also holds across a park: it is never pending.
+            let text = truncated_call_text(&call.name, &response.finish_reason);
+            let mut actions = error_actions(&reply_id, &call, text, ToolResultState::Error);
+            while let Some(action) = actions.next().await {
+                self.apply(action).await?;
+            }
         }
         if response.tool_calls().next().is_some() {
             return Ok(Reasoned::Acting);
@@ -980,6 +995,19 @@ fn run_tool(
 }
 
 /// `_handle_error_tool_call`: START, the text, the result (a plain-string output), END.
+/// The result of a tool call cut off at the model's output limit.
+fn truncated_call_text(name: &str, reason: &as_model::FinishReason) -> String {
+    let why = match reason {
+        as_model::FinishReason::ContentFilter => "the provider's content filter stopped the output",
+        _ => "the output reached the model's token limit",
+    };
+    format!(
+        "ToolCallTruncatedError: The call of tool \"{name}\" was not executed: {why} while its arguments were \
+         being written, so they are incomplete. Call it again with complete arguments (shorter ones, or split the \
+         work into several calls)."
+    )
+}
+
 fn error_actions(
     reply_id: &str,
     call: &ToolCallBlock,

@@ -606,6 +606,67 @@ async fn tool_results_are_results_not_errors() {
     assert!(result.output.text().contains("boom"));
 }
 
+/// A tool call cut off at the output limit (`finish_reason: length`) is answered with an error and
+/// never run (2.0.4 runs whatever its repairing parser makes of the fragment); the complete call
+/// before it runs; the reply goes on. Also across a park: the cut call is answered before it.
+#[tokio::test]
+async fn a_tool_call_cut_at_the_output_limit_is_answered_not_run() {
+    for ask_first in [false, true] {
+        let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = runs.clone();
+        let tool = as_tools::FunctionTool::new("count", "Counts.", move |a: Count, _ctx| {
+            let counted = counted.clone();
+            async move {
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                Ok::<_, as_tools::ToolError>(format!("counted {}", a.count))
+            }
+        });
+        let model = ScriptedModel::new(
+            "m",
+            [
+                ScriptedTurn::new()
+                    .tool_call("c1", "count", r#"{"count": 1}"#)
+                    .tool_call("c2", "count", r#"{"count": 12"#)
+                    .finish_reason(as_model::FinishReason::Length),
+                ScriptedTurn::new().text("done"),
+            ],
+        );
+        let agent = agent(model, Toolkit::new().with(tool));
+        let mode = if ask_first { PermissionMode::Default } else { PermissionMode::Bypass };
+        let mut state = state_with(PermissionContext { mode, ..PermissionContext::default() });
+        let (events, out) = run(&agent, &mut state, Msg::user("user", "go")).await;
+        let mut out = out.unwrap();
+        if ask_first {
+            // c1 asks; c2 is already answered, so nothing of it waits for the resume.
+            assert_eq!(out.status, ReplyStatus::Parked);
+            let c1 = match &state.context[1].content[0] {
+                ContentBlock::ToolCall(c) => c.clone(),
+                other => panic!("{other:?}"),
+            };
+            let confirm = UserConfirmResultEvent::new(state.reply_id.clone(), vec![ConfirmResult::approve(c1)]);
+            out = agent.reply_outcome(&mut state, confirm).await.unwrap();
+        }
+        assert_eq!(out.status, ReplyStatus::Completed, "ask_first={ask_first}");
+        assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 1, "only the complete call ran");
+        let results: Vec<(String, ToolResultState, String)> = state.context[1]
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::ToolResult(r) => Some((r.id.clone(), r.state, r.output.text())),
+                _ => None,
+            })
+            .collect();
+        let cut = results.iter().find(|r| r.0 == "c2").expect("c2 is answered");
+        assert_eq!(cut.1, ToolResultState::Error);
+        assert!(cut.2.starts_with("ToolCallTruncatedError:"), "{}", cut.2);
+        assert!(results.iter().any(|r| r.0 == "c1" && r.2.contains("counted 1")), "{results:?}");
+        as_agent::testkit::check_history(&state.context).unwrap();
+        // The events carry the cut call's error result like any other result.
+        let ended = events.iter().any(|e| matches!(e, AgentEvent::ToolResultEnd(x) if x.tool_call_id == "c2"));
+        assert!(ended, "no TOOL_RESULT_END for c2");
+    }
+}
+
 /// The reply message the session layer rebuilds from the events (`MsgEventExt::append_event`) has the
 /// same blocks as the context message: same order and kinds, same calls and result states.
 fn shape(m: &Msg) -> Vec<String> {

@@ -83,6 +83,12 @@ impl FinishReason {
     pub fn is_interrupted(&self) -> bool {
         matches!(self, Self::Interrupted)
     }
+
+    /// True when the provider cut the output short ([`FinishReason::Length`],
+    /// [`FinishReason::ContentFilter`]): the last block may be incomplete.
+    pub fn is_truncated(&self) -> bool {
+        matches!(self, Self::Length | Self::ContentFilter)
+    }
 }
 
 /// One streamed delta (2.0.4's delta `ChatResponse` with `is_last=False`).
@@ -202,9 +208,25 @@ impl ChatResponse {
     }
 
     /// The tool calls that may be executed: all of them for a completed response, **none** for an interrupted one
-    /// (a half-streamed call is never presented as complete; BUG-1 of 2.0.4).
+    /// (a half-streamed call is never presented as complete; BUG-1 of 2.0.4), and all but the
+    /// [cut one](ChatResponse::truncated_tool_call) for a truncated one.
     pub fn executable_tool_calls(&self) -> Vec<&ToolCallBlock> {
-        if self.is_interrupted() { Vec::new() } else { self.tool_calls().collect() }
+        if self.is_interrupted() {
+            return Vec::new();
+        }
+        let cut = self.truncated_tool_call().map(|c| c.id.as_str());
+        self.tool_calls().filter(|c| Some(c.id.as_str()) != cut).collect()
+    }
+
+    /// The tool call whose arguments the provider cut off: the last block, when it is a tool call
+    /// and the output was [truncated](FinishReason::is_truncated) (`max_tokens` reached while the
+    /// model was writing the arguments). 2.0.4 runs it with whatever a repairing JSON parser makes
+    /// of the fragment; it must not run.
+    pub fn truncated_tool_call(&self) -> Option<&ToolCallBlock> {
+        match self.content.last() {
+            Some(ContentBlock::ToolCall(c)) if self.finish_reason.is_truncated() => Some(c),
+            _ => None,
+        }
     }
 
     /// The text blocks joined with `""`.
@@ -304,6 +326,31 @@ mod tests {
 
     fn call(id: &str, name: &str, input: &str) -> ContentBlock {
         ContentBlock::ToolCall(ToolCallBlock::new(id, name, input))
+    }
+
+    #[test]
+    fn only_a_last_tool_call_of_a_truncated_response_is_cut() {
+        let ids = |r: &ChatResponse| r.executable_tool_calls().iter().map(|c| c.id.clone()).collect::<Vec<_>>();
+        let calls = vec![call("a", "t", "{}"), call("b", "t", r#"{"x": "frag"#)];
+        for (reason, cut) in [
+            (FinishReason::Length, Some("b")),
+            (FinishReason::ContentFilter, Some("b")),
+            (FinishReason::ToolCalls, None),
+            (FinishReason::Stop, None),
+            (FinishReason::Other("eos".into()), None),
+        ] {
+            let r = ChatResponse { content: calls.clone(), finish_reason: reason.clone(), ..ChatResponse::default() };
+            assert_eq!(r.truncated_tool_call().map(|c| c.id.as_str()), cut, "{reason:?}");
+            assert_eq!(ids(&r), if cut.is_some() { vec!["a"] } else { vec!["a", "b"] }, "{reason:?}");
+        }
+        // Cut in a text block after the calls: every call is complete.
+        let mut content = calls.clone();
+        content.push(text("t1", "and then"));
+        let r = ChatResponse { content, finish_reason: FinishReason::Length, ..ChatResponse::default() };
+        assert!(r.truncated_tool_call().is_none());
+        assert_eq!(ids(&r), ["a", "b"]);
+        let r = ChatResponse { content: calls, finish_reason: FinishReason::Interrupted, ..ChatResponse::default() };
+        assert!(ids(&r).is_empty());
     }
 
     #[test]
