@@ -446,3 +446,17 @@ async fn write_keeps_hard_links_and_follows_dangling_links() {
     assert_eq!(std::fs::read_to_string(env.path("target.txt")).unwrap(), "made\n");
     assert!(std::fs::symlink_metadata(env.path("link.txt")).unwrap().file_type().is_symlink());
 }
+
+#[tokio::test]
+async fn grep_modes_agree_on_line_anchors() {
+    let env = Env::new();
+    std::fs::write(env.path("lib.rs"), "mod a;\nuse std::fs;\n").unwrap();
+    std::fs::write(env.path("main.rs"), "fn main() {}\n").unwrap();
+    let files = ok(&env.call("Grep", json!({"pattern": "^use "})).await);
+    assert_eq!(files, env.p("lib.rs"), "`^` anchors at each line, not only the first");
+    let count = ok(&env.call("Grep", json!({"pattern": "^use ", "output_mode": "count"})).await);
+    assert_eq!(count, format!("{}:1", env.p("lib.rs")));
+    let content = ok(&env.call("Grep", json!({"pattern": "fs;$", "output_mode": "content"})).await);
+    assert_eq!(content, format!("{}:2:use std::fs;", env.p("lib.rs")));
+    assert_eq!(ok(&env.call("Grep", json!({"pattern": "fs;$"})).await), env.p("lib.rs"));
+}

@@ -150,8 +150,9 @@ impl Tool for GrepTool {
                 let text = super::decode_text(&bytes);
                 let shown = f.display().to_string();
                 match mode {
+                    // Line by line in every mode, so `^`/`$` anchor at each line as in count/content.
                     GrepOutputMode::FilesWithMatches => {
-                        if re.is_match(&text) {
+                        if text.lines().any(|l| re.is_match(l)) {
                             out.push(shown);
                         }
                     }
