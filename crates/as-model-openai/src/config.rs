@@ -256,9 +256,11 @@ pub struct OpenAiCompatibleConfig {
     pub context_size: usize,
     /// TCP connect timeout.
     pub connect_timeout: Duration,
-    /// Time allowed until the response headers (and, non-streaming, the whole body) arrive.
+    /// Time allowed until the response headers (and, non-streaming, the whole body) arrive
+    /// (default 600 s, the `openai` SDK's: a reasoning model may think for minutes first).
     pub request_timeout: Duration,
-    /// Longest silence allowed between two stream reads.
+    /// Longest silence allowed between two stream reads (default 600 s, as above: some providers
+    /// send nothing while the model reasons).
     pub idle_timeout: Duration,
     /// Provider-level retries of retryable errors, before the first chunk.
     pub retry: RetryPolicy,
@@ -286,8 +288,8 @@ impl OpenAiCompatibleConfig {
             send_reasoning_content: false,
             context_size: preset.context_size(),
             connect_timeout: Duration::from_secs(10),
-            request_timeout: Duration::from_secs(120),
-            idle_timeout: Duration::from_secs(120),
+            request_timeout: Duration::from_secs(600),
+            idle_timeout: Duration::from_secs(600),
             retry: RetryPolicy::default(),
             max_response_bytes: 4 * crate::DEFAULT_MAX_EVENT_BYTES,
             local_files: None,

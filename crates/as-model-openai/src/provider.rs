@@ -294,13 +294,27 @@ impl ChatModel for OpenAiCompatibleModel {
     }
 
     /// The base behaviour of [`ChatModel::generate_structured_output`], except that DashScope with thinking enabled
-    /// gets `tool_choice: "auto"` (it rejects forced tool calls while thinking), as in 2.0.4.
+    /// gets `tool_choice: "auto"` (it rejects forced tool calls while thinking), and a `400` that names
+    /// `tool_choice` (an endpoint whose reasoning mode rejects a forced tool) is retried once with
+    /// `"auto"`, both as in 2.0.4.
     async fn generate_structured_output(&self, request: StructuredOutputRequest) -> Result<StructuredResponse> {
         let mut chat = structured_output_request(&request);
         if self.config.flavor == Flavor::DashScope && self.config.parameters.thinking_enable {
             chat.tool_choice = Some(ToolChoice::auto());
         }
-        let response = self.call(chat).await?;
+        let forced = chat.tool_choice != Some(ToolChoice::auto());
+        let response = match self.call(chat.clone()).await {
+            Err(e) if forced && e.status() == Some(400) && e.message().contains("tool_choice") => {
+                tracing::warn!(
+                    target: "as_model_openai",
+                    error = %e,
+                    "forced tool_choice rejected by the provider; retrying with tool_choice=auto"
+                );
+                chat.tool_choice = Some(ToolChoice::auto());
+                self.call(chat).await?
+            }
+            r => r?,
+        };
         parse_structured_output(self.config.provider, &request.schema, &response)
     }
 }
@@ -366,6 +380,14 @@ impl Driver {
             Err(_) => {
                 self.fail(ModelErrorKind::Timeout, format!("the stream was silent for {:.3}s", self.idle.as_secs_f64()))
             }
+            // A connection reset after the finish reason (or `[DONE]`), before the body's end: the
+            // response is whole, as when the last line is torn there.
+            Ok(Some(Err(_))) if self.saw_done || self.state.saw_finish() => {
+                if let Some(last) = self.parser.take_pending() {
+                    self.handle_event(&last);
+                }
+                self.done = true;
+            }
             Ok(Some(Err(e))) => {
                 self.done = true;
                 let e = from_transport(self.provider, e, self.secret.as_deref());
@@ -428,7 +450,11 @@ impl Driver {
 /// Inlines local `$ref`s (`#/$defs/X`, `#/definitions/X`) and drops `$defs`, as 2.0.4's OpenAI model does before
 /// sending tool schemas. Recursive references stop after 16 levels (left as `{}`).
 pub fn inline_refs(schema: &Value) -> Value {
-    let defs = schema.get("$defs").or_else(|| schema.get("definitions")).cloned().unwrap_or(Value::Null);
+    // Only the root's definitions: a schema without them is sent as it is (a parameter may be
+    // named `definitions`).
+    let Some(defs) = schema.get("$defs").or_else(|| schema.get("definitions")).cloned() else {
+        return schema.clone();
+    };
     fn walk(v: &Value, defs: &Value, depth: usize) -> Value {
         match v {
             Value::Object(m) => {
@@ -449,18 +475,19 @@ pub fn inline_refs(schema: &Value) -> Value {
                         return resolved;
                     }
                 }
-                Value::Object(
-                    m.iter()
-                        .filter(|(k, _)| k.as_str() != "$defs" && k.as_str() != "definitions")
-                        .map(|(k, x)| (k.clone(), walk(x, defs, depth)))
-                        .collect(),
-                )
+                Value::Object(m.iter().map(|(k, x)| (k.clone(), walk(x, defs, depth))).collect())
             }
             Value::Array(a) => Value::Array(a.iter().map(|x| walk(x, defs, depth)).collect()),
             other => other.clone(),
         }
     }
-    walk(schema, &defs, 0)
+    let Value::Object(root) = schema else { return schema.clone() };
+    let kept: JsonMap = root
+        .iter()
+        .filter(|(k, _)| *k != "$defs" && *k != "definitions")
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    walk(&Value::Object(kept), &defs, 0)
 }
 
 macro_rules! preset_type {
@@ -552,5 +579,20 @@ mod tests {
         let rec = json!({"$ref": "#/$defs/N", "$defs": {"N": {"type": "object", "properties": {"next": {"$ref": "#/$defs/N"}}}}});
         let out = inline_refs(&rec).to_string();
         assert!(!out.contains("$ref"));
+        // A parameter named like a definitions keyword is a parameter: kept, with or without
+        // root definitions.
+        let params = json!({
+            "type": "object",
+            "properties": {"definitions": {"type": "string"}, "$defs": {"type": "string"}},
+            "required": ["definitions"]
+        });
+        assert_eq!(inline_refs(&params), params);
+        let mut with_defs = params.clone();
+        with_defs["properties"]["p"] = json!({"$ref": "#/$defs/P"});
+        with_defs["$defs"] = json!({"P": {"type": "integer"}});
+        let out = inline_refs(&with_defs);
+        assert_eq!(out["properties"]["definitions"], json!({"type": "string"}));
+        assert_eq!(out["properties"]["p"], json!({"type": "integer"}));
+        assert!(out.get("$defs").is_none());
     }
 }

@@ -182,6 +182,33 @@ async fn reasoning_content_streams_as_thinking_and_goes_back_as_reasoning_conten
     insta::assert_snapshot!("dashscope_thinking_request", pretty(body));
 }
 
+/// An endpoint that rejects a forced tool choice (a reasoning mode) gets the structured-output
+/// call again with `tool_choice: "auto"`, as 2.0.4's OpenAI model does; other 400s are final.
+#[tokio::test]
+async fn structured_output_retries_a_rejected_forced_tool_choice_with_auto() {
+    let s = server().await;
+    s.push(MockReply::error(400, "deepseek-reasoner does not support this tool_choice", None));
+    s.push(MockReply::sse([
+        chunk::tool_call(0, Some("so"), Some(as_model::STRUCTURED_OUTPUT_TOOL), r#"{"answer": "42"}"#),
+        chunk::finish("tool_calls"),
+    ]));
+    let m = model(config(&s));
+    let schema =
+        serde_json::json!({"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]});
+    let req = as_model::StructuredOutputRequest::new(vec![Msg::user("user", "What is it?")], schema.clone());
+    let r = m.generate_structured_output(req.clone()).await.unwrap();
+    assert_eq!(r.content["answer"], "42");
+    let reqs = s.requests();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(reqs[0].body["tool_choice"]["function"]["name"], as_model::STRUCTURED_OUTPUT_TOOL);
+    assert_eq!(reqs[1].body["tool_choice"], "auto");
+    // A 400 about something else is not retried.
+    s.push(MockReply::error(400, "messages: too many", None));
+    let e = m.generate_structured_output(req).await.unwrap_err();
+    assert_eq!(e.status(), Some(400));
+    assert_eq!(s.requests().len(), 3);
+}
+
 #[tokio::test]
 async fn unauthorized_is_auth_and_never_retried_nor_leaks_the_key() {
     let s = server().await;
@@ -331,6 +358,17 @@ async fn stream_cut_mid_chunk_is_a_transport_error_with_an_interrupted_partial()
     s.push(MockReply::sse_steps([
         SseStep::Data(chunk::text("fine").to_string()),
         SseStep::Data(chunk::finish("stop").to_string()),
+    ]));
+    let r = m.call(ChatRequest::new(vec![Msg::user("user", "Hi")])).await.unwrap();
+    assert_eq!((r.text().as_str(), r.is_interrupted()), ("fine", false));
+
+    // So is a connection reset right after the finish reason (a proxy closing before [DONE]):
+    // the answer is whole, its tool call included.
+    s.push(MockReply::sse_steps([
+        SseStep::Data(chunk::text("fine").to_string()),
+        SseStep::Data(chunk::finish("stop").to_string()),
+        SseStep::Delay(Duration::from_millis(50)),
+        SseStep::Cut,
     ]));
     let r = m.call(ChatRequest::new(vec![Msg::user("user", "Hi")])).await.unwrap();
     assert_eq!((r.text().as_str(), r.is_interrupted()), ("fine", false));

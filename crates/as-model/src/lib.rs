@@ -96,8 +96,8 @@ pub use config::{ModelConfig, RetryPolicy};
 pub use constant::ConstantModel;
 pub use error::{ModelError, ModelErrorKind, Result};
 pub use model::{
-    ChatModel, STRUCTURED_OUTPUT_REMINDER, STRUCTURED_OUTPUT_TOOL, SharedChatModel, parse_structured_output,
-    structured_output_request,
+    ChatModel, STRUCTURED_OUTPUT_REMINDER, STRUCTURED_OUTPUT_TOOL, STRUCTURED_OUTPUT_TOOL_DESCRIPTION, SharedChatModel,
+    parse_structured_output, structured_output_request,
 };
 pub use request::{ChatRequest, StructuredOutputRequest, ToolChoice, ToolChoiceMode, ToolSchema};
 pub use response::{ChatChunk, ChatResponse, ChatUsage, FinishReason, StructuredResponse};

@@ -16,10 +16,15 @@ use crate::tokens::{HeuristicTokenCounter, TokenCounter};
 /// The name of the tool forced by [`ChatModel::generate_structured_output`] (2.0.4's).
 pub const STRUCTURED_OUTPUT_TOOL: &str = "generate_structured_output";
 
-/// The reminder appended to the last user message by [`ChatModel::generate_structured_output`].
+/// The reminder appended to the last user message by [`ChatModel::generate_structured_output`]
+/// (2.0.4's, verbatim).
 pub const STRUCTURED_OUTPUT_REMINDER: &str = "<system-reminder>Now you **MUST** call the tool named \
-     'generate_structured_output' to generate the required structured output. DON'T do anything else.\
-     </system-reminder>";
+     'generate_structured_output' to generate the structured output required by the user. DON'T do anything \
+     else.</system-reminder>";
+
+/// The description of the tool [`ChatModel::generate_structured_output`] forces (2.0.4's, verbatim).
+pub const STRUCTURED_OUTPUT_TOOL_DESCRIPTION: &str =
+    "Call this function to generate structured output required by the user.";
 
 /// A chat model: what the agent reasons through.
 ///
@@ -124,11 +129,7 @@ pub fn structured_output_request(request: &StructuredOutputRequest) -> ChatReque
         }
         _ => messages.push(Msg::user("user", STRUCTURED_OUTPUT_REMINDER)),
     }
-    let tool = ToolSchema::new(
-        STRUCTURED_OUTPUT_TOOL,
-        "Generate the required structured output with this function.",
-        request.schema.clone(),
-    );
+    let tool = ToolSchema::new(STRUCTURED_OUTPUT_TOOL, STRUCTURED_OUTPUT_TOOL_DESCRIPTION, request.schema.clone());
     ChatRequest::new(messages)
         .with_tools(vec![tool])
         .with_tool_choice(ToolChoice::tool(STRUCTURED_OUTPUT_TOOL))

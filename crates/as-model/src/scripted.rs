@@ -445,6 +445,13 @@ mod tests {
         let sent = &model.requests()[0];
         assert_eq!(sent.tools[0].name, crate::STRUCTURED_OUTPUT_TOOL);
         assert_eq!(sent.messages[0].content.len(), 2, "the reminder is appended to the last user message");
+        // 2.0.4's texts, verbatim (agentscope/model/_base.py, generate_structured_output).
+        assert_eq!(
+            sent.messages[0].get_text_content("").unwrap_or_default(),
+            "go<system-reminder>Now you **MUST** call the tool named 'generate_structured_output' to generate the \
+             structured output required by the user. DON'T do anything else.</system-reminder>"
+        );
+        assert_eq!(sent.tools[0].description, "Call this function to generate structured output required by the user.");
         let e = model.generate_structured_output(so).await.unwrap_err();
         assert_eq!(e.kind(), ModelErrorKind::InvalidResponse);
     }
