@@ -938,3 +938,56 @@ fn add_rule_appends_by_behavior_and_ignores_passthrough() {
         "{json}"
     );
 }
+
+/// Glob and Grep rules match the directory the search really starts from, normalised, and a rule
+/// on `dir/**` covers `dir` itself.
+#[tokio::test]
+async fn search_rules_match_the_directory_really_searched() {
+    let engine = PermissionEngine::new("/work");
+    let decide = |rules: Vec<(B, &'static str, Option<&'static str>)>, tool: Arc<dyn DynTool>, input: JsonValue| {
+        let engine = engine.clone();
+        async move {
+            let ctx = context(M::Default, &rules);
+            engine.check_permission(&ctx, tool.as_ref(), input.as_object().unwrap()).await.behavior
+        }
+    };
+    let (glob, grep) = (GlobTool.into_dyn_tool(), GrepTool.into_dyn_tool());
+    let allow_srv = |tool: &str| vec![(B::Allow, leak_str(tool), Some("/srv/**"))];
+    // Allowed: the directory itself and below it.
+    assert_eq!(decide(allow_srv("Grep"), grep.clone(), json!({"pattern": "x", "path": "/srv"})).await, B::Allow);
+    assert_eq!(decide(allow_srv("Grep"), grep.clone(), json!({"pattern": "x", "path": "/srv/a/"})).await, B::Allow);
+    assert_eq!(decide(allow_srv("Glob"), glob.clone(), json!({"pattern": "*.rs", "path": "/srv"})).await, B::Allow);
+    assert_eq!(decide(allow_srv("Glob"), glob.clone(), json!({"pattern": "/srv/a/**/*.rs"})).await, B::Allow);
+    // Not allowed: `..` out of the directory, or an absolute pattern searching elsewhere.
+    assert_eq!(
+        decide(allow_srv("Grep"), grep.clone(), json!({"pattern": "x", "path": "/srv/../home/u"})).await,
+        B::Ask
+    );
+    assert_eq!(decide(allow_srv("Glob"), glob.clone(), json!({"pattern": "**", "path": "/srv/../etc"})).await, B::Ask);
+    assert_eq!(decide(allow_srv("Glob"), glob.clone(), json!({"pattern": "/etc/**", "path": "/srv"})).await, B::Ask);
+    assert_eq!(decide(allow_srv("Glob"), glob.clone(), json!({"pattern": "/srv/../etc/*"})).await, B::Ask);
+    // A relative pattern allowed by a relative rule only when searched from the working directory.
+    let allow_src = vec![(B::Allow, "Glob", Some("src/*"))];
+    assert_eq!(decide(allow_src.clone(), glob.clone(), json!({"pattern": "src/*.rs"})).await, B::Allow);
+    assert_eq!(decide(allow_src, glob.clone(), json!({"pattern": "src/*.rs", "path": "/etc"})).await, B::Ask);
+    // Deny rules on `dir/**` cover `dir` and every spelling of it.
+    let deny_ssh = |tool: &str| vec![(B::Deny, leak_str(tool), Some("/home/u/.ssh/**"))];
+    for path in ["/home/u/.ssh", "/home/u/.ssh/", "/home/u//.ssh", "/home/u/x/../.ssh", "/home/u/.ssh/./keys"] {
+        assert_eq!(
+            decide(deny_ssh("Grep"), grep.clone(), json!({"pattern": "x", "path": path})).await,
+            B::Deny,
+            "{path}"
+        );
+        assert_eq!(
+            decide(deny_ssh("Glob"), glob.clone(), json!({"pattern": "*", "path": path})).await,
+            B::Deny,
+            "{path}"
+        );
+    }
+    assert_eq!(decide(deny_ssh("Glob"), glob.clone(), json!({"pattern": "/home/u/.ssh/*"})).await, B::Deny);
+    assert_eq!(decide(deny_ssh("Glob"), glob.clone(), json!({"pattern": "/home/u/x/../.ssh/id*"})).await, B::Deny);
+}
+
+fn leak_str(s: &str) -> &'static str {
+    Box::leak(s.to_owned().into_boxed_str())
+}

@@ -6,7 +6,7 @@ use as_message::{JsonValue, PermissionBehavior, PermissionRule};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::path_rule_matches;
+use super::{dir_rule_matches, path_rule_matches};
 use crate::context::ToolCallContext;
 use crate::error::ToolError;
 use crate::permission::{PermissionCheckContext, PermissionDecision};
@@ -67,14 +67,24 @@ impl Tool for GlobTool {
     fn check_permissions(&self, _: &GlobArgs, _: &PermissionCheckContext<'_>) -> PermissionDecision {
         PermissionDecision::passthrough("Glob pattern matching is read-only.")
     }
-    fn match_rule(&self, rule: &str, _: PermissionBehavior, a: &GlobArgs, _: &PermissionCheckContext<'_>) -> bool {
-        let path = a.path.as_deref().unwrap_or("");
-        if !path.is_empty()
-            && (path_rule_matches(path, rule) || path_rule_matches(&format!("{}/", path.trim_end_matches('/')), rule))
-        {
+    /// Matches the directory the search really starts from (an absolute pattern's literal prefix,
+    /// else the path or the working directory), normalised, with and without a trailing `/` (see
+    /// [`super::dir_rule_matches`]). The pattern as written also matches a deny or ask rule, and an
+    /// allow rule when it is relative and searched from the working directory (2.0.4's `src/*`).
+    fn match_rule(&self, rule: &str, list: PermissionBehavior, a: &GlobArgs, ctx: &PermissionCheckContext<'_>) -> bool {
+        let path = a.path.as_deref().filter(|p| !p.is_empty());
+        let root = match split_absolute_pattern(&a.pattern) {
+            Some((base, _)) => base.display().to_string(),
+            None => path.map_or_else(|| ctx.cwd.display().to_string(), str::to_owned),
+        };
+        if dir_rule_matches(&root, rule, list, ctx) {
             return true;
         }
-        path_rule_matches(&a.pattern, rule)
+        let from_cwd = path.is_none() && !a.pattern.starts_with('/') && !a.pattern.split('/').any(|c| c == "..");
+        match list {
+            PermissionBehavior::Allow => from_cwd && path_rule_matches(&a.pattern, rule),
+            _ => path_rule_matches(&a.pattern, rule),
+        }
     }
     fn generate_suggestions(&self, a: &GlobArgs, ctx: &PermissionCheckContext<'_>) -> Vec<PermissionRule> {
         search_suggestion("Glob", a.path.as_deref(), ctx)

@@ -6,8 +6,8 @@ use as_message::{JsonValue, PermissionBehavior, PermissionRule};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::dir_rule_matches;
 use super::glob::{paginate, search_suggestion, walk};
-use super::path_rule_matches;
 use crate::context::ToolCallContext;
 use crate::error::ToolError;
 use crate::permission::{PermissionCheckContext, PermissionDecision};
@@ -85,12 +85,14 @@ impl Tool for GrepTool {
     fn check_permissions(&self, _: &GrepArgs, _: &PermissionCheckContext<'_>) -> PermissionDecision {
         PermissionDecision::passthrough("Grep search is read-only.")
     }
-    fn match_rule(&self, rule: &str, _: PermissionBehavior, a: &GrepArgs, ctx: &PermissionCheckContext<'_>) -> bool {
+    /// Matches the path searched (or the working directory), normalised, with and without a
+    /// trailing `/`: see [`super::dir_rule_matches`].
+    fn match_rule(&self, rule: &str, list: PermissionBehavior, a: &GrepArgs, ctx: &PermissionCheckContext<'_>) -> bool {
         let path = match a.path.as_deref().filter(|p| !p.is_empty()) {
             Some(p) => p.to_owned(),
             None => ctx.cwd.display().to_string(),
         };
-        path_rule_matches(&path, rule)
+        dir_rule_matches(&path, rule, list, ctx)
     }
     fn generate_suggestions(&self, a: &GrepArgs, ctx: &PermissionCheckContext<'_>) -> Vec<PermissionRule> {
         search_suggestion("Grep", a.path.as_deref(), ctx)

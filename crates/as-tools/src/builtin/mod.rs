@@ -11,7 +11,9 @@
 //! fall through to the rules and finally ASK; Bash allows known read-only commands, asks
 //! (bypass-immune) for dangerous or unanalysable ones, and matches deny/ask rules per command
 //! segment, also as the shell reads it. Path rules match the path as written and its normal form
-//! (deny/ask: either, or the real path; allow: both).
+//! (deny/ask: either, or the real path; allow: both). For Glob and Grep that path is the directory
+//! the search starts from (the `path` argument or the working directory, or an absolute Glob
+//! pattern's literal prefix), also with a trailing `/` (so `dir/**` covers `dir`).
 
 mod bash;
 mod edit;
@@ -119,6 +121,28 @@ pub(crate) fn file_rule_matches(
                 || fnmatch(&normal, rule)
                 || fnmatch(&crate::permission::real_path(&absolute).to_string_lossy(), rule)
         }
+    }
+}
+
+/// A rule on the directory (or file) a search starts from (Glob, Grep): matched like
+/// [`file_rule_matches`], each form also with a trailing `/`, so a rule on `dir/**` covers a search
+/// of `dir` itself (an allow rule `/srv/**` allows searching `/srv`; a deny rule
+/// `/home/u/.ssh/**` denies it).
+pub(crate) fn dir_rule_matches(
+    dir: &str,
+    rule: &str,
+    list: PermissionBehavior,
+    ctx: &crate::permission::PermissionCheckContext<'_>,
+) -> bool {
+    if dir.is_empty() {
+        return false;
+    }
+    let either = |p: &str| fnmatch(p, rule) || fnmatch(&format!("{}/", p.trim_end_matches('/')), rule);
+    let absolute = ctx.absolute(dir);
+    let normal = lexical_normal(&absolute).to_string_lossy().into_owned();
+    match list {
+        PermissionBehavior::Allow => either(dir) && either(&normal),
+        _ => either(dir) || either(&normal) || either(&crate::permission::real_path(&absolute).to_string_lossy()),
     }
 }
 
