@@ -127,7 +127,8 @@ struct Pending {
     name: String,
     content: Vec<Value>,
     tool_calls: Vec<Value>,
-    reasoning: String,
+    /// Thinking parts, joined with `"\n"` when sent (as 2.0.4 does).
+    reasoning: Vec<String>,
 }
 
 /// Formats messages for an OpenAI-compatible chat completion.
@@ -198,7 +199,7 @@ impl ChatFormatter {
                 name: msg.name.clone(),
                 content: Vec::new(),
                 tool_calls: Vec::new(),
-                reasoning: String::new(),
+                reasoning: Vec::new(),
             };
             // Media returned by consecutive tool results; emitted after the last of them so tool messages stay
             // contiguous.
@@ -211,7 +212,7 @@ impl ChatFormatter {
                     ContentBlock::Text(t) => pending.content.push(json!({"type": "text", "text": t.text})),
                     ContentBlock::Thinking(t) => {
                         if self.opts.reasoning_content {
-                            pending.reasoning.push_str(&t.thinking);
+                            pending.reasoning.push(t.thinking.clone());
                         }
                     }
                     ContentBlock::Data(d) => {
@@ -263,8 +264,9 @@ impl ChatFormatter {
     fn flush(&self, p: &mut Pending, out: &mut Vec<Value>) {
         let content = std::mem::take(&mut p.content);
         let tool_calls = std::mem::take(&mut p.tool_calls);
-        let reasoning = std::mem::take(&mut p.reasoning);
-        if content.is_empty() && tool_calls.is_empty() {
+        let reasoning = std::mem::take(&mut p.reasoning).join("\n");
+        // A segment of thinking alone is sent too (`content: null`), as 2.0.4 does.
+        if content.is_empty() && tool_calls.is_empty() && reasoning.is_empty() {
             return;
         }
         let mut m = JsonMap::new();

@@ -51,6 +51,18 @@ fn dashscope_chat_thinking_golden() {
     check("formatter-dashscope-chat-thinking.json", FormatterOptions::dashscope(true));
 }
 
+/// Thinking across segments (split by a tool result and a hint): parts joined with `"\n"`, and a
+/// segment of thinking alone sent with `content: null`. Made with the real 2.0.4 formatter by
+/// `tests/goldens/dashscope_thinking_segments.py`.
+#[test]
+fn dashscope_thinking_segments_golden() {
+    let path = format!("{}/tests/goldens/dashscope-thinking-segments.json", env!("CARGO_MANIFEST_DIR"));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let input: Vec<Msg> = as_message::from_value(v["input"].clone()).unwrap();
+    let got = Value::Array(ChatFormatter::new(FormatterOptions::dashscope(true)).format(&input));
+    assert_eq!(serde_json::to_string_pretty(&got).unwrap(), serde_json::to_string_pretty(&v["output"]).unwrap());
+}
+
 #[test]
 fn thinking_is_dropped_without_reasoning_content_and_empty_messages_are_skipped() {
     use as_message::{ContentBlock, Role, ThinkingBlock, ToolCallBlock};
