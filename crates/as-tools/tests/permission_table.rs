@@ -991,3 +991,48 @@ async fn search_rules_match_the_directory_really_searched() {
 fn leak_str(s: &str) -> &'static str {
     Box::leak(s.to_owned().into_boxed_str())
 }
+
+/// A Bash deny rule holds in every mode, `bypass` included (which ignores the safety ASK for
+/// commands it cannot analyse), however the command is wrapped.
+#[tokio::test]
+async fn bash_deny_rules_see_through_wrappers_in_bypass_mode() {
+    let engine = PermissionEngine::new("/work");
+    let bash = BashTool::default().into_dyn_tool();
+    let ctx = context(M::Bypass, &[(B::Deny, "Bash", Some("rm:*"))]);
+    let decide = |command: &str| {
+        let input = json!({ "command": command });
+        let (engine, ctx, bash) = (engine.clone(), ctx.clone(), bash.clone());
+        async move { engine.check_permission(&ctx, bash.as_ref(), input.as_object().unwrap()).await.behavior }
+    };
+    for cmd in [
+        "rm -rf x",
+        "(rm -rf x)",
+        "( rm -rf x )",
+        "{ rm -rf x; }",
+        "! rm -rf x",
+        "sudo rm -rf x",
+        "sudo -u root rm -rf x",
+        "env rm -rf x",
+        "env FOO=1 /bin/rm -rf x",
+        "nice -n 5 rm -rf x",
+        "timeout 10 rm -rf x",
+        "time rm -rf x",
+        "command rm -rf x",
+        "exec rm -rf x",
+        "xargs rm -rf < list",
+        "sh -c 'rm -rf x'",
+        "bash -c \"cd /tmp && rm -rf x\"",
+        "bash -lc 'echo a; rm -rf x'",
+        "sudo sh -c 'bash -c \"rm -rf x\"'",
+        "busybox rm -rf x",
+        "ls && (cd a && rm -rf x)",
+        "eval 'rm -rf x'",
+        "x=rm; $x -rf y",
+        "echo $(rm -rf x)",
+    ] {
+        assert_eq!(decide(cmd).await, B::Deny, "{cmd}");
+    }
+    for cmd in ["ls -la", "git status", "sudo ls", "sh -c 'echo hi'", "echo firmware", "eval 'echo x'"] {
+        assert_eq!(decide(cmd).await, B::Allow, "{cmd}");
+    }
+}

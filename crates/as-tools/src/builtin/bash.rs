@@ -139,20 +139,9 @@ impl Tool for BashTool {
             PermissionBehavior::Allow => !segments.is_empty() && segments.iter().all(|s| bash_rule_matches(rule, s)),
             // Also as the shell reads the segment (`\rm -r x`, `r''m`, `/bin/rm` are `rm`), so
             // quoting cannot dodge a deny or ask rule.
-            _ => {
-                bash_rule_matches(rule, &a.command)
-                    || segments.iter().any(|s| {
-                        let words = command_words(s);
-                        let normal = match words.split_first() {
-                            Some((first, rest)) => std::iter::once(program(first).to_owned())
-                                .chain(rest.iter().cloned())
-                                .collect::<Vec<_>>()
-                                .join(" "),
-                            None => String::new(),
-                        };
-                        bash_rule_matches(rule, s) || (!normal.is_empty() && bash_rule_matches(rule, &normal))
-                    })
-            }
+            // Also through subshells, groups, negations and wrappers (`(rm …)`, `sudo rm …`,
+            // `sh -c 'rm …'`), since a deny rule must hold in every mode, `bypass` included.
+            _ => restrictive_rule_matches(rule, &a.command),
         }
     }
     fn generate_suggestions(&self, a: &BashArgs, _: &PermissionCheckContext<'_>) -> Vec<PermissionRule> {
@@ -593,6 +582,90 @@ pub(crate) fn injection_risk(command: &str) -> Option<String> {
     }
     None
 }
+
+/// Whether a deny or ask rule matches `command`: the whole text, any segment as written, or any
+/// command a segment runs as the shell reads it ([`run_forms`]: `\rm`, `/bin/rm`, `(rm`, `{ rm`,
+/// `! rm`, `sudo -u x rm`, `env A=1 rm`, `sh -c 'rm …'`). A command that cannot be analysed
+/// (see [`injection_risk`]), or runs a program named by an expansion or a glob, also matches when
+/// the rule's program occurs in it as a word, as that is all that can be told (`x=rm; $x -rf y`).
+fn restrictive_rule_matches(rule: &str, command: &str) -> bool {
+    if bash_rule_matches(rule, command) {
+        return true;
+    }
+    let mut forms = Vec::new();
+    for seg in split_command_segments(command) {
+        forms.push(seg.clone());
+        run_forms(&seg, 0, &mut forms);
+    }
+    if forms.iter().any(|f| bash_rule_matches(rule, f)) {
+        return true;
+    }
+    // A program named by an expansion or a glob (`$x`, `/bin/r?`) is only known when it runs.
+    let unknown_program =
+        forms.iter().any(|f| f.split(' ').next().is_some_and(|p| p.contains(['$', '*', '?', '[', '{', '`'])));
+    (unknown_program || injection_risk(command).is_some()) && rule_program_occurs(rule, command)
+}
+
+/// The rule's program (its first word, `prefix:*` without the suffix), matched as a glob against
+/// every word-like token of `command` (by program name: `/bin/rm` is `rm`).
+fn rule_program_occurs(rule: &str, command: &str) -> bool {
+    let head = rule.strip_suffix(":*").unwrap_or(rule);
+    let Some(word) = head.split_whitespace().next() else { return false };
+    let word = word.replace('\\', "");
+    if word.is_empty() || word.chars().all(|c| c == '*') {
+        return false;
+    }
+    command
+        .split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '+' | '/')))
+        .filter(|t| !t.is_empty())
+        .any(|t| crate::permission::fnmatch(program(t), &word) || crate::permission::fnmatch(t, &word))
+}
+
+/// The commands a segment may run, each as `program args…` (program without its directory): the
+/// first word after leading `(`, `{`, `!` and `VAR=value` words, and, once a wrapper
+/// ([`COMMAND_WRAPPERS`], `exec`, `eval`) stands there, every later word too (its options and their
+/// values cannot be told apart from the command without knowing each wrapper). The string of a
+/// shell's `-c` option and `eval`'s arguments are read as commands themselves (to a depth of 8).
+fn run_forms(segment: &str, depth: usize, out: &mut Vec<String>) {
+    let words = stripped_words(segment);
+    let (mut open, mut wrapped) = (true, false);
+    for (k, raw) in words.iter().enumerate() {
+        let w = raw.trim_start_matches(['(', '{', '!']);
+        let start = open || wrapped;
+        if start && !w.is_empty() && assignment_name(w).is_none() {
+            let prog = program(w);
+            out.push(
+                std::iter::once(prog).chain(words[k + 1..].iter().map(String::as_str)).collect::<Vec<_>>().join(" "),
+            );
+            if depth < 8 {
+                if prog == "eval" {
+                    let inner = words[k + 1..].join(" ");
+                    for seg in split_command_segments(&inner) {
+                        out.push(seg.clone());
+                        run_forms(&seg, depth + 1, out);
+                    }
+                } else if SHELLS.contains(&prog)
+                    && let Some(c) = words[k + 1..]
+                        .iter()
+                        .position(|o| o.starts_with('-') && !o.starts_with("--") && o.contains('c'))
+                    && let Some(inner) = words.get(k + 2 + c)
+                {
+                    for seg in split_command_segments(inner) {
+                        out.push(seg.clone());
+                        run_forms(&seg, depth + 1, out);
+                    }
+                }
+            }
+            if COMMAND_WRAPPERS.contains(&prog) || matches!(prog, "exec" | "eval") {
+                wrapped = true;
+            }
+        }
+        open = start && (w.is_empty() || assignment_name(w).is_some());
+    }
+}
+
+/// Shells whose `-c` string is a command.
+const SHELLS: &[&str] = &["bash", "sh", "zsh", "dash", "ksh", "fish", "busybox"];
 
 /// Commands that run the command in their arguments (or a script), so it cannot be analysed.
 const COMMAND_WRAPPERS: &[&str] = &[
