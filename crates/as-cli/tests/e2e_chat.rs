@@ -537,6 +537,20 @@ fn redis_turn_never_runs_while_another_process_holds_the_session_lock() {
     assert_eq!(o.status.code(), Some(2), "stderr: {}", stderr(&o));
 }
 
+/// The name of a session's lock file next to an SQLite database: FNV-1a (64 bit) of user, agent
+/// and session id, each followed by a NUL byte, in 16 hex digits. Every build must agree on it, or
+/// two versions of the binary would run one session at once.
+fn lock_file_name(user: &str, agent: &str, session: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in [user, agent, session] {
+        for b in part.bytes().chain([0]) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    format!("{h:016x}.lock")
+}
+
 /// On SQLite (one machine) a turn takes an OS file lock per session, next to the database: while
 /// another process holds it, no turn runs; the lock goes with its holder.
 #[test]
@@ -553,11 +567,18 @@ fn sqlite_turn_never_runs_while_another_process_holds_the_session_lock() {
     let o = run(&args);
     assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
     let id = new_session_id(&stderr(&o));
-    // The session's lock file (the only one): held here, as another process would hold it.
-    let locks: Vec<_> = std::fs::read_dir(dir.path().join("s.db.locks")).unwrap().map(|e| e.unwrap().path()).collect();
-    assert_eq!(locks.len(), 1, "{locks:?}");
-    let held = std::fs::OpenOptions::new().write(true).open(&locks[0]).unwrap();
-    held.try_lock().expect("the first turn released its lock");
+    // The first turn removed its lock file when it released it.
+    let lock_dir = dir.path().join("s.db.locks");
+    assert_eq!(std::fs::read_dir(&lock_dir).unwrap().count(), 0, "a lock file outlived its turn");
+    // The session's lock file, held here as another process (or another build) would hold it:
+    // its name is an on-disk contract between processes, pinned by this test.
+    let held = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(lock_dir.join(lock_file_name("alice", "friday", &id)))
+        .unwrap();
+    held.try_lock().expect("nobody holds the session");
 
     srv.push(text_reply(&["second"]));
     let mut args = chat_args(&storage, &url);
