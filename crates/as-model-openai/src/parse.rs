@@ -68,12 +68,17 @@ struct WireChoice {
 struct WireChunk {
     #[serde(default)]
     id: Option<String>,
-    #[serde(default)]
+    /// Absent or `null` (some servers send `"choices": null` with the usage chunk): none.
+    #[serde(default, deserialize_with = "null_as_empty")]
     choices: Vec<WireChoice>,
     #[serde(default)]
     usage: Option<WireUsage>,
     #[serde(default)]
     error: Option<Value>,
+}
+
+fn null_as_empty<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Vec<T>, D::Error> {
+    Ok(Option::<Vec<T>>::deserialize(d)?.unwrap_or_default())
 }
 
 fn usage_of(u: &WireUsage) -> ChatUsage {
@@ -381,6 +386,10 @@ mod tests {
         assert_eq!((u.input_tokens, u.output_tokens, u.cache_input_tokens), (12345678901234567890, 2, 3));
         let mut ds = StreamState::new("t", ReasoningField::ContentOnly);
         assert!(ds.parse_event(r#"{"choices":[{"delta":{"reasoning":"hm"}}]}"#).unwrap().content.is_empty());
+        // A usage chunk with `"choices": null` (some servers) is a usage chunk, not a broken stream.
+        let c =
+            ds.parse_event(r#"{"id":"x","choices":null,"usage":{"prompt_tokens":4,"completion_tokens":5}}"#).unwrap();
+        assert_eq!(c.usage.map(|u| (u.input_tokens, u.output_tokens)), Some((4, 5)));
     }
 
     #[test]
