@@ -258,7 +258,15 @@ impl ChatModel for OpenAiCompatibleModel {
             .with_taken_ids(history)
             .with_started(started)
             .with_secret(self.secret());
-        if !self.config.stream {
+        // A server (or a proxy in front of it) that answers a streaming request with one JSON body
+        // (`stream` ignored, or a 200 carrying `{"error": ...}`): read it whole, so its error or its
+        // answer is seen instead of an SSE parse failure.
+        let json_body = resp
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|ct| ct.trim_start().to_ascii_lowercase().starts_with("application/json"));
+        if !self.config.stream || json_body {
             let provider = self.config.provider;
             let text = tokio::select! {
                 biased;

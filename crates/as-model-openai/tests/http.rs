@@ -223,6 +223,23 @@ async fn unauthorized_is_auth_and_never_retried_nor_leaks_the_key() {
     assert!(shown.contains("[REDACTED]"));
 }
 
+/// A streaming request answered with one JSON body (a server ignoring `stream`, or a proxy's
+/// `200` carrying an error): the answer, or the server's own error message, not an SSE failure.
+#[tokio::test]
+async fn a_json_answer_to_a_streaming_request_is_read_whole() {
+    let s = server().await;
+    s.push(MockReply::json(serde_json::json!({
+        "id": "x",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "whole"}, "finish_reason": "stop"}]
+    })));
+    let m = model(config(&s));
+    let r = m.call(ChatRequest::new(vec![Msg::user("user", "Hi")])).await.unwrap();
+    assert_eq!((r.text().as_str(), r.is_interrupted()), ("whole", false));
+    s.push(MockReply::error(200, "model overloaded, try later", Some("server_error")));
+    let e = m.call(ChatRequest::new(vec![Msg::user("user", "Hi")])).await.unwrap_err();
+    assert!(e.message().contains("model overloaded"), "{e}");
+}
+
 #[tokio::test]
 async fn a_tool_call_id_the_history_already_uses_is_replaced() {
     let s = server().await;
