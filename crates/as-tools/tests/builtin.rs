@@ -460,3 +460,22 @@ async fn grep_modes_agree_on_line_anchors() {
     assert_eq!(content, format!("{}:2:use std::fs;", env.p("lib.rs")));
     assert_eq!(ok(&env.call("Grep", json!({"pattern": "fs;$"})).await), env.p("lib.rs"));
 }
+
+/// `/proc` files claim a size of 0: the caps are enforced on what is read, and searches never
+/// enter `/proc`, `/sys` or `/dev`.
+#[tokio::test]
+async fn size_caps_hold_for_files_that_claim_no_size() {
+    let env = Env::new();
+    let r = env.call("Read", json!({"file_path": "/proc/self/pagemap", "limit": 1})).await;
+    assert!(err(&r).starts_with("Error: File is too large to read (more than 67108864 bytes"), "{}", r.text());
+    std::fs::write(env.path("a.txt"), "needle\n").unwrap();
+    std::os::unix::fs::symlink("/proc/self/pagemap", env.path("pagemap")).unwrap();
+    assert_eq!(ok(&env.call("Grep", json!({"pattern": "needle"})).await), env.p("a.txt"));
+    std::os::unix::fs::symlink("/proc/self", env.path("self")).unwrap();
+    for path in ["/proc/self", "/proc/self/status", env.p("self").as_str(), "/sys/kernel", "/dev"] {
+        let r = env.call("Grep", json!({"pattern": "Name|a", "path": path})).await;
+        assert_eq!(ok(&r), "No matches found for pattern: Name|a", "{path}");
+    }
+    let r = env.call("Glob", json!({"pattern": "*", "path": "/proc/self"})).await;
+    assert_eq!(ok(&r), "No files found matching pattern: *");
+}

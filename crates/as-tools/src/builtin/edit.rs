@@ -111,9 +111,10 @@ impl Tool for EditTool {
         // The cached text is decoded (invalid UTF-8 replaced, line ends made `\n`): writing it back
         // would change every byte the decoding changed. Refuse a file that is not UTF-8, and keep
         // the `\r\n` line ends of a file that uses only those.
-        let on_disk = tokio::fs::read(path)
+        let on_disk = super::read_at_most_async(path, super::read::MAX_READ_BYTES)
             .await
-            .map_err(|e| ToolError::execution(format!("Error reading file: {e}")).with_source(e))?;
+            .map_err(|e| ToolError::execution(format!("Error reading file: {e}")).with_source(e))?
+            .ok_or_else(|| super::read::too_large(&a.file_path, None))?;
         let Ok(on_disk) = std::str::from_utf8(&on_disk) else {
             return Err(ToolError::execution(format!(
                 "Error: {} is not UTF-8 text; editing it would change bytes outside the edit. Use Bash instead.",

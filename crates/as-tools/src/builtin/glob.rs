@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use as_message::{JsonValue, PermissionBehavior, PermissionRule};
 use schemars::JsonSchema;
 use serde::Deserialize;
+use tokio_util::sync::CancellationToken;
 
 use super::{dir_rule_matches, path_rule_matches};
 use crate::context::ToolCallContext;
@@ -106,9 +107,10 @@ impl Tool for GlobTool {
             .map_err(|e| ToolError::execution(format!("Error: invalid glob pattern {:?}: {e}", a.pattern)))?
             .compile_matcher();
         let pattern = a.pattern.clone();
+        let cancel = ctx.cancel.clone();
         let found = tokio::task::spawn_blocking(move || {
             let mut out: Vec<(f64, PathBuf)> = Vec::new();
-            walk(&base, &mut |p| {
+            walk(&base, &cancel, &mut |p| {
                 if let Ok(rel) = p.strip_prefix(&base)
                     && matcher.is_match(rel)
                 {
@@ -176,20 +178,64 @@ fn split_absolute_pattern(pattern: &str) -> Option<(PathBuf, String)> {
     Some((PathBuf::from(base), parts[first_glob..].join("/")))
 }
 
-/// Visits every regular file under `dir` (symlinked directories and `.git` are not entered).
-pub(crate) fn walk(dir: &Path, visit: &mut dyn FnMut(&Path)) {
+/// Visits every regular file under `dir`, in name order, until `cancel` is cancelled. Symlinked
+/// directories, `.git` and [`super::UNSEARCHED_ROOTS`] (where `dir` really leads there too) are
+/// not entered.
+pub(crate) fn walk(dir: &Path, cancel: &CancellationToken, visit: &mut dyn FnMut(&Path)) {
+    let real = std::fs::canonicalize(dir).unwrap_or_else(|_| crate::permission::real_path(dir));
+    walk_in(dir, &real, cancel, visit);
+}
+
+/// [`walk`] below `dir`, whose symlink-free path is `real` (entered directories are never
+/// symlinks, so a child's real path is `real` plus its name).
+fn walk_in(dir: &Path, real: &Path, cancel: &CancellationToken, visit: &mut dyn FnMut(&Path)) {
+    if cancel.is_cancelled() || super::is_unsearched(real) {
+        return;
+    }
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     let mut entries: Vec<_> = entries.filter_map(Result::ok).collect();
     entries.sort_by_key(|e| e.file_name());
     for entry in entries {
+        if cancel.is_cancelled() {
+            return;
+        }
         let Ok(ft) = entry.file_type() else { continue };
         let path = entry.path();
         if ft.is_dir() {
             if entry.file_name() != ".git" {
-                walk(&path, visit);
+                walk_in(&path, &real.join(entry.file_name()), cancel, visit);
             }
         } else if ft.is_file() || (ft.is_symlink() && path.is_file()) {
             visit(&path);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn walks_stop_when_cancelled_and_skip_kernel_file_systems() {
+        let dir = tempfile::tempdir().unwrap();
+        for f in ["a", "b", "c"] {
+            std::fs::write(dir.path().join(f), "x").unwrap();
+        }
+        let cancel = CancellationToken::new();
+        let mut seen = Vec::new();
+        walk(dir.path(), &cancel, &mut |p| {
+            seen.push(p.to_path_buf());
+            cancel.cancel();
+        });
+        assert_eq!(seen, [dir.path().join("a")], "the walk stops at the first check after the cancel");
+        let mut none = 0;
+        walk(dir.path(), &cancel, &mut |_| none += 1);
+        assert_eq!(none, 0);
+        let fresh = CancellationToken::new();
+        for root in ["/proc/self", "/sys/kernel", "/dev"] {
+            let mut n = 0;
+            walk(Path::new(root), &fresh, &mut |_| n += 1);
+            assert_eq!(n, 0, "{root}");
         }
     }
 }

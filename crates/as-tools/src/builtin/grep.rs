@@ -122,12 +122,17 @@ impl Tool for GrepTool {
         };
         let mode = a.output_mode;
         let pattern = a.pattern.clone();
+        let cancel = ctx.cancel.clone();
         let lines = tokio::task::spawn_blocking(move || {
             let mut files: Vec<PathBuf> = Vec::new();
             if base.is_file() {
-                files.push(base.clone());
+                // Not a file of /proc, /sys or /dev either (`/proc/<pid>/environ` holds secrets).
+                let real = std::fs::canonicalize(&base).unwrap_or_else(|_| base.clone());
+                if !super::is_unsearched(&real) {
+                    files.push(base.clone());
+                }
             } else {
-                walk(&base, &mut |p| {
+                walk(&base, &cancel, &mut |p| {
                     let keep = match &filter {
                         None => true,
                         Some(m) => {
@@ -142,10 +147,11 @@ impl Tool for GrepTool {
             }
             let mut out: Vec<String> = Vec::new();
             for f in files {
-                if std::fs::metadata(&f).map(|m| m.len() > MAX_FILE_BYTES).unwrap_or(true) {
-                    continue;
+                if cancel.is_cancelled() {
+                    break;
                 }
-                let Ok(bytes) = std::fs::read(&f) else { continue };
+                // Files over the cap are skipped, their size found by reading (not the metadata).
+                let Ok(Some(bytes)) = super::read_at_most(&f, MAX_FILE_BYTES) else { continue };
                 if bytes.contains(&0) {
                     continue; // binary
                 }

@@ -239,6 +239,48 @@ pub(crate) fn dir_suggestion(tool: &str, path: &str) -> Vec<PermissionRule> {
     vec![PermissionRule::new(tool, Some(pattern), PermissionBehavior::Allow, "suggested")]
 }
 
+/// At most `max` bytes of the file at `path`: `Ok(None)` when it holds more. The size is found by
+/// reading, not from its metadata, which says 0 for `/proc` and `/sys` files however much they
+/// hold (`/proc/self/pagemap` holds more than any memory).
+///
+/// Reads go in whole 64 KiB blocks (some kernel files, such as `pagemap`, refuse reads of other
+/// sizes), so up to one block more than `max` may be read before giving up.
+pub(crate) fn read_at_most(path: &std::path::Path, max: u64) -> std::io::Result<Option<Vec<u8>>> {
+    use std::io::{ErrorKind, Read as _};
+    let max = usize::try_from(max).unwrap_or(usize::MAX);
+    let mut file = std::fs::File::open(path)?;
+    let mut bytes = Vec::new();
+    let mut block = vec![0u8; 64 * 1024];
+    loop {
+        match file.read(&mut block) {
+            Ok(0) => return Ok(Some(bytes)),
+            Ok(n) => {
+                if bytes.len().saturating_add(n) > max {
+                    return Ok(None);
+                }
+                bytes.extend_from_slice(&block[..n]);
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// [`read_at_most`] off the async runtime.
+pub(crate) async fn read_at_most_async(path: &std::path::Path, max: u64) -> std::io::Result<Option<Vec<u8>>> {
+    let path = path.to_owned();
+    tokio::task::spawn_blocking(move || read_at_most(&path, max)).await.map_err(std::io::Error::other)?
+}
+
+/// Kernel file systems a search never enters: their files claim a size of 0 but can be endless
+/// (`/proc/self/pagemap`), block (`/dev`), or hold other processes' secrets (`/proc/<pid>/environ`).
+pub(crate) const UNSEARCHED_ROOTS: &[&str] = &["/proc", "/sys", "/dev"];
+
+/// Whether a resolved path is or lies below one of [`UNSEARCHED_ROOTS`].
+pub(crate) fn is_unsearched(real: &std::path::Path) -> bool {
+    UNSEARCHED_ROOTS.iter().any(|r| real.starts_with(r))
+}
+
 /// Decodes bytes as UTF-8 (lossy) and normalises `\r\n` and `\r` to `\n`.
 pub(crate) fn decode_text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).replace("\r\n", "\n").replace('\r', "\n")

@@ -124,14 +124,7 @@ impl Tool for ReadTool {
             Ok(m) if !m.is_file() => {
                 return Err(ToolError::execution(format!("Error: Not a regular file: {}", a.file_path)));
             }
-            Ok(m) if m.len() > MAX_READ_BYTES => {
-                return Err(ToolError::execution(format!(
-                    "Error: File is too large to read ({} bytes, the limit is {MAX_READ_BYTES}); use Grep or Bash (head, \
-                     tail, sed -n) to read parts of it: {}",
-                    m.len(),
-                    a.file_path
-                )));
-            }
+            Ok(m) if m.len() > MAX_READ_BYTES => return Err(too_large(&a.file_path, Some(m.len()))),
             Ok(_) => {}
         }
         let lines = load_lines(&ctx, &a.file_path).await?;
@@ -157,6 +150,15 @@ impl Tool for ReadTool {
     }
 }
 
+/// The error for a file over [`MAX_READ_BYTES`] (its size when known: `/proc` files claim 0).
+pub(crate) fn too_large(file_path: &str, len: Option<u64>) -> ToolError {
+    let size = len.map_or_else(|| format!("more than {MAX_READ_BYTES} bytes"), |n| format!("{n} bytes"));
+    ToolError::execution(format!(
+        "Error: File is too large to read ({size}, the limit is {MAX_READ_BYTES}); use Grep or Bash (head, tail, sed \
+         -n) to read parts of it: {file_path}"
+    ))
+}
+
 /// Whether a resolved path is `/proc/<anything>/environ`.
 fn is_process_environ(real: &Path) -> bool {
     let mut parts = real.components().map(|c| c.as_os_str().to_string_lossy().into_owned());
@@ -172,9 +174,10 @@ pub(crate) async fn load_lines(ctx: &ToolCallContext, file_path: &str) -> Result
     }
     let path = Path::new(file_path);
     let before = mtime(path);
-    let bytes = tokio::fs::read(path)
+    let bytes = super::read_at_most_async(path, MAX_READ_BYTES)
         .await
-        .map_err(|e| ToolError::execution(format!("Error reading file: {e}")).with_source(e))?;
+        .map_err(|e| ToolError::execution(format!("Error reading file: {e}")).with_source(e))?
+        .ok_or_else(|| too_large(file_path, None))?;
     let lines = split_keep_ends(&decode_text(&bytes));
     if let (Some(b), Some(after)) = (before, mtime(path))
         && b == after
