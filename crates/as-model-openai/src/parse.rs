@@ -230,8 +230,29 @@ impl StreamState {
             .map_err(|e| self.invalid(format!("malformed stream chunk: {e}: {}", truncate(data, 200))))?;
         if let Some(err) = &wire.error {
             let msg = error_message(err);
+            // An error object in a 200 body or mid-stream has no status: its code (or type) says
+            // what it is, so an overload or a rate limit stays retryable.
+            let code = ["code", "type"]
+                .iter()
+                .filter_map(|k| err.get(*k).and_then(Value::as_str))
+                .map(str::to_ascii_lowercase)
+                .collect::<Vec<_>>()
+                .join(" ");
+            let status = err.get("code").and_then(Value::as_u64);
             let kind = if crate::error::is_context_length(&msg, err) {
                 ModelErrorKind::ContextLengthExceeded
+            } else if code.contains("insufficient_quota") {
+                ModelErrorKind::Provider
+            } else if status == Some(429) {
+                ModelErrorKind::RateLimited { retry_after: None }
+            } else if status.is_some_and(|s| (500..600).contains(&s)) {
+                ModelErrorKind::ServerError
+            } else if code.contains("invalid") {
+                ModelErrorKind::Provider
+            } else if code.contains("rate_limit") || code.contains("throttl") {
+                ModelErrorKind::RateLimited { retry_after: None }
+            } else if code.contains("server_error") || code.contains("overloaded") || code.contains("internal") {
+                ModelErrorKind::ServerError
             } else {
                 ModelErrorKind::Provider
             };
@@ -397,7 +418,28 @@ mod tests {
         let mut st = StreamState::new("t", ReasoningField::ContentOnly);
         assert_eq!(st.parse_event("{nope").unwrap_err().kind(), ModelErrorKind::InvalidResponse);
         let e = st.parse_event(r#"{"error":{"message":"boom","code":500}}"#).unwrap_err();
-        assert_eq!(e.kind(), ModelErrorKind::Provider);
+        assert_eq!(e.kind(), ModelErrorKind::ServerError, "a 5xx code in the body is a server error");
         assert!(e.message().contains("boom"));
+        // Without a status, the code or type of the error object says what it is.
+        for (body, kind) in [
+            (
+                r#"{"error":{"message":"slow down","code":"rate_limit_exceeded"}}"#,
+                ModelErrorKind::RateLimited { retry_after: None },
+            ),
+            (r#"{"error":{"message":"x","code":429}}"#, ModelErrorKind::RateLimited { retry_after: None }),
+            (r#"{"error":{"message":"busy","type":"server_error"}}"#, ModelErrorKind::ServerError),
+            (
+                r#"{"error":{"message":"x","code":"Throttling.User"}}"#,
+                ModelErrorKind::RateLimited { retry_after: None },
+            ),
+            (
+                r#"{"error":{"message":"pay","code":"insufficient_quota","type":"rate_limit"}}"#,
+                ModelErrorKind::Provider,
+            ),
+            (r#"{"error":{"message":"bad","type":"invalid_request_error"}}"#, ModelErrorKind::Provider),
+            (r#"{"error":"plain"}"#, ModelErrorKind::Provider),
+        ] {
+            assert_eq!(st.parse_event(body).unwrap_err().kind(), kind, "{body}");
+        }
     }
 }
