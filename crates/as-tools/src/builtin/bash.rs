@@ -786,10 +786,35 @@ const DANGEROUS_COMMANDS: &[&[&str]] = &[
     &["kill", "-9"],
 ];
 
-/// The first dangerous pattern (2.0.4 `DANGEROUS_COMMANDS`) found in any segment.
+/// Whether an `rm` command's arguments ask for a recursive and forced removal, however the flags
+/// are spelt: `-rf`, `-Rf`, `-r -f`, `-fvR`, `--recursive --force`, GNU's abbreviations (`--rec`,
+/// `--for`) and options after operands (GNU rm permutes them); not after `--`.
+fn recursive_and_forced(args: &[String]) -> bool {
+    let (mut recursive, mut force) = (false, false);
+    for w in args {
+        if w == "--" {
+            break;
+        }
+        if let Some(long) = w.strip_prefix("--") {
+            let long = long.split('=').next().unwrap_or(long);
+            recursive |= !long.is_empty() && "recursive".starts_with(long);
+            force |= !long.is_empty() && "force".starts_with(long);
+        } else if let Some(short) = w.strip_prefix('-') {
+            recursive |= short.contains(['r', 'R']);
+            force |= short.contains('f');
+        }
+    }
+    recursive && force
+}
+
+/// The first dangerous pattern (2.0.4 `DANGEROUS_COMMANDS`) found in any segment; any recursive
+/// and forced `rm` counts as `rm -rf`.
 pub(crate) fn dangerous_pattern(command: &str) -> Option<String> {
     for seg in split_command_segments(command) {
         let words = command_words(&seg);
+        if words.first().is_some_and(|w| program(w) == "rm") && recursive_and_forced(&words[1..]) {
+            return Some("rm -rf".into());
+        }
         for pat in DANGEROUS_COMMANDS {
             let head_ok = words
                 .first()
@@ -916,8 +941,20 @@ fn bash_permission(command: &str, ctx: &PermissionCheckContext<'_>) -> Permissio
                 && words.iter().all(plain)
                 && !s.contains(['<', '>'])
         });
+        // What is removed or moved away must lie strictly below a working directory: `rm -r .`,
+        // `rmdir "$PWD"` or `mv src/.. x` would take the working directory itself.
+        let removes_only_below = segments.iter().all(|s| {
+            let words = command_words(s);
+            let operands: Vec<&String> = words.iter().skip(1).filter(|w| !w.starts_with('-')).collect();
+            let removed: &[&String] = match words.first().map(|w| program(w)) {
+                Some("rm" | "rmdir") => &operands,
+                Some("mv") => operands.split_last().map_or(&[], |(_, sources)| sources),
+                _ => &[],
+            };
+            removed.iter().all(|t| ctx.is_below_working_dirs(t))
+        });
         let targets = file_targets(command);
-        if all_fs && !targets.is_empty() && targets.iter().all(|t| ctx.is_in_working_dirs(t)) {
+        if all_fs && removes_only_below && !targets.is_empty() && targets.iter().all(|t| ctx.is_in_working_dirs(t)) {
             return PermissionDecision::allow("Permission granted for file system command in working directory")
                 .reason("All target paths are in a working directory");
         }
@@ -1109,6 +1146,59 @@ mod tests {
             "touch {a,../../x}",
         ] {
             assert!(!bash_permission(cmd, &ctx).is_allow(), "{cmd} was auto-allowed");
+        }
+    }
+
+    #[test]
+    fn accept_edits_never_removes_a_working_directory_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("sub/inner")).unwrap();
+        let extra = tempfile::tempdir().unwrap();
+        let extra_path = extra.path().canonicalize().unwrap().display().to_string();
+        let mut perm = in_mode(PermissionMode::AcceptEdits);
+        perm.working_directories.insert(
+            extra_path.clone(),
+            as_message::AdditionalWorkingDirectory { path: extra_path.clone(), source: "session".into() },
+        );
+        let ctx = PermissionCheckContext::new(&perm, &root);
+        let cwd = root.display().to_string();
+        for cmd in [
+            format!("rm -r {cwd}"),
+            "rm -r .".to_owned(),
+            "rm -r ./".to_owned(),
+            "rm -r sub/..".to_owned(),
+            "rmdir sub/inner/../..".to_owned(),
+            format!("rm -r {extra_path}"),
+            format!("mv {cwd} {cwd}/sub/x"),
+            "mv . sub/moved".to_owned(),
+        ] {
+            assert!(!bash_permission(&cmd, &ctx).is_allow(), "{cmd} was auto-allowed");
+        }
+        for cmd in ["rm -r sub", "rmdir sub/inner", "mv sub/inner sub/renamed", "mv sub/inner .", "mkdir -p ."] {
+            assert!(bash_permission(cmd, &ctx).is_allow(), "{cmd} should be allowed");
+        }
+    }
+
+    #[test]
+    fn every_spelling_of_a_forced_recursive_removal_is_dangerous() {
+        for cmd in [
+            "rm -rf x",
+            "rm -Rf x",
+            "rm -fR x",
+            "rm -r -f x",
+            "rm -f -R x",
+            "rm -rvf x",
+            "rm --recursive --force x",
+            "rm --rec --for x",
+            "rm -r --force x",
+            "rm x -rf",
+            "cd a && /bin/rm -R -f b",
+        ] {
+            assert_eq!(dangerous_pattern(cmd).as_deref(), Some("rm -rf"), "{cmd}");
+        }
+        for cmd in ["rm -r x", "rm -f x", "rm --recursive x", "rm -- -rf", "rm -i -r x"] {
+            assert_eq!(dangerous_pattern(cmd), None, "{cmd}");
         }
     }
 

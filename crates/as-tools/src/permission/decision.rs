@@ -128,11 +128,23 @@ impl<'a> PermissionCheckContext<'a> {
     /// deepest existing ancestor.
     pub fn is_in_working_dirs(&self, path: &str) -> bool {
         let target = real_path(&self.absolute(path));
+        self.working_dirs().iter().any(|d| target.starts_with(d))
+    }
+
+    /// Like [`Self::is_in_working_dirs`], but strictly below one: not a working directory itself
+    /// (what a removal or a move may take away).
+    pub fn is_below_working_dirs(&self, path: &str) -> bool {
+        let target = real_path(&self.absolute(path));
+        self.working_dirs().iter().any(|d| target != *d && target.starts_with(d))
+    }
+
+    /// The working directories, resolved.
+    fn working_dirs(&self) -> Vec<PathBuf> {
         let mut dirs = vec![real_path(self.cwd)];
         for key in self.permission.working_directories.keys() {
             dirs.push(real_path(&self.absolute(key)));
         }
-        dirs.iter().any(|d| target == *d || target.starts_with(d))
+        dirs
     }
 }
 
