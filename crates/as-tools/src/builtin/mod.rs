@@ -11,7 +11,7 @@
 //! fall through to the rules and finally ASK; Bash allows known read-only commands, asks
 //! (bypass-immune) for dangerous or unanalysable ones, and matches deny/ask rules per command
 //! segment, also as the shell reads it. Path rules match the path as written and its normal form
-//! (deny/ask: either, or the real path; allow: both). For Glob and Grep that path is the directory
+//! (deny/ask: either, or the real path; allow: both, and the real path). For Glob and Grep that path is the directory
 //! the search starts from (the `path` argument or the working directory, or an absolute Glob
 //! pattern's literal prefix), also with a trailing `/` (so `dir/**` covers `dir`).
 
@@ -101,8 +101,8 @@ pub(crate) fn path_rule_matches(path: &str, rule: &str) -> bool {
 
 /// A rule on a file path, matched so that spelling cannot dodge it: a deny or ask rule matches
 /// the path as given, its lexically normal form (`//`, `.` and `..` resolved) or its real path
-/// (symlinks resolved); an allow rule must match both the path as given and its normal form (so
-/// `/proj/**` does not allow `/proj/../home/u/.bashrc`).
+/// (symlinks resolved); an allow rule must match all three (so `/proj/**` allows neither
+/// `/proj/../home/u/.bashrc` nor `/proj/link/.bashrc` where `link` leads to `/home/u`).
 pub(crate) fn file_rule_matches(
     path: &str,
     rule: &str,
@@ -115,7 +115,11 @@ pub(crate) fn file_rule_matches(
     let absolute = ctx.absolute(path);
     let normal = lexical_normal(&absolute).to_string_lossy().into_owned();
     match list {
-        PermissionBehavior::Allow => fnmatch(path, rule) && fnmatch(&normal, rule),
+        PermissionBehavior::Allow => {
+            fnmatch(path, rule)
+                && fnmatch(&normal, rule)
+                && fnmatch(&crate::permission::real_path(&absolute).to_string_lossy(), rule)
+        }
         _ => {
             fnmatch(path, rule)
                 || fnmatch(&normal, rule)
@@ -141,7 +145,9 @@ pub(crate) fn dir_rule_matches(
     let absolute = ctx.absolute(dir);
     let normal = lexical_normal(&absolute).to_string_lossy().into_owned();
     match list {
-        PermissionBehavior::Allow => either(dir) && either(&normal),
+        PermissionBehavior::Allow => {
+            either(dir) && either(&normal) && either(&crate::permission::real_path(&absolute).to_string_lossy())
+        }
         _ => either(dir) || either(&normal) || either(&crate::permission::real_path(&absolute).to_string_lossy()),
     }
 }
@@ -324,6 +330,26 @@ mod tests {
         assert!(!allow("/proj/../home/u/.config/x.service", "/proj/**"));
         assert!(!deny("/proj/src/a.rs", "/etc/secret/**"));
         assert!(!allow("", "**"));
+    }
+
+    #[test]
+    fn allow_rules_hold_where_symlinks_lead() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("proj/src")).unwrap();
+        std::fs::create_dir_all(root.join("home")).unwrap();
+        std::os::unix::fs::symlink(root.join("home"), root.join("proj/link")).unwrap();
+        let perm = as_message::PermissionContext::default();
+        let ctx = crate::permission::PermissionCheckContext::new(&perm, &root);
+        let rule = format!("{}/proj/**", root.display());
+        let p = |rel: &str| root.join(rel).to_string_lossy().into_owned();
+        let allow = |path: &str| file_rule_matches(path, &rule, PermissionBehavior::Allow, &ctx);
+        let allow_dir = |path: &str| dir_rule_matches(path, &rule, PermissionBehavior::Allow, &ctx);
+        assert!(allow(&p("proj/src/a.rs")) && allow(&p("proj/new.rs")));
+        assert!(!allow(&p("proj/link/.bashrc")), "the link leads out of the allowed directory");
+        assert!(!allow(&p("proj/link/new/file")), "also through a missing tail");
+        assert!(allow_dir(&p("proj")) && allow_dir(&p("proj/src")));
+        assert!(!allow_dir(&p("proj/link")));
     }
 
     #[test]
