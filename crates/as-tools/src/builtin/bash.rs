@@ -133,10 +133,21 @@ impl Tool for BashTool {
     /// Deny/ask rules match if the whole command or **any** segment matches (so `rm -rf *`
     /// also catches `rm -rf x\necho`); allow rules only if the whole command matches and
     /// **every** segment does (so `git *` does not allow `git status; rm -rf /`).
-    fn match_rule(&self, rule: &str, list: PermissionBehavior, a: &BashArgs, _: &PermissionCheckContext<'_>) -> bool {
+    ///
+    /// An allow rule never covers a segment that writes through a redirection outside the working
+    /// directories (`git log > ~/.local/bin/ls` is not `git:*`'s business); `/dev/null` is fine.
+    fn match_rule(&self, rule: &str, list: PermissionBehavior, a: &BashArgs, ctx: &PermissionCheckContext<'_>) -> bool {
         let segments = split_command_segments(&a.command);
         match list {
-            PermissionBehavior::Allow => !segments.is_empty() && segments.iter().all(|s| bash_rule_matches(rule, s)),
+            PermissionBehavior::Allow => {
+                !segments.is_empty()
+                    && segments.iter().all(|s| {
+                        bash_rule_matches(rule, s)
+                            && redirect_targets(s)
+                                .iter()
+                                .all(|t| t.as_deref().is_some_and(|t| t == "/dev/null" || ctx.is_in_working_dirs(t)))
+                    })
+            }
             // Also as the shell reads the segment (`\rm -r x`, `r''m`, `/bin/rm` are `rm`), so
             // quoting cannot dodge a deny or ask rule.
             // Also through subshells, groups, negations and wrappers (`(rm …)`, `sudo rm …`,
@@ -834,6 +845,67 @@ pub(crate) fn dangerous_pattern(command: &str) -> Option<String> {
     None
 }
 
+/// The files a segment's output redirections (`>`, `>>`, `>|`, `&>`, `>& file`, `2> f`) write,
+/// unquoted; `None` for one whose name is only known when it runs (`$x`, `~user`, a glob, a
+/// brace, `>(…)`). Duplications (`>&2`, `2>&-`) write no file.
+fn redirect_targets(segment: &str) -> Vec<Option<String>> {
+    let chars: Vec<char> = segment.chars().collect();
+    let mut out = Vec::new();
+    let (mut single, mut double) = (false, false);
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '\\' if !single => i += 1,
+            '\'' if !double => single = !single,
+            '"' if !single => double = !double,
+            '>' if !single && !double => {
+                let mut j = i + 1;
+                if matches!(chars.get(j), Some('>' | '|')) {
+                    j += 1;
+                }
+                if chars.get(j) == Some(&'&') {
+                    let fd: String = chars[j + 1..].iter().take_while(|c| !c.is_whitespace()).collect();
+                    if fd == "-" || (!fd.is_empty() && fd.chars().all(|c| c.is_ascii_digit())) {
+                        i = j + 1;
+                        continue;
+                    }
+                    j += 1;
+                }
+                while chars.get(j).is_some_and(|c| c.is_whitespace()) {
+                    j += 1;
+                }
+                // The target word: up to an unquoted blank or operator.
+                let start = j;
+                let (mut s1, mut d1) = (false, false);
+                while let Some(&c) = chars.get(j) {
+                    if !s1 && !d1 && (c.is_whitespace() || matches!(c, ';' | '|' | '&' | '<' | '>' | ')')) {
+                        break;
+                    }
+                    match c {
+                        '\\' if !s1 => j += 1,
+                        '\'' if !d1 => s1 = !s1,
+                        '"' if !s1 => d1 = !d1,
+                        _ => {}
+                    }
+                    j += 1;
+                }
+                let raw: String = chars[start..j.min(chars.len())].iter().collect();
+                let word = shell_words(&raw).into_iter().next().unwrap_or_default();
+                let unknown = raw.is_empty()
+                    || raw.starts_with('(')
+                    || raw.contains(['$', '`', '*', '?', '[', '{'])
+                    || (word.starts_with('~') && word != "~" && !word.starts_with("~/"));
+                out.push((!unknown && !word.is_empty()).then_some(word));
+                i = j;
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    out
+}
+
 const FILE_COMMANDS: &[&str] = &["rm", "mv", "cp", "chmod", "chown", "sed", "touch", "mkdir", "rmdir", "tee"];
 
 /// Non-flag arguments of file-manipulating commands, plus redirection targets.
@@ -1199,6 +1271,47 @@ mod tests {
         }
         for cmd in ["rm -r x", "rm -f x", "rm --recursive x", "rm -- -rf", "rm -i -r x"] {
             assert_eq!(dangerous_pattern(cmd), None, "{cmd}");
+        }
+    }
+
+    #[test]
+    fn allow_rules_do_not_cover_redirections_out_of_the_working_directories() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let perm = in_mode(PermissionMode::Default);
+        let ctx = PermissionCheckContext::new(&perm, &root);
+        let tool = BashTool::default();
+        let allowed = |c: &str| {
+            let args = BashArgs { command: c.into(), description: None, timeout: 1000 };
+            tool.match_rule("git:*", PermissionBehavior::Allow, &args, &ctx)
+        };
+        let inside = root.join("log.txt").display().to_string();
+        for cmd in [
+            "git log".to_owned(),
+            "git log > log.txt".to_owned(),
+            format!("git log >> {inside}"),
+            "git log 2>/dev/null".to_owned(),
+            "git log 2>&1 >/dev/null".to_owned(),
+            "git log >&2".to_owned(),
+            "git log > 'out dir/x'".to_owned(),
+        ] {
+            assert!(allowed(&cmd), "{cmd}");
+        }
+        for cmd in [
+            "git log > ~/.local/bin/ls",
+            "git log>/etc/profile.d/x.sh",
+            "git log >> /tmp/x",
+            "git log 2> ../x",
+            "git log &> /tmp/x",
+            "git log >& /tmp/x",
+            "git log >| /tmp/x",
+            "git log > \"/tmp/a b\"",
+            "git log > $HOME/x",
+            "git log > ~root/x",
+            "git log > /tm?/x",
+            "git status && git log > /tmp/x",
+        ] {
+            assert!(!allowed(cmd), "{cmd}");
         }
     }
 
