@@ -16,11 +16,15 @@
 //! * Or [`SharedToolState::from_state`] (a clone) plus [`SharedToolState::write_back`].
 //!
 //! The permission context is *not* shared: permission checks happen before a call runs, on
-//! the agent's own `&PermissionContext` ([`crate::PermissionEngine::check_permission`]).
+//! the agent's own `&PermissionContext` ([`crate::PermissionEngine::check_permission`]). A
+//! read-only snapshot of it may travel with the call ([`ToolCallContext::with_permission`]), so
+//! that a tool whose call reaches more paths than its arguments name (the Glob and Grep walks)
+//! can honour the deny rules for each path it meets.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use as_message::PermissionContext;
 use as_state::{AgentState, TaskContext, ToolContext};
 use tokio_util::sync::CancellationToken;
 
@@ -131,6 +135,10 @@ pub struct ToolCallContext {
     pub working_dir: PathBuf,
     /// Cancelled when the call must stop; the toolkit then yields an `interrupted` result.
     pub cancel: CancellationToken,
+    /// The session's permission context as it was checked for this call, when the caller gives
+    /// it: Glob and Grep skip the paths its Read, Grep and Glob deny rules match. `None` (the
+    /// default) means no rules are applied while the call runs.
+    pub permission: Option<Arc<PermissionContext>>,
 }
 
 impl ToolCallContext {
@@ -141,12 +149,19 @@ impl ToolCallContext {
             state,
             working_dir: working_dir.into(),
             cancel: CancellationToken::new(),
+            permission: None,
         }
     }
 
     /// Uses this cancellation token (e.g. a child of the reply's token).
     pub fn with_cancel(mut self, cancel: CancellationToken) -> Self {
         self.cancel = cancel;
+        self
+    }
+
+    /// Gives the call the session's permission context (its deny rules bind the search walks).
+    pub fn with_permission(mut self, permission: Arc<PermissionContext>) -> Self {
+        self.permission = Some(permission);
         self
     }
 

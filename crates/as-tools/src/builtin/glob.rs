@@ -1,4 +1,5 @@
-//! `Glob`: files matching a glob pattern, newest first.
+//! `Glob`: files matching a glob pattern, newest first (skipping paths the deny rules name: see
+//! [`super`]).
 
 use std::path::{Path, PathBuf};
 
@@ -7,7 +8,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use super::{dir_rule_matches, path_rule_matches};
+use super::{WalkDenials, dir_rule_matches, path_rule_matches};
 use crate::context::ToolCallContext;
 use crate::error::ToolError;
 use crate::permission::{PermissionCheckContext, PermissionDecision};
@@ -108,9 +109,10 @@ impl Tool for GlobTool {
             .compile_matcher();
         let pattern = a.pattern.clone();
         let cancel = ctx.cancel.clone();
-        let found = tokio::task::spawn_blocking(move || {
+        let deny = WalkDenials::from_context(&ctx);
+        let (found, skipped) = tokio::task::spawn_blocking(move || {
             let mut out: Vec<(f64, PathBuf)> = Vec::new();
-            walk(&base, &cancel, &mut |p| {
+            let skipped = walk(&base, &deny, &cancel, &mut |p| {
                 if let Ok(rel) = p.strip_prefix(&base)
                     && matcher.is_match(rel)
                 {
@@ -118,14 +120,16 @@ impl Tool for GlobTool {
                 }
             });
             out.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-            out.into_iter().map(|(_, p)| p.display().to_string()).collect::<Vec<_>>()
+            (out.into_iter().map(|(_, p)| p.display().to_string()).collect::<Vec<_>>(), skipped)
         })
         .await
         .map_err(|e| ToolError::execution(format!("Error: glob failed: {e}")))?;
-        if found.is_empty() {
-            return Ok(ToolStream::text(format!("No files found matching pattern: {pattern}")));
-        }
-        Ok(ToolStream::text(paginate(&found, a.head_limit.unwrap_or(DEFAULT_HEAD_LIMIT), a.offset)))
+        let text = if found.is_empty() {
+            format!("No files found matching pattern: {pattern}")
+        } else {
+            paginate(&found, a.head_limit.unwrap_or(DEFAULT_HEAD_LIMIT), a.offset)
+        };
+        Ok(ToolStream::text(with_skip_note(text, skipped)))
     }
 }
 
@@ -144,6 +148,15 @@ pub(crate) fn paginate(items: &[String], limit: u64, offset: u64) -> String {
         out.push(']');
     }
     out
+}
+
+/// `text`, followed by [`WalkDenials::note`] when paths were skipped.
+pub(crate) fn with_skip_note(mut text: String, skipped: usize) -> String {
+    if let Some(note) = WalkDenials::note(skipped) {
+        text.push_str("\n\n");
+        text.push_str(&note);
+    }
+    text
 }
 
 /// `abspath(path or cwd) + "/**"` (Glob and Grep suggestions).
@@ -178,17 +191,30 @@ fn split_absolute_pattern(pattern: &str) -> Option<(PathBuf, String)> {
     Some((PathBuf::from(base), parts[first_glob..].join("/")))
 }
 
-/// Visits every regular file under `dir`, in name order, until `cancel` is cancelled. Symlinked
-/// directories, `.git` and [`super::UNSEARCHED_ROOTS`] (where `dir` really leads there too) are
-/// not entered.
-pub(crate) fn walk(dir: &Path, cancel: &CancellationToken, visit: &mut dyn FnMut(&Path)) {
+/// Visits every regular file under `dir`, in name order, until `cancel` is cancelled, and returns
+/// how many paths `deny` made it skip. Symlinked directories, `.git`, [`super::UNSEARCHED_ROOTS`]
+/// (where `dir` really leads there too) and what `deny` denies (`dir` itself, a directory below
+/// it, which is then not entered, or a file) are not visited.
+pub(crate) fn walk(dir: &Path, deny: &WalkDenials, cancel: &CancellationToken, visit: &mut dyn FnMut(&Path)) -> usize {
+    if deny.denies(dir, true) {
+        return 1;
+    }
     let real = std::fs::canonicalize(dir).unwrap_or_else(|_| crate::permission::real_path(dir));
-    walk_in(dir, &real, cancel, visit);
+    let mut skipped = 0;
+    walk_in(dir, &real, deny, cancel, visit, &mut skipped);
+    skipped
 }
 
 /// [`walk`] below `dir`, whose symlink-free path is `real` (entered directories are never
 /// symlinks, so a child's real path is `real` plus its name).
-fn walk_in(dir: &Path, real: &Path, cancel: &CancellationToken, visit: &mut dyn FnMut(&Path)) {
+fn walk_in(
+    dir: &Path,
+    real: &Path,
+    deny: &WalkDenials,
+    cancel: &CancellationToken,
+    visit: &mut dyn FnMut(&Path),
+    skipped: &mut usize,
+) {
     if cancel.is_cancelled() || super::is_unsearched(real) {
         return;
     }
@@ -202,11 +228,20 @@ fn walk_in(dir: &Path, real: &Path, cancel: &CancellationToken, visit: &mut dyn 
         let Ok(ft) = entry.file_type() else { continue };
         let path = entry.path();
         if ft.is_dir() {
-            if entry.file_name() != ".git" {
-                walk_in(&path, &real.join(entry.file_name()), cancel, visit);
+            if entry.file_name() == ".git" {
+                continue;
+            }
+            if deny.denies(&path, true) {
+                *skipped += 1;
+            } else {
+                walk_in(&path, &real.join(entry.file_name()), deny, cancel, visit, skipped);
             }
         } else if ft.is_file() || (ft.is_symlink() && path.is_file()) {
-            visit(&path);
+            if deny.denies(&path, false) {
+                *skipped += 1;
+            } else {
+                visit(&path);
+            }
         }
     }
 }
@@ -223,18 +258,18 @@ mod tests {
         }
         let cancel = CancellationToken::new();
         let mut seen = Vec::new();
-        walk(dir.path(), &cancel, &mut |p| {
+        walk(dir.path(), &WalkDenials::default(), &cancel, &mut |p| {
             seen.push(p.to_path_buf());
             cancel.cancel();
         });
         assert_eq!(seen, [dir.path().join("a")], "the walk stops at the first check after the cancel");
         let mut none = 0;
-        walk(dir.path(), &cancel, &mut |_| none += 1);
+        walk(dir.path(), &WalkDenials::default(), &cancel, &mut |_| none += 1);
         assert_eq!(none, 0);
         let fresh = CancellationToken::new();
         for root in ["/proc/self", "/sys/kernel", "/dev"] {
             let mut n = 0;
-            walk(Path::new(root), &fresh, &mut |_| n += 1);
+            walk(Path::new(root), &WalkDenials::default(), &fresh, &mut |_| n += 1);
             assert_eq!(n, 0, "{root}");
         }
     }

@@ -1,4 +1,4 @@
-//! `Grep`: regex search over files.
+//! `Grep`: regex search over files (skipping paths the deny rules name: see [`super`]).
 
 use std::path::PathBuf;
 
@@ -6,8 +6,8 @@ use as_message::{JsonValue, PermissionBehavior, PermissionRule};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::dir_rule_matches;
-use super::glob::{paginate, search_suggestion, walk};
+use super::glob::{paginate, search_suggestion, walk, with_skip_note};
+use super::{WalkDenials, dir_rule_matches};
 use crate::context::ToolCallContext;
 use crate::error::ToolError;
 use crate::permission::{PermissionCheckContext, PermissionDecision};
@@ -123,16 +123,20 @@ impl Tool for GrepTool {
         let mode = a.output_mode;
         let pattern = a.pattern.clone();
         let cancel = ctx.cancel.clone();
-        let lines = tokio::task::spawn_blocking(move || {
+        let deny = WalkDenials::from_context(&ctx);
+        let (lines, skipped) = tokio::task::spawn_blocking(move || {
             let mut files: Vec<PathBuf> = Vec::new();
+            let mut skipped = 0;
             if base.is_file() {
                 // Not a file of /proc, /sys or /dev either (`/proc/<pid>/environ` holds secrets).
                 let real = std::fs::canonicalize(&base).unwrap_or_else(|_| base.clone());
-                if !super::is_unsearched(&real) {
+                if deny.denies(&base, false) {
+                    skipped = 1;
+                } else if !super::is_unsearched(&real) {
                     files.push(base.clone());
                 }
             } else {
-                walk(&base, &cancel, &mut |p| {
+                skipped = walk(&base, &deny, &cancel, &mut |p| {
                     let keep = match &filter {
                         None => true,
                         Some(m) => {
@@ -179,13 +183,15 @@ impl Tool for GrepTool {
                     }
                 }
             }
-            out
+            (out, skipped)
         })
         .await
         .map_err(|e| ToolError::execution(format!("Error: grep failed: {e}")))?;
-        if lines.is_empty() {
-            return Ok(ToolStream::text(format!("No matches found for pattern: {pattern}")));
-        }
-        Ok(ToolStream::text(paginate(&lines, a.head_limit.unwrap_or(DEFAULT_HEAD_LIMIT), 0)))
+        let text = if lines.is_empty() {
+            format!("No matches found for pattern: {pattern}")
+        } else {
+            paginate(&lines, a.head_limit.unwrap_or(DEFAULT_HEAD_LIMIT), 0)
+        };
+        Ok(ToolStream::text(with_skip_note(text, skipped)))
     }
 }

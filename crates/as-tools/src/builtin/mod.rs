@@ -14,6 +14,17 @@
 //! (deny/ask: either, or the real path; allow: both, and the real path). For Glob and Grep that path is the directory
 //! the search starts from (the `path` argument or the working directory, or an absolute Glob
 //! pattern's literal prefix), also with a trailing `/` (so `dir/**` covers `dir`).
+//!
+//! Since the engine sees only that starting directory, the Glob and Grep walks apply the deny
+//! rules themselves, to the paths below it: given the session's permission context
+//! ([`crate::ToolCallContext::with_permission`], as the agent does for every call), they skip
+//! each directory (not entered) and file that a Read, Grep or Glob deny rule with a path matches,
+//! matched as for a direct call (as walked, normal form and real path; a directory also with a
+//! trailing `/`, so a deny on `dir/**` keeps the walk out of `dir`; also relative to the working
+//! directory). In bypass or explore mode, or under an allow rule on `/home/u`, a search of
+//! `/home/u` thus finds nothing in a denied `/home/u/.ssh`. The result names no skipped path; it
+//! only ends with how many were skipped (`[N paths skipped by deny rules]`). A Read of a single
+//! file needs nothing more: the engine checks that path itself.
 
 mod bash;
 mod edit;
@@ -25,7 +36,7 @@ mod write;
 
 use std::sync::Arc;
 
-use as_message::{PermissionBehavior, PermissionRule};
+use as_message::{PermissionBehavior, PermissionContext, PermissionRule};
 
 pub use bash::{BashArgs, BashTool, HIDDEN_ENV, MAX_TIMEOUT_MS};
 pub use edit::{EditArgs, EditTool};
@@ -109,23 +120,7 @@ pub(crate) fn file_rule_matches(
     list: PermissionBehavior,
     ctx: &crate::permission::PermissionCheckContext<'_>,
 ) -> bool {
-    if path.is_empty() {
-        return false;
-    }
-    let absolute = ctx.absolute(path);
-    let normal = lexical_normal(&absolute).to_string_lossy().into_owned();
-    match list {
-        PermissionBehavior::Allow => {
-            fnmatch(path, rule)
-                && fnmatch(&normal, rule)
-                && fnmatch(&crate::permission::real_path(&absolute).to_string_lossy(), rule)
-        }
-        _ => {
-            fnmatch(path, rule)
-                || fnmatch(&normal, rule)
-                || fnmatch(&crate::permission::real_path(&absolute).to_string_lossy(), rule)
-        }
-    }
+    PathForms::new(path, ctx).is_some_and(|f| f.matches(rule, list, false))
 }
 
 /// A rule on the directory (or file) a search starts from (Glob, Grep): matched like
@@ -138,17 +133,111 @@ pub(crate) fn dir_rule_matches(
     list: PermissionBehavior,
     ctx: &crate::permission::PermissionCheckContext<'_>,
 ) -> bool {
-    if dir.is_empty() {
-        return false;
-    }
-    let either = |p: &str| fnmatch(p, rule) || fnmatch(&format!("{}/", p.trim_end_matches('/')), rule);
-    let absolute = ctx.absolute(dir);
-    let normal = lexical_normal(&absolute).to_string_lossy().into_owned();
-    match list {
-        PermissionBehavior::Allow => {
-            either(dir) && either(&normal) && either(&crate::permission::real_path(&absolute).to_string_lossy())
+    PathForms::new(dir, ctx).is_some_and(|f| f.matches(rule, list, true))
+}
+
+/// The forms of a path that [`file_rule_matches`] and [`dir_rule_matches`] match a rule against:
+/// as given, lexically normal and real. Built once, matched against any number of rules.
+struct PathForms {
+    given: String,
+    normal: String,
+    real: String,
+}
+
+impl PathForms {
+    /// The forms of `path` (relative to the check's working directory); none for an empty path.
+    fn new(path: &str, ctx: &crate::permission::PermissionCheckContext<'_>) -> Option<Self> {
+        if path.is_empty() {
+            return None;
         }
-        _ => either(dir) || either(&normal) || either(&crate::permission::real_path(&absolute).to_string_lossy()),
+        let absolute = ctx.absolute(path);
+        Some(Self {
+            given: path.to_owned(),
+            normal: lexical_normal(&absolute).to_string_lossy().into_owned(),
+            real: crate::permission::real_path(&absolute).to_string_lossy().into_owned(),
+        })
+    }
+
+    /// Whether `rule` matches: any form for a deny or ask rule, every form for an allow rule;
+    /// `as_dir` also tries each form with a trailing `/`.
+    fn matches(&self, rule: &str, list: PermissionBehavior, as_dir: bool) -> bool {
+        let one = |p: &str| fnmatch(p, rule) || (as_dir && fnmatch(&format!("{}/", p.trim_end_matches('/')), rule));
+        let forms = [&self.given, &self.normal, &self.real];
+        match list {
+            PermissionBehavior::Allow => forms.iter().all(|f| one(f)),
+            _ => forms.iter().any(|f| one(f)),
+        }
+    }
+}
+
+/// The tools whose deny rules a search walk honours for every path it meets.
+const WALK_DENY_TOOLS: &[&str] = &["Read", "Grep", "Glob"];
+
+/// The path deny rules a Glob or Grep walk honours ([`crate::ToolCallContext::permission`]): the
+/// permission engine sees only the directory a search starts from, so a deny rule on a path below
+/// it (`/home/u/.ssh/**` under a search of `/home/u`) is applied here, to each directory before
+/// it is entered and to each file before it is read or listed. The rules are the Read, Grep and
+/// Glob deny rules with a path (a rule without one denies the tool itself, which the engine does);
+/// a path is matched as by [`dir_rule_matches`] (directories) or [`file_rule_matches`] (files),
+/// and its normal form and real path also relative to the working directory, as a relative
+/// argument would be written (so a relative rule such as `.ssh/**` holds too).
+#[derive(Debug, Default)]
+pub(crate) struct WalkDenials {
+    rules: Vec<String>,
+    permission: Arc<PermissionContext>,
+    cwd: std::path::PathBuf,
+    /// `cwd` in normal form and real, what paths are made relative to.
+    cwd_forms: [std::path::PathBuf; 2],
+}
+
+impl WalkDenials {
+    /// The deny rules of the call's permission context (none without one).
+    pub(crate) fn from_context(ctx: &crate::ToolCallContext) -> Self {
+        let Some(permission) = ctx.permission.clone() else { return Self::default() };
+        let mut rules: Vec<String> = Vec::new();
+        for tool in WALK_DENY_TOOLS {
+            for rule in permission.deny_rules.get(*tool).into_iter().flatten() {
+                if let Some(content) = rule.rule_content.as_deref().filter(|c| !c.is_empty())
+                    && !rules.iter().any(|r| r == content)
+                {
+                    rules.push(content.to_owned());
+                }
+            }
+        }
+        let cwd = ctx.working_dir.clone();
+        let cwd_forms = [lexical_normal(&cwd), crate::permission::real_path(&cwd)];
+        Self { rules, permission, cwd, cwd_forms }
+    }
+
+    /// Whether `path` (a directory when `is_dir`) is denied and must be skipped.
+    pub(crate) fn denies(&self, path: &std::path::Path, is_dir: bool) -> bool {
+        if self.rules.is_empty() {
+            return false;
+        }
+        let ctx = crate::permission::PermissionCheckContext::new(&self.permission, &self.cwd);
+        let Some(forms) = PathForms::new(&path.to_string_lossy(), &ctx) else { return false };
+        let relative: Vec<String> = [&forms.normal, &forms.real]
+            .into_iter()
+            .filter_map(|form| {
+                let form = std::path::Path::new(form.as_str());
+                self.cwd_forms.iter().find_map(|cwd| form.strip_prefix(cwd).ok())
+            })
+            .map(|r| r.to_string_lossy().into_owned())
+            .filter(|r| !r.is_empty())
+            .collect();
+        self.rules.iter().any(|rule| {
+            forms.matches(rule, PermissionBehavior::Deny, is_dir)
+                || relative.iter().any(|r| fnmatch(r, rule) || (is_dir && fnmatch(&format!("{r}/"), rule)))
+        })
+    }
+
+    /// The note a search adds to its result for `skipped` paths (none for 0); it names no path.
+    pub(crate) fn note(skipped: usize) -> Option<String> {
+        match skipped {
+            0 => None,
+            1 => Some("[1 path skipped by deny rules]".to_owned()),
+            n => Some(format!("[{n} paths skipped by deny rules]")),
+        }
     }
 }
 
