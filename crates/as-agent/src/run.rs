@@ -917,7 +917,11 @@ impl<'a> Run<'a> {
                     }
                 }
             }
-            let ctx = ToolCallContext::new(call.id.clone(), shared, agent.working_dir.clone()).with_cancel(cancel);
+            // The permission context goes along: the engine checked only the call's own path, the
+            // Glob and Grep walks apply the deny rules to the paths below it.
+            let ctx = ToolCallContext::new(call.id.clone(), shared, agent.working_dir.clone())
+                .with_cancel(cancel)
+                .with_permission(permission);
             let body = run_tool(agent, tool, input, ctx, reply_id, call);
             stream::iter(head).chain(body).boxed()
         };
@@ -1324,5 +1328,61 @@ fn close_in_msg_except(msg: &mut Msg, parked: &[String]) {
 pub(crate) fn repair_unanswered_calls(state: &mut AgentState, name: &str) {
     for m in state.context.iter_mut().filter(|m| m.role == Role::Assistant && m.name == name) {
         close_in_msg(m);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use as_message::{PermissionMode, ToolResultBlock};
+    use as_model::{ScriptedModel, ScriptedTurn};
+    use as_tools::{IntoDynTool as _, Toolkit, builtin::GrepTool};
+
+    use super::*;
+
+    /// A directory removed on drop.
+    struct TempDir(std::path::PathBuf);
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// The engine allows a Grep of the home directory (bypass mode); the deny rule on `.ssh/**`
+    /// below it reaches the walk only through the call's context, so the key stays out.
+    #[tokio::test]
+    async fn a_tool_call_gets_the_session_permission_context() {
+        let dir = TempDir(std::env::temp_dir().join(format!("as-agent-walk-deny-{}", generate_id())));
+        let home = &dir.0;
+        std::fs::create_dir_all(home.join(".ssh")).unwrap();
+        std::fs::write(home.join(".ssh/id_rsa"), "-----BEGIN OPENSSH PRIVATE KEY-----\n").unwrap();
+        std::fs::write(home.join("notes.txt"), "BEGIN notes\n").unwrap();
+        let input = serde_json::json!({"pattern": "BEGIN", "path": home, "output_mode": "content"}).to_string();
+        let model = ScriptedModel::new(
+            "m",
+            [ScriptedTurn::new().tool_call("c1", "Grep", &input), ScriptedTurn::new().text("done")],
+        );
+        let agent = Agent::builder("Friday", "sys", Arc::new(model))
+            .toolkit(Toolkit::new().with(GrepTool.into_dyn_tool()))
+            .working_dir(home.clone())
+            .build()
+            .unwrap();
+        let mut state = AgentState::default();
+        state.permission_context.mode = PermissionMode::Bypass;
+        let rule = format!("{}/.ssh/**", home.display());
+        as_tools::PermissionEngine::add_rule(
+            &mut state.permission_context,
+            PermissionRule::new("Read", Some(rule), PermissionBehavior::Deny, "userSettings"),
+        );
+        agent.reply_outcome(&mut state, Msg::user("user", "go")).await.unwrap();
+        let result: Option<ToolResultBlock> = state.context.iter().flat_map(|m| &m.content).find_map(|b| match b {
+            ContentBlock::ToolResult(r) => Some(r.clone()),
+            _ => None,
+        });
+        let text = result.unwrap().output.text();
+        assert_eq!(
+            text,
+            format!("{}:1:BEGIN notes\n\n[1 path skipped by deny rules]", home.join("notes.txt").display())
+        );
     }
 }
