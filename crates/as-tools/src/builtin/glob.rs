@@ -71,7 +71,7 @@ impl Tool for GlobTool {
     }
     /// Matches the directory the search really starts from (an absolute pattern's literal prefix,
     /// else the path or the working directory), normalised, with and without a trailing `/` (see
-    /// [`super::dir_rule_matches`]). The pattern as written also matches a deny or ask rule, and an
+    /// `dir_rule_matches`). The pattern as written also matches a deny or ask rule, and an
     /// allow rule when it is relative and searched from the working directory (2.0.4's `src/*`).
     fn match_rule(&self, rule: &str, list: PermissionBehavior, a: &GlobArgs, ctx: &PermissionCheckContext<'_>) -> bool {
         let path = a.path.as_deref().filter(|p| !p.is_empty());

@@ -86,7 +86,7 @@ impl Tool for GrepTool {
         PermissionDecision::passthrough("Grep search is read-only.")
     }
     /// Matches the path searched (or the working directory), normalised, with and without a
-    /// trailing `/`: see [`super::dir_rule_matches`].
+    /// trailing `/`: see `dir_rule_matches`.
     fn match_rule(&self, rule: &str, list: PermissionBehavior, a: &GrepArgs, ctx: &PermissionCheckContext<'_>) -> bool {
         let path = match a.path.as_deref().filter(|p| !p.is_empty()) {
             Some(p) => p.to_owned(),
