@@ -906,9 +906,35 @@ fn redirect_targets(segment: &str) -> Vec<Option<String>> {
     out
 }
 
+/// A command's arguments as getopt reads them: options, and operands (every word that does not
+/// start with `-`, a lone `-`, and **every** word after `--`). `None` when an option word is no
+/// option (`-/../x`: what the command makes of it cannot be told).
+fn split_arguments(args: &[String]) -> Option<(Vec<&String>, Vec<&String>)> {
+    let (mut options, mut operands) = (Vec::new(), Vec::new());
+    let mut only_operands = false;
+    for w in args {
+        if only_operands || w == "-" || !w.starts_with('-') {
+            operands.push(w);
+        } else if w == "--" {
+            only_operands = true;
+        } else {
+            let name = match w.strip_prefix("--") {
+                Some(long) => long.split('=').next().unwrap_or(long),
+                None => &w[1..],
+            };
+            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+                return None;
+            }
+            options.push(w);
+        }
+    }
+    Some((options, operands))
+}
+
 const FILE_COMMANDS: &[&str] = &["rm", "mv", "cp", "chmod", "chown", "sed", "touch", "mkdir", "rmdir", "tee"];
 
-/// Non-flag arguments of file-manipulating commands, plus redirection targets.
+/// Operands of file-manipulating commands (every word after `--` included; all arguments when
+/// they cannot be told apart), plus redirection targets.
 fn file_targets(command: &str) -> Vec<String> {
     let mut out = Vec::new();
     for seg in split_command_segments(command) {
@@ -916,7 +942,11 @@ fn file_targets(command: &str) -> Vec<String> {
         if let Some(first) = words.first()
             && FILE_COMMANDS.contains(&program(first))
         {
-            out.extend(words[1..].iter().filter(|w| !w.starts_with('-') && !w.starts_with('>')).cloned());
+            let args = &words[1..];
+            match split_arguments(args) {
+                Some((_, operands)) => out.extend(operands.into_iter().filter(|w| !w.contains(['<', '>'])).cloned()),
+                None => out.extend(args.iter().cloned()),
+            }
         }
         for (i, w) in words.iter().enumerate() {
             if let Some(t) = w.strip_prefix(">>").or_else(|| w.strip_prefix('>')) {
@@ -938,7 +968,8 @@ fn dangerous_removal(command: &str, ctx: &PermissionCheckContext<'_>) -> Option<
         if !words.first().is_some_and(|w| matches!(program(w), "rm" | "rmdir")) {
             continue;
         }
-        for arg in words[1..].iter().filter(|w| !w.starts_with('-')) {
+        let operands = split_arguments(&words[1..]).map_or_else(|| words[1..].iter().collect(), |(_, o)| o);
+        for arg in operands {
             // A variable, `~+`, `~user` or a glob: where it points is known only when it runs.
             if matches!(arg.as_str(), "*" | "./*" | "/")
                 || arg.ends_with("/*")
@@ -998,26 +1029,29 @@ fn bash_permission(command: &str, ctx: &PermissionCheckContext<'_>) -> Permissio
         let segments = split_command_segments(command);
         // Only what can be checked here: plain words (no variable, `~user`, glob or brace, which
         // resolve when the command runs), no redirection, no option that carries a path
-        // (`cp -t DIR`, `--target-directory=DIR`, `-S SUFFIX`).
-        let plain = |w: &String| {
-            let unresolved =
-                w.contains(['$', '*', '?', '[', '{', '<', '>']) || (w.starts_with('~') && !w.starts_with("~/"));
-            let path_option = (w.starts_with('-') && !w.starts_with("--") && w.contains(['t', 'S']))
+        // (`cp -t DIR`, `--target-directory=DIR`, `-S SUFFIX`), and options that are options
+        // (every word after `--` is an operand, however it starts: `rm -r -- -/../../x`).
+        let unresolved = |w: &String| {
+            w.contains(['$', '*', '?', '[', '{', '<', '>']) || (w.starts_with('~') && !w.starts_with("~/"))
+        };
+        let path_option = |w: &String| {
+            (w.starts_with('-') && !w.starts_with("--") && w.contains(['t', 'S']))
                 || w.starts_with("--t")
-                || w.starts_with("--s");
-            !unresolved && !path_option
+                || w.starts_with("--s")
         };
         let all_fs = segments.iter().all(|s| {
             let words = command_words(s);
             words.first().is_some_and(|w| matches!(w.as_str(), "mkdir" | "touch" | "rm" | "rmdir" | "mv" | "cp"))
-                && words.iter().all(plain)
+                && split_arguments(&words[1..]).is_some_and(|(options, operands)| {
+                    options.iter().all(|w| !unresolved(w) && !path_option(w)) && operands.iter().all(|w| !unresolved(w))
+                })
                 && !s.contains(['<', '>'])
         });
         // What is removed or moved away must lie strictly below a working directory: `rm -r .`,
         // `rmdir "$PWD"` or `mv src/.. x` would take the working directory itself.
         let removes_only_below = segments.iter().all(|s| {
             let words = command_words(s);
-            let operands: Vec<&String> = words.iter().skip(1).filter(|w| !w.starts_with('-')).collect();
+            let Some((_, operands)) = split_arguments(words.get(1..).unwrap_or_default()) else { return false };
             let removed: &[&String] = match words.first().map(|w| program(w)) {
                 Some("rm" | "rmdir") => &operands,
                 Some("mv") => operands.split_last().map_or(&[], |(_, sources)| sources),
@@ -1219,6 +1253,28 @@ mod tests {
         ] {
             assert!(!bash_permission(cmd, &ctx).is_allow(), "{cmd} was auto-allowed");
         }
+    }
+
+    #[test]
+    fn accept_edits_treats_every_word_after_double_dash_as_an_operand() {
+        let dir = tempfile::tempdir().unwrap();
+        let perm = in_mode(PermissionMode::AcceptEdits);
+        let ctx = PermissionCheckContext::new(&perm, dir.path());
+        for cmd in [
+            "rm -r -- -/../../docs",
+            "cp -- f -/../../.bashrc",
+            "rm -r x -- -/../../docs",
+            "mv -- -/../../a b",
+            "mv a -- -/../../b",
+            "touch -- -/../../x",
+            "rm -r -/../../docs",
+        ] {
+            assert!(!bash_permission(cmd, &ctx).is_allow(), "{cmd} was auto-allowed");
+        }
+        for cmd in ["rm -- -notes.txt", "touch -- -a", "cp -- a -b"] {
+            assert!(bash_permission(cmd, &ctx).is_allow(), "{cmd} should be allowed");
+        }
+        assert_eq!(file_targets("cp -- f -/../x"), ["f", "-/../x"]);
     }
 
     #[test]
