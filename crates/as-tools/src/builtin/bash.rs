@@ -475,13 +475,14 @@ fn program(word: &str) -> &str {
     word.rsplit('/').next().unwrap_or(word)
 }
 
-/// Why a command cannot be analysed statically (command/process substitution, `eval`, ...).
+/// Why a command cannot be analysed statically (command/process substitution, `eval`, ...), not
+/// counting wrappers (see [`injection_risk`]).
 ///
 /// The quoting is read as bash reads it (backslash escapes outside single quotes, `'` literal
 /// inside double quotes), and what the segment splitter and the word reader do not model fails
 /// closed: a comment (`# '` would open a quote for them and hide the next line), ANSI-C and
 /// locale quoting (`$'…'`, `$"…"`), and quotes left open.
-pub(crate) fn injection_risk(command: &str) -> Option<String> {
+fn unanalysable(command: &str) -> Option<String> {
     #[derive(PartialEq)]
     enum Q {
         None,
@@ -581,12 +582,25 @@ pub(crate) fn injection_risk(command: &str) -> Option<String> {
     }
     for seg in split_command_segments(command) {
         let Some(first) = command_words(&seg).into_iter().next() else { continue };
-        if matches!(first.as_str(), "eval" | "exec" | "source" | ".") {
+        if matches!(first.as_str(), "eval" | "source" | ".") {
             return Some(format!("Command uses '{first}', which runs code that cannot be analysed"));
         }
-        // A subshell, a group, a negation or a wrapper runs the command after it, which the
-        // checks below (which look at a segment's first word) would not see: `(rm -rf ~)`,
-        // `time rm -rf /`, `env rm …`, `sh -c '…'`.
+    }
+    None
+}
+
+/// [`unanalysable`], or a command run through a subshell, a group, a negation or a wrapper, which
+/// the checks that look at a segment's first word would not see: `(rm -rf ~)`, `time rm -rf /`,
+/// `env rm …`, `sh -c '…'`, `exec rm …`.
+pub(crate) fn injection_risk(command: &str) -> Option<String> {
+    if let Some(reason) = unanalysable(command) {
+        return Some(reason);
+    }
+    for seg in split_command_segments(command) {
+        let Some(first) = command_words(&seg).into_iter().next() else { continue };
+        if first == "exec" {
+            return Some(format!("Command uses '{first}', which runs code that cannot be analysed"));
+        }
         if first.starts_with(['(', '{', '!']) || COMMAND_WRAPPERS.contains(&first.as_str()) {
             return Some(format!("Command runs another command through '{first}', which cannot be analysed"));
         }
@@ -596,9 +610,13 @@ pub(crate) fn injection_risk(command: &str) -> Option<String> {
 
 /// Whether a deny or ask rule matches `command`: the whole text, any segment as written, or any
 /// command a segment runs as the shell reads it ([`run_forms`]: `\rm`, `/bin/rm`, `(rm`, `{ rm`,
-/// `! rm`, `sudo -u x rm`, `env A=1 rm`, `sh -c 'rm …'`). A command that cannot be analysed
-/// (see [`injection_risk`]), or runs a program named by an expansion or a glob, also matches when
-/// the rule's program occurs in it as a word, as that is all that can be told (`x=rm; $x -rf y`).
+/// `! rm`, `sudo -u x rm`, `env A=1 rm`, `sh -c 'rm …'`). A
+/// command that cannot be analysed (see [`unanalysable`]), or runs a program named by an expansion
+/// or a glob, also matches when the rule's words occur in it in sequence ([`rule_words_occur`]), as
+/// that is all that can be told (`x=rm; $x -rf y`).
+///
+/// This is best-effort: a command can run code these checks never see (`base64 -d <<<… | sh`,
+/// `python -c …`, a script written earlier), so a Bash deny rule cannot contain a determined model.
 fn restrictive_rule_matches(rule: &str, command: &str) -> bool {
     if bash_rule_matches(rule, command) {
         return true;
@@ -614,65 +632,257 @@ fn restrictive_rule_matches(rule: &str, command: &str) -> bool {
     // A program named by an expansion or a glob (`$x`, `/bin/r?`) is only known when it runs.
     let unknown_program =
         forms.iter().any(|f| f.split(' ').next().is_some_and(|p| p.contains(['$', '*', '?', '[', '{', '`'])));
-    (unknown_program || injection_risk(command).is_some()) && rule_program_occurs(rule, command)
+    (unknown_program || forms.len() >= MAX_FORMS || unanalysable(command).is_some()) && rule_words_occur(rule, command)
 }
 
-/// The rule's program (its first word, `prefix:*` without the suffix), matched as a glob against
-/// every word-like token of `command` (by program name: `/bin/rm` is `rm`).
-fn rule_program_occurs(rule: &str, command: &str) -> bool {
+/// The word-like tokens of a text: split at blanks, quotes, `\`, `=` and shell operators (an
+/// expansion such as `$x` stays a token).
+fn tokens(text: &str) -> Vec<&str> {
+    text.split(|c: char| c.is_whitespace() || "'\"\\`(){};|&<>=!#".contains(c)).filter(|t| !t.is_empty()).collect()
+}
+
+/// Whether the rule's words (`prefix:*` without the suffix, trailing `*` words dropped) occur in
+/// `command` as consecutive tokens ([`tokens`], the same split for both), each matched as a glob;
+/// the first also by program name (`/bin/rm` is `rm`), and a token that is itself a glob
+/// a token holding an expansion (`$x`) may
+/// stand for any word.
+fn rule_words_occur(rule: &str, command: &str) -> bool {
     let head = rule.strip_suffix(":*").unwrap_or(rule);
-    let Some(word) = head.split_whitespace().next() else { return false };
-    let word = word.replace('\\', "");
-    if word.is_empty() || word.chars().all(|c| c == '*') {
+    let mut words = tokens(head);
+    while words.last().is_some_and(|w| w.chars().all(|c| c == '*')) {
+        words.pop();
+    }
+    if words.is_empty() {
         return false;
     }
-    command
-        .split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '+' | '/')))
-        .filter(|t| !t.is_empty())
-        .any(|t| crate::permission::fnmatch(program(t), &word) || crate::permission::fnmatch(t, &word))
+    let one = |token: &str, word: &str| token.contains('$') || crate::permission::fnmatch(token, word);
+    let command_tokens = tokens(command);
+    (0..command_tokens.len()).any(|start| {
+        words.iter().enumerate().all(|(k, word)| {
+            command_tokens.get(start + k).is_some_and(|t| one(t, word) || (k == 0 && one(program(t), word)))
+        })
+    })
 }
 
-/// The commands a segment may run, each as `program args…` (program without its directory): the
-/// first word after leading `(`, `{`, `!` and `VAR=value` words, and, once a wrapper
-/// ([`COMMAND_WRAPPERS`], `exec`, `eval`) stands there, every later word too (its options and their
-/// values cannot be told apart from the command without knowing each wrapper). The string of a
-/// shell's `-c` option and `eval`'s arguments are read as commands themselves (to a depth of 8).
+/// At most this many forms are collected for one command; more make it unanalysable.
+const MAX_FORMS: usize = 4096;
+
+/// The commands a segment may run, each as `program args…` (program without its directory):
+/// see [`command_forms`].
 fn run_forms(segment: &str, depth: usize, out: &mut Vec<String>) {
-    let words = stripped_words(segment);
-    let (mut open, mut wrapped) = (true, false);
-    for (k, raw) in words.iter().enumerate() {
+    command_forms(&stripped_words(segment), depth, out);
+}
+
+/// The commands `words` may run: the first word after leading `(`, `{`, `!` and `VAR=value` words;
+/// the command a wrapper runs, found through its options ([`WRAPPER_OPTIONS`]), or, for a wrapper
+/// whose options are not known, every later word; the string of a shell's `-c` option and
+/// `eval`'s arguments, read as commands (to a depth of 8).
+fn command_forms(words: &[String], depth: usize, out: &mut Vec<String>) {
+    if out.len() >= MAX_FORMS {
+        return;
+    }
+    let Some(k) = words.iter().position(|raw| {
         let w = raw.trim_start_matches(['(', '{', '!']);
-        let start = open || wrapped;
-        if start && !w.is_empty() && assignment_name(w).is_none() {
-            let prog = program(w);
-            out.push(
-                std::iter::once(prog).chain(words[k + 1..].iter().map(String::as_str)).collect::<Vec<_>>().join(" "),
-            );
-            if depth < 8 {
-                if prog == "eval" {
-                    let inner = words[k + 1..].join(" ");
-                    for seg in split_command_segments(&inner) {
-                        out.push(seg.clone());
-                        run_forms(&seg, depth + 1, out);
-                    }
-                } else if SHELLS.contains(&prog)
-                    && let Some(c) = words[k + 1..]
-                        .iter()
-                        .position(|o| o.starts_with('-') && !o.starts_with("--") && o.contains('c'))
-                    && let Some(inner) = words.get(k + 2 + c)
-                {
-                    for seg in split_command_segments(inner) {
-                        out.push(seg.clone());
-                        run_forms(&seg, depth + 1, out);
+        !w.is_empty() && assignment_name(w).is_none()
+    }) else {
+        return;
+    };
+    let w = words[k].trim_start_matches(['(', '{', '!']);
+    let prog = program(w);
+    let args = &words[k + 1..];
+    out.push(std::iter::once(prog).chain(args.iter().map(String::as_str)).collect::<Vec<_>>().join(" "));
+    if depth >= 8 {
+        return;
+    }
+    let strings = |text: &str, out: &mut Vec<String>| {
+        for seg in split_command_segments(text) {
+            out.push(seg.clone());
+            run_forms(&seg, depth + 1, out);
+        }
+    };
+    if prog == "eval" {
+        strings(&args.join(" "), out);
+        return;
+    }
+    if SHELLS.contains(&prog) {
+        for (i, o) in args.iter().enumerate() {
+            if o.starts_with('-') && !o.starts_with("--") && o.contains('c') {
+                if let Some(inner) = args.get(i + 1) {
+                    strings(inner, out);
+                }
+            } else if let Some(long) = o.strip_prefix("--c") {
+                match long.split_once('=') {
+                    Some((_, inner)) => strings(inner, out),
+                    None => {
+                        if let Some(inner) = args.get(i + 1) {
+                            strings(inner, out);
+                        }
                     }
                 }
             }
-            if COMMAND_WRAPPERS.contains(&prog) || matches!(prog, "exec" | "eval") {
-                wrapped = true;
+        }
+    }
+    if COMMAND_WRAPPERS.contains(&prog) || prog == "exec" {
+        match wrapped_command(prog, args) {
+            Some(start) => command_forms(&args[start.min(args.len())..], depth, out),
+            // Options not known: any later word may be the command.
+            None => {
+                for start in 0..args.len() {
+                    command_forms(&args[start..], depth, out);
+                }
             }
         }
-        open = start && (w.is_empty() || assignment_name(w).is_some());
     }
+}
+
+/// The options of a wrapper whose command can be found: short flags, short options that take a
+/// value, long flags, long options that take a value, how many operands precede the command,
+/// and whether `VAR=value` words may precede it.
+struct WrapperOptions {
+    name: &'static str,
+    flags: &'static str,
+    valued: &'static str,
+    long_flags: &'static [&'static str],
+    long_valued: &'static [&'static str],
+    operands: usize,
+    assignments: bool,
+}
+
+const fn wrapper(
+    name: &'static str,
+    flags: &'static str,
+    valued: &'static str,
+    long_flags: &'static [&'static str],
+    long_valued: &'static [&'static str],
+    operands: usize,
+) -> WrapperOptions {
+    WrapperOptions { name, flags, valued, long_flags, long_valued, operands, assignments: false }
+}
+
+/// The wrappers whose command [`wrapped_command`] finds (any other wrapper: every later word).
+const WRAPPER_OPTIONS: &[WrapperOptions] = &[
+    wrapper(
+        "time",
+        "apqvV",
+        "fo",
+        &["append", "portability", "quiet", "verbose", "version", "help"],
+        &["format", "output"],
+        0,
+    ),
+    wrapper("command", "pvV", "", &[], &[], 0),
+    wrapper("builtin", "", "", &[], &[], 0),
+    wrapper("nohup", "", "", &["help", "version"], &[], 0),
+    wrapper("nice", "0123456789", "n", &["help", "version"], &["adjustment"], 0),
+    wrapper("exec", "cl", "a", &[], &[], 0),
+    WrapperOptions {
+        assignments: true,
+        ..wrapper(
+            "env",
+            "iv0",
+            "uC",
+            &["ignore-environment", "null", "debug", "help", "version"],
+            &["unset", "chdir"],
+            0,
+        )
+    },
+    WrapperOptions {
+        assignments: true,
+        ..wrapper(
+            "sudo",
+            "ABbEeHiKklNnPSsVv",
+            "CDghpRrTtUu",
+            &[
+                "askpass",
+                "background",
+                "bell",
+                "edit",
+                "help",
+                "set-home",
+                "login",
+                "remove-timestamp",
+                "reset-timestamp",
+                "list",
+                "non-interactive",
+                "preserve-groups",
+                "shell",
+                "stdin",
+                "validate",
+                "version",
+            ],
+            &[
+                "close-from",
+                "chdir",
+                "group",
+                "host",
+                "prompt",
+                "chroot",
+                "role",
+                "type",
+                "command-timeout",
+                "other-user",
+                "user",
+            ],
+            0,
+        )
+    },
+    wrapper("doas", "Lns", "uC", &[], &[], 0),
+    wrapper(
+        "timeout",
+        "fv",
+        "ks",
+        &["foreground", "preserve-status", "verbose", "help", "version"],
+        &["kill-after", "signal"],
+        1,
+    ),
+    wrapper("stdbuf", "", "ioe", &["help", "version"], &["input", "output", "error"], 0),
+    wrapper("setsid", "cfw", "", &["ctty", "fork", "wait", "help", "version"], &[], 0),
+    wrapper("chroot", "", "", &["skip-chdir", "help", "version"], &["userspec", "groups"], 1),
+];
+
+/// Where in `args` (a wrapper's arguments) the command it runs starts, read through the wrapper's
+/// options ([`WRAPPER_OPTIONS`]); `None` for a wrapper or an option not known there, or an
+/// abbreviation that may mean either a flag or an option with a value.
+fn wrapped_command(prog: &str, args: &[String]) -> Option<usize> {
+    let spec = WRAPPER_OPTIONS.iter().find(|s| s.name == prog)?;
+    let mut i = 0;
+    while let Some(w) = args.get(i) {
+        if w == "--" {
+            i += 1;
+            break;
+        }
+        if let Some(long) = w.strip_prefix("--") {
+            let (name, has_value) = long.split_once('=').map_or((long, false), |(n, _)| (n, true));
+            let known = |list: &[&str]| list.iter().any(|o| o.starts_with(name));
+            match (known(spec.long_flags), known(spec.long_valued)) {
+                (false, true) if !has_value => i += 2,
+                (false, true) => i += 1,
+                (true, false) if !has_value => i += 1,
+                _ => return None,
+            }
+        } else if let Some(short) = w.strip_prefix('-').filter(|s| !s.is_empty()) {
+            let mut step = 1;
+            for (at, c) in short.char_indices() {
+                if spec.valued.contains(c) {
+                    if at + c.len_utf8() == short.len() {
+                        step = 2;
+                    }
+                    break;
+                }
+                if !spec.flags.contains(c) {
+                    return None;
+                }
+            }
+            i += step;
+        } else {
+            break;
+        }
+    }
+    if spec.assignments {
+        while args.get(i).is_some_and(|w| assignment_name(w).is_some()) {
+            i += 1;
+        }
+    }
+    Some(i + spec.operands)
 }
 
 /// Shells whose `-c` string is a command.
@@ -1392,6 +1602,44 @@ mod tests {
         assert_eq!(dangerous_pattern("if true; then rm -rf ~; fi").as_deref(), Some("rm -rf"));
         // The dangerous-command check looks at the program, not its spelling.
         assert_eq!(dangerous_pattern("/bin/rm -rf build").as_deref(), Some("rm -rf"));
+    }
+
+    fn denies(rule: &str, command: &str) -> bool {
+        let perm = in_mode(PermissionMode::Default);
+        let ctx = PermissionCheckContext::new(&perm, Path::new("/proj"));
+        let args = BashArgs { command: command.into(), description: None, timeout: 1000 };
+        BashTool::default().match_rule(rule, PermissionBehavior::Deny, &args, &ctx)
+    }
+
+    #[test]
+    fn deny_fallback_matches_the_rule_words_in_sequence() {
+        for (rule, cmd) in [
+            ("git push:*", "timeout 60 git status"),
+            ("git push:*", "echo $(git rev-parse HEAD)"),
+            ("git push:*", "git commit -m \"$(cat <<'EOF'\nAdd x\nEOF\n)\""),
+            ("rm:*", "time git rm x"),
+            ("rm:*", "sudo -u root git rm x"),
+            ("rm:*", "nice -n 5 git rm x"),
+            ("rm:*", "env -u X A=1 git rm x"),
+            ("rm -rf:*", "echo $(rm -r x)"),
+        ] {
+            assert!(!denies(rule, cmd), "{rule} denied {cmd:?}");
+        }
+        for (rule, cmd) in [
+            ("git push:*", "timeout 60 git push"),
+            ("git push:*", "timeout -s KILL 60 git push"),
+            ("git push:*", "echo $(git push origin)"),
+            ("git push:*", "x=git; $x push origin"),
+            ("git push:*", "eval \"git push\""),
+            ("rm:*", "time rm x"),
+            ("rm:*", "sudo -g wheel rm x"),
+            ("rm:*", "sudo --user=root rm x"),
+            ("rm:*", "sudo --unknown-option x rm y"),
+            ("rm:*", "x=rm; $x -rf y"),
+            ("rm -rf:*", "echo $(/bin/rm -rf x)"),
+        ] {
+            assert!(denies(rule, cmd), "{rule} missed {cmd:?}");
+        }
     }
 
     #[test]
