@@ -1055,10 +1055,16 @@ pub(crate) fn dangerous_pattern(command: &str) -> Option<String> {
     None
 }
 
-/// The files a segment's output redirections (`>`, `>>`, `>|`, `&>`, `>& file`, `2> f`) write,
-/// unquoted; `None` for one whose name is only known when it runs (`$x`, `~user`, a glob, a
-/// brace, `>(…)`). Duplications (`>&2`, `2>&-`) write no file.
+/// The files a segment's output redirections (`>`, `>>`, `>|`, `&>`, `&>>`, `N>`, `N>>`, `<>`,
+/// `>& file`, `2> f`) write, unquoted; `None` for one whose name is only known when it runs (`$x`,
+/// `~user`, a glob, a brace, `>(…)`). Duplications (`>&2`, `2>&-`) write no file.
 fn redirect_targets(segment: &str) -> Vec<Option<String>> {
+    redirections(segment).into_iter().map(|(word, known)| known.then_some(word)).collect()
+}
+
+/// Each output redirection's target word of a segment, unquoted, and whether it is known before
+/// the segment runs (see [`redirect_targets`]).
+fn redirections(segment: &str) -> Vec<(String, bool)> {
     let chars: Vec<char> = segment.chars().collect();
     let mut out = Vec::new();
     let (mut single, mut double) = (false, false);
@@ -1105,7 +1111,10 @@ fn redirect_targets(segment: &str) -> Vec<Option<String>> {
                     || raw.starts_with('(')
                     || raw.contains(['$', '`', '*', '?', '[', '{'])
                     || (word.starts_with('~') && word != "~" && !word.starts_with("~/"));
-                out.push((!unknown && !word.is_empty()).then_some(word));
+                let word = if word.is_empty() { raw } else { word };
+                if !word.is_empty() {
+                    out.push((word, !unknown));
+                }
                 i = j;
                 continue;
             }
@@ -1144,7 +1153,8 @@ fn split_arguments(args: &[String]) -> Option<(Vec<&String>, Vec<&String>)> {
 const FILE_COMMANDS: &[&str] = &["rm", "mv", "cp", "chmod", "chown", "sed", "touch", "mkdir", "rmdir", "tee"];
 
 /// Operands of file-manipulating commands (every word after `--` included; all arguments when
-/// they cannot be told apart), plus redirection targets.
+/// they cannot be told apart), plus redirection targets (also those known only at run time, as
+/// written).
 fn file_targets(command: &str) -> Vec<String> {
     let mut out = Vec::new();
     for seg in split_command_segments(command) {
@@ -1158,14 +1168,7 @@ fn file_targets(command: &str) -> Vec<String> {
                 None => out.extend(args.iter().cloned()),
             }
         }
-        for (i, w) in words.iter().enumerate() {
-            if let Some(t) = w.strip_prefix(">>").or_else(|| w.strip_prefix('>')) {
-                let t = if t.is_empty() { words.get(i + 1).cloned().unwrap_or_default() } else { t.to_owned() };
-                if !t.is_empty() && !t.starts_with('&') && t != "/dev/null" {
-                    out.push(t);
-                }
-            }
-        }
+        out.extend(redirections(&seg).into_iter().map(|(w, _)| w).filter(|w| w != "/dev/null"));
     }
     out
 }
@@ -1485,6 +1488,28 @@ mod tests {
             assert!(bash_permission(cmd, &ctx).is_allow(), "{cmd} should be allowed");
         }
         assert_eq!(file_targets("cp -- f -/../x"), ["f", "-/../x"]);
+    }
+
+    #[test]
+    fn every_output_redirection_is_a_target() {
+        assert_eq!(
+            file_targets("echo a >|b 2>c &>d &>>e 3>>f >&g >&2 2>&1 <>h > /dev/null"),
+            ["b", "c", "d", "e", "f", "g", "h"]
+        );
+        assert_eq!(file_targets("echo x > $HOME/.bashrc"), ["$HOME/.bashrc"]);
+        assert_eq!(redirect_targets("echo x > $HOME/y >| 'a b'"), [None, Some("a b".to_owned())]);
+        let perm = in_mode(PermissionMode::Default);
+        let ctx = PermissionCheckContext::new(&perm, Path::new("/proj"));
+        for cmd in [
+            "echo x >|.git/hooks/pre-commit",
+            "echo x 2>.git/hooks/pre-commit",
+            "echo x &>.bashrc",
+            "echo x >&.bashrc",
+            "echo x 1>>.envrc",
+        ] {
+            let d = bash_permission(cmd, &ctx);
+            assert!(d.bypass_immune && !d.is_allow(), "{cmd}: {d:?}");
+        }
     }
 
     #[test]
