@@ -10,6 +10,12 @@
 //! * Output: stdout, then stderr, each kept up to a byte cap while the pipes are drained,
 //!   and the combined text cut at 30000 characters with `\n... (output truncated)`
 //!   (2.0.4's limits and texts).
+//! * Permissions: deny and ask rules match every command the text visibly runs (each segment,
+//!   also as the shell reads it after quotes, escapes and line continuations, through subshells,
+//!   groups, wrappers such as `sudo`, `timeout` or `find -exec`, `sh -c` and `eval` strings,
+//!   `trap` actions and function bodies). They are **best-effort**: code the command makes at run
+//!   time (`base64 -d <<<… | sh`, `python -c …`, a script written earlier with Write) is not seen,
+//!   so a Bash deny rule cannot contain a determined model; a sandbox can.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -125,10 +131,11 @@ impl Tool for BashTool {
         crate::without_description(crate::parameters_schema::<BashArgs>())
     }
     fn check_read_only(&self, a: &BashArgs) -> bool {
-        !a.command.trim().is_empty() && injection_risk(&a.command).is_none() && is_read_only_command(&a.command)
+        let command = join_continuations(&a.command);
+        !command.trim().is_empty() && injection_risk(&command).is_none() && is_read_only_command(&command)
     }
     fn check_permissions(&self, a: &BashArgs, ctx: &PermissionCheckContext<'_>) -> PermissionDecision {
-        bash_permission(&a.command, ctx)
+        bash_permission(&join_continuations(&a.command), ctx)
     }
     /// Deny/ask rules match if the whole command or **any** segment matches (so `rm -rf *`
     /// also catches `rm -rf x\necho`); allow rules only if the whole command matches and
@@ -136,8 +143,12 @@ impl Tool for BashTool {
     ///
     /// An allow rule never covers a segment that writes through a redirection outside the working
     /// directories (`git log > ~/.local/bin/ls` is not `git:*`'s business); `/dev/null` is fine.
+    ///
+    /// Line continuations (backslash-newline) are removed first, as bash does (`r\<newline>m` is
+    /// `rm`). Deny and ask rules are best-effort: code a command makes at run time is not seen.
     fn match_rule(&self, rule: &str, list: PermissionBehavior, a: &BashArgs, ctx: &PermissionCheckContext<'_>) -> bool {
-        let segments = split_command_segments(&a.command);
+        let command = join_continuations(&a.command);
+        let segments = split_command_segments(&command);
         match list {
             PermissionBehavior::Allow => {
                 !segments.is_empty()
@@ -152,11 +163,11 @@ impl Tool for BashTool {
             // quoting cannot dodge a deny or ask rule.
             // Also through subshells, groups, negations and wrappers (`(rm …)`, `sudo rm …`,
             // `sh -c 'rm …'`), since a deny rule must hold in every mode, `bypass` included.
-            _ => restrictive_rule_matches(rule, &a.command),
+            _ => restrictive_rule_matches(rule, &command),
         }
     }
     fn generate_suggestions(&self, a: &BashArgs, _: &PermissionCheckContext<'_>) -> Vec<PermissionRule> {
-        command_prefixes(&a.command, 5)
+        command_prefixes(&join_continuations(&a.command), 5)
             .into_iter()
             .map(|p| PermissionRule::new("Bash", Some(format!("{p}:*")), PermissionBehavior::Allow, "suggested"))
             .collect()
@@ -290,6 +301,57 @@ async fn read_capped(pipe: Option<impl AsyncRead + Unpin>, cap: usize) -> Vec<u8
         }
     }
     kept
+}
+
+/// `command` without its line continuations (a backslash-newline outside single quotes and
+/// comments), which bash removes before it reads anything else: `r\<newline>m -rf x` runs `rm`.
+fn join_continuations(command: &str) -> std::borrow::Cow<'_, str> {
+    if !command.contains("\\\n") {
+        return std::borrow::Cow::Borrowed(command);
+    }
+    let mut out = String::with_capacity(command.len());
+    let mut chars = command.chars().peekable();
+    let (mut single, mut double, mut boundary) = (false, false, true);
+    while let Some(c) = chars.next() {
+        let was_boundary = boundary;
+        boundary = !single && !double && (c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')'));
+        if single {
+            single = c != '\'';
+            out.push(c);
+            continue;
+        }
+        match c {
+            '\\' => match chars.next() {
+                Some('\n') => boundary = was_boundary,
+                Some(n) => {
+                    out.push(c);
+                    out.push(n);
+                }
+                None => out.push(c),
+            },
+            '\'' if !double => {
+                single = true;
+                out.push(c);
+            }
+            '"' => {
+                double = !double;
+                out.push(c);
+            }
+            // A comment ends at the newline, a backslash in it included.
+            '#' if was_boundary && !double => {
+                out.push(c);
+                while let Some(&n) = chars.peek() {
+                    if n == '\n' {
+                        break;
+                    }
+                    out.push(n);
+                    chars.next();
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// Shell words of a simple command: whitespace-separated, quotes removed, escapes resolved.
@@ -610,10 +672,10 @@ pub(crate) fn injection_risk(command: &str) -> Option<String> {
 
 /// Whether a deny or ask rule matches `command`: the whole text, any segment as written, or any
 /// command a segment runs as the shell reads it ([`run_forms`]: `\rm`, `/bin/rm`, `(rm`, `{ rm`,
-/// `! rm`, `sudo -u x rm`, `env A=1 rm`, `sh -c 'rm …'`). A
+/// `! rm`, `sudo -u x rm`, `env A=1 rm`, `sh -c 'rm …'`, `find … -exec rm`, a function body). A
 /// command that cannot be analysed (see [`unanalysable`]), or runs a program named by an expansion
 /// or a glob, also matches when the rule's words occur in it in sequence ([`rule_words_occur`]), as
-/// that is all that can be told (`x=rm; $x -rf y`).
+/// that is all that can be told (`x=rm; $x -rf y`, `/bin/r? -rf y`).
 ///
 /// This is best-effort: a command can run code these checks never see (`base64 -d <<<… | sh`,
 /// `python -c …`, a script written earlier), so a Bash deny rule cannot contain a determined model.
@@ -644,7 +706,7 @@ fn tokens(text: &str) -> Vec<&str> {
 /// Whether the rule's words (`prefix:*` without the suffix, trailing `*` words dropped) occur in
 /// `command` as consecutive tokens ([`tokens`], the same split for both), each matched as a glob;
 /// the first also by program name (`/bin/rm` is `rm`), and a token that is itself a glob
-/// a token holding an expansion (`$x`) may
+/// (`/bin/r?`) where it could stand for the rule's word; a token holding an expansion (`$x`) may
 /// stand for any word.
 fn rule_words_occur(rule: &str, command: &str) -> bool {
     let head = rule.strip_suffix(":*").unwrap_or(rule);
@@ -655,7 +717,11 @@ fn rule_words_occur(rule: &str, command: &str) -> bool {
     if words.is_empty() {
         return false;
     }
-    let one = |token: &str, word: &str| token.contains('$') || crate::permission::fnmatch(token, word);
+    let one = |token: &str, word: &str| {
+        token.contains('$')
+            || crate::permission::fnmatch(token, word)
+            || (token.contains(['*', '?', '[']) && crate::permission::fnmatch(word, token))
+    };
     let command_tokens = tokens(command);
     (0..command_tokens.len()).any(|start| {
         words.iter().enumerate().all(|(k, word)| {
@@ -675,8 +741,9 @@ fn run_forms(segment: &str, depth: usize, out: &mut Vec<String>) {
 
 /// The commands `words` may run: the first word after leading `(`, `{`, `!` and `VAR=value` words;
 /// the command a wrapper runs, found through its options ([`WRAPPER_OPTIONS`]), or, for a wrapper
-/// whose options are not known, every later word; the string of a shell's `-c` option and
-/// `eval`'s arguments, read as commands (to a depth of 8).
+/// whose options are not known, every later word; the string of a shell's (or `su`'s, `script`'s,
+/// `flock`'s) `-c` option, `eval`'s arguments and a `trap` action, read as commands; `find`'s
+/// `-exec`/`-execdir`/`-ok`/`-okdir` commands; a function definition's body (to a depth of 8).
 fn command_forms(words: &[String], depth: usize, out: &mut Vec<String>) {
     if out.len() >= MAX_FORMS {
         return;
@@ -700,11 +767,57 @@ fn command_forms(words: &[String], depth: usize, out: &mut Vec<String>) {
             run_forms(&seg, depth + 1, out);
         }
     };
-    if prog == "eval" {
-        strings(&args.join(" "), out);
+    // `f() { …`, `f(){ …`, `function f { …`, `function f() …`: the body runs when `f` is called.
+    if let Some((_, after)) = w.split_once("()") {
+        let mut body: Vec<String> = Vec::new();
+        if !after.is_empty() {
+            body.push(after.to_owned());
+        }
+        body.extend(args.iter().cloned());
+        command_forms(&body, depth, out);
         return;
     }
-    if SHELLS.contains(&prog) {
+    if args.first().is_some_and(|a| a == "()") {
+        command_forms(&args[1..], depth, out);
+        return;
+    }
+    match prog {
+        "function" => {
+            let Some(name) = args.first() else { return };
+            let skip = if name.contains("()") || args.get(1).is_none_or(|a| a != "()") { 1 } else { 2 };
+            let mut body: Vec<String> = Vec::new();
+            if let Some((_, after)) = name.split_once("()").filter(|(_, a)| !a.is_empty()) {
+                body.push(after.to_owned());
+            }
+            body.extend(args.iter().skip(skip).cloned());
+            command_forms(&body, depth, out);
+            return;
+        }
+        "eval" => {
+            strings(&args.join(" "), out);
+            return;
+        }
+        "trap" => {
+            if let Some(action) = args.iter().find(|a| !a.starts_with('-')) {
+                strings(action, out);
+            }
+            return;
+        }
+        "find" => {
+            let mut i = 0;
+            while i < args.len() {
+                if matches!(args[i].as_str(), "-exec" | "-execdir" | "-ok" | "-okdir") {
+                    let end = args[i + 1..].iter().position(|a| a == ";" || a == "+").map_or(args.len(), |p| i + 1 + p);
+                    command_forms(&args[i + 1..end], depth, out);
+                    i = end;
+                }
+                i += 1;
+            }
+            return;
+        }
+        _ => {}
+    }
+    if SHELLS.contains(&prog) || matches!(prog, "su" | "runuser" | "script" | "flock") {
         for (i, o) in args.iter().enumerate() {
             if o.starts_with('-') && !o.starts_with("--") && o.contains('c') {
                 if let Some(inner) = args.get(i + 1) {
@@ -836,6 +949,30 @@ const WRAPPER_OPTIONS: &[WrapperOptions] = &[
     ),
     wrapper("stdbuf", "", "ioe", &["help", "version"], &["input", "output", "error"], 0),
     wrapper("setsid", "cfw", "", &["ctty", "fork", "wait", "help", "version"], &[], 0),
+    wrapper("ionice", "t", "cnpPu", &["ignore", "help", "version"], &["class", "classdata", "pid", "pgid", "uid"], 0),
+    wrapper("taskset", "acp", "", &["all-tasks", "cpu-list", "pid", "help", "version"], &[], 1),
+    wrapper(
+        "chrt",
+        "abdefimopRrv",
+        "DPT",
+        &[
+            "all-tasks",
+            "batch",
+            "deadline",
+            "ext",
+            "fifo",
+            "idle",
+            "max",
+            "other",
+            "pid",
+            "reset-on-fork",
+            "rr",
+            "verbose",
+        ],
+        &["sched-runtime", "sched-period", "sched-deadline"],
+        1,
+    ),
+    wrapper("strace", "cCdDfFhiknqrtTvVwxyzZ", "abeEIoOpPsSuUX", &[], &[], 0),
     wrapper("chroot", "", "", &["skip-chdir", "help", "version"], &["userspec", "groups"], 1),
 ];
 
@@ -890,8 +1027,40 @@ const SHELLS: &[&str] = &["bash", "sh", "zsh", "dash", "ksh", "fish", "busybox"]
 
 /// Commands that run the command in their arguments (or a script), so it cannot be analysed.
 const COMMAND_WRAPPERS: &[&str] = &[
-    "time", "command", "builtin", "nohup", "nice", "env", "sudo", "doas", "su", "xargs", "timeout", "stdbuf", "setsid",
-    "chroot", "unshare", "watch", "parallel", "flock", "bash", "sh", "zsh", "dash", "ksh", "fish", "busybox",
+    "time",
+    "command",
+    "builtin",
+    "nohup",
+    "nice",
+    "env",
+    "sudo",
+    "doas",
+    "su",
+    "runuser",
+    "xargs",
+    "timeout",
+    "stdbuf",
+    "setsid",
+    "chroot",
+    "unshare",
+    "watch",
+    "parallel",
+    "flock",
+    "ionice",
+    "taskset",
+    "chrt",
+    "strace",
+    "ltrace",
+    "systemd-run",
+    "script",
+    "coproc",
+    "bash",
+    "sh",
+    "zsh",
+    "dash",
+    "ksh",
+    "fish",
+    "busybox",
 ];
 
 /// Commands that only read (with the argument checks in [`is_read_only_command`]): no entry
@@ -1665,6 +1834,45 @@ mod tests {
         ] {
             assert!(denies(rule, cmd), "{rule} missed {cmd:?}");
         }
+    }
+
+    #[test]
+    fn deny_rules_see_continuations_wrappers_and_bodies() {
+        for cmd in [
+            "r\\\nm -rf x",
+            "ls; \\\nrm x",
+            "ls # a \\\nrm x",
+            "ionice -c 3 rm -rf x",
+            "taskset 1 rm x",
+            "taskset -c 0 rm x",
+            "chrt -f 1 rm x",
+            "strace -o log rm x",
+            "runuser -u u -- rm x",
+            "runuser -l u -c 'rm x'",
+            "systemd-run --user rm x",
+            "script -qc 'rm x' /dev/null",
+            "find . -exec rm {} \\;",
+            "find . -name x -execdir /bin/rm -f {} +",
+            "find . -ok sudo rm {} \\;",
+            "/bin/r? -rf x",
+            "/bin/r[m] x",
+            "function f { rm -rf x; }",
+            "function f() { rm x; }",
+            "f() { rm -rf x; }",
+            "f(){ rm x; }",
+            "f () (rm x)",
+            "coproc rm x",
+            "coproc NAME { rm x; }",
+            "trap 'rm -rf x' EXIT",
+            "trap -- 'ls; rm x' INT",
+            "sudo sudo sudo sudo sudo sudo sudo sudo sudo sudo rm x",
+        ] {
+            assert!(denies("rm:*", cmd), "{cmd:?}");
+        }
+        for cmd in ["echo 'a\\\nrm x'", "echo rm", "find . -name rm"] {
+            assert!(!denies("rm:*", cmd), "{cmd:?}");
+        }
+        assert_eq!(join_continuations("a\\\nb 'c\\\nd' \"e\\\nf\" # g\\\nh"), "ab 'c\\\nd' \"ef\" # g\\\nh");
     }
 
     #[test]
