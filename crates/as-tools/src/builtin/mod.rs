@@ -10,8 +10,11 @@
 //! as in 2.0.4), are allowed inside the working directories in `accept_edits` mode, and otherwise
 //! fall through to the rules and finally ASK; Bash allows known read-only commands, asks
 //! (bypass-immune) for dangerous or unanalysable ones, and matches deny/ask rules per command
-//! segment, also as the shell reads it. Path rules match the path as written and its normal form
-//! (deny/ask: either, or the real path; allow: both, and the real path). For Glob and Grep that path is the directory
+//! segment, also as the shell reads it (best-effort: code a command makes at run time is not
+//! seen). Path rules match the path as written, its normal form and its real path (deny/ask: any;
+//! allow: the normal form and the real path), the rule as written, taken from the working directory
+//! when relative, and, for the real path, with its literal directory resolved through symlinks
+//! (so a symlinked working directory keeps its rules). For Glob and Grep that path is the directory
 //! the search starts from (the `path` argument or the working directory, or an absolute Glob
 //! pattern's literal prefix), also with a trailing `/` (so `dir/**` covers `dir`).
 //!
@@ -112,15 +115,19 @@ pub(crate) fn path_rule_matches(path: &str, rule: &str) -> bool {
 
 /// A rule on a file path, matched so that spelling cannot dodge it: a deny or ask rule matches
 /// the path as given, its lexically normal form (`//`, `.` and `..` resolved) or its real path
-/// (symlinks resolved); an allow rule must match all three (so `/proj/**` allows neither
-/// `/proj/../home/u/.bashrc` nor `/proj/link/.bashrc` where `link` leads to `/home/u`).
+/// (symlinks resolved); an allow rule must match both the normal form and the real path (so
+/// `/proj/**` allows neither `/proj/../home/u/.bashrc` nor `/proj/link/.bashrc` where `link` leads
+/// to `/home/u`). The rule is matched as written and in the forms of [`RuleForms`]: a relative
+/// rule taken from the working directory, and the rule's literal directory resolved through
+/// symlinks for the real path (so `/tmp/p/**` allows `/tmp/p/a` where `/tmp` leads to
+/// `/private/tmp`).
 pub(crate) fn file_rule_matches(
     path: &str,
     rule: &str,
     list: PermissionBehavior,
     ctx: &crate::permission::PermissionCheckContext<'_>,
 ) -> bool {
-    PathForms::new(path, ctx).is_some_and(|f| f.matches(rule, list, false))
+    PathForms::new(path, ctx).is_some_and(|f| f.matches(&RuleForms::new(rule, ctx.cwd), list, false))
 }
 
 /// A rule on the directory (or file) a search starts from (Glob, Grep): matched like
@@ -133,7 +140,48 @@ pub(crate) fn dir_rule_matches(
     list: PermissionBehavior,
     ctx: &crate::permission::PermissionCheckContext<'_>,
 ) -> bool {
-    PathForms::new(dir, ctx).is_some_and(|f| f.matches(rule, list, true))
+    PathForms::new(dir, ctx).is_some_and(|f| f.matches(&RuleForms::new(rule, ctx.cwd), list, true))
+}
+
+/// A path rule's forms: as written; with its literal directory (the text before the first glob
+/// character, up to its last `/`) made absolute (a relative rule from the working directory, `~`
+/// expanded) in normal form; and with that directory resolved through symlinks. A rule that starts
+/// with a glob (`*.py`, `**/.env`) has only the first form.
+pub(crate) struct RuleForms {
+    given: String,
+    normal: String,
+    real: String,
+}
+
+impl RuleForms {
+    pub(crate) fn new(rule: &str, cwd: &std::path::Path) -> Self {
+        let glob_at = rule.find(['*', '?', '[']).unwrap_or(rule.len());
+        let dir_end = rule[..glob_at].rfind('/');
+        let prefix = dir_end.map_or("", |i| &rule[..i]);
+        let tail = match dir_end {
+            Some(i) => rule[i..].to_owned(),
+            None => format!("/{rule}"),
+        };
+        let dir = if rule.starts_with('/') {
+            (!prefix.is_empty()).then(|| std::path::PathBuf::from(prefix))
+        } else if rule.starts_with("~/") {
+            Some(crate::permission::expand_user(prefix))
+        } else if rule.starts_with(['~', '*', '?', '[']) || rule.is_empty() {
+            None
+        } else {
+            Some(cwd.join(prefix))
+        };
+        let Some(dir) = dir else {
+            return Self { given: rule.to_owned(), normal: rule.to_owned(), real: rule.to_owned() };
+        };
+        let join = |d: std::path::PathBuf| format!("{}{tail}", d.to_string_lossy().trim_end_matches('/'));
+        let absolute = if dir.is_absolute() { dir } else { cwd.join(dir) };
+        Self {
+            given: rule.to_owned(),
+            normal: join(lexical_normal(&absolute)),
+            real: join(crate::permission::real_path(&absolute)),
+        }
+    }
 }
 
 /// The forms of a path that [`file_rule_matches`] and [`dir_rule_matches`] match a rule against:
@@ -158,14 +206,18 @@ impl PathForms {
         })
     }
 
-    /// Whether `rule` matches: any form for a deny or ask rule, every form for an allow rule;
-    /// `as_dir` also tries each form with a trailing `/`.
-    fn matches(&self, rule: &str, list: PermissionBehavior, as_dir: bool) -> bool {
-        let one = |p: &str| fnmatch(p, rule) || (as_dir && fnmatch(&format!("{}/", p.trim_end_matches('/')), rule));
-        let forms = [&self.given, &self.normal, &self.real];
+    /// Whether `rule` matches: for a deny or ask rule, any form of the path any form of the rule;
+    /// for an allow rule, the normal form the rule as written or in normal form, and the real path
+    /// any form of the rule (a symlink-free path below the rule's directory as written is below
+    /// it). `as_dir` also tries each form with a trailing `/`.
+    fn matches(&self, rule: &RuleForms, list: PermissionBehavior, as_dir: bool) -> bool {
+        let one = |p: &str, r: &str| fnmatch(p, r) || (as_dir && fnmatch(&format!("{}/", p.trim_end_matches('/')), r));
+        let rules = [&rule.given, &rule.normal, &rule.real];
         match list {
-            PermissionBehavior::Allow => forms.iter().all(|f| one(f)),
-            _ => forms.iter().any(|f| one(f)),
+            PermissionBehavior::Allow => {
+                rules[..2].iter().any(|r| one(&self.normal, r)) && rules.iter().any(|r| one(&self.real, r))
+            }
+            _ => [&self.given, &self.normal, &self.real].iter().any(|p| one(p, &rule.given)),
         }
     }
 }
@@ -226,7 +278,7 @@ impl WalkDenials {
             .filter(|r| !r.is_empty())
             .collect();
         self.rules.iter().any(|rule| {
-            forms.matches(rule, PermissionBehavior::Deny, is_dir)
+            forms.matches(&RuleForms::new(rule, &self.cwd), PermissionBehavior::Deny, is_dir)
                 || relative.iter().any(|r| fnmatch(r, rule) || (is_dir && fnmatch(&format!("{r}/"), rule)))
         })
     }
@@ -439,6 +491,32 @@ mod tests {
         assert!(!allow(&p("proj/link/new/file")), "also through a missing tail");
         assert!(allow_dir(&p("proj")) && allow_dir(&p("proj/src")));
         assert!(!allow_dir(&p("proj/link")));
+    }
+
+    #[test]
+    fn allow_rules_hold_in_a_symlinked_working_directory() {
+        // As on macOS, where /tmp leads to /private/tmp: rules are suggested as the paths are
+        // written, under the symlinked working directory.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("private/proj/src")).unwrap();
+        std::fs::create_dir_all(dir.path().join("private/home")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("private"), dir.path().join("tmp")).unwrap();
+        let cwd = dir.path().join("tmp/proj");
+        std::os::unix::fs::symlink(dir.path().join("private/home"), cwd.join("link")).unwrap();
+        let perm = as_message::PermissionContext::default();
+        let ctx = crate::permission::PermissionCheckContext::new(&perm, &cwd);
+        let rule = format!("{}/**", cwd.display());
+        let p = |rel: &str| cwd.join(rel).to_string_lossy().into_owned();
+        let allow = |path: &str, rule: &str| file_rule_matches(path, rule, PermissionBehavior::Allow, &ctx);
+        let allow_dir = |path: &str, rule: &str| dir_rule_matches(path, rule, PermissionBehavior::Allow, &ctx);
+        assert!(allow(&p("src/a.rs"), &rule) && allow(&p("new.rs"), &rule));
+        assert!(allow_dir(&p("src"), &rule) && allow_dir(&cwd.to_string_lossy(), &rule));
+        assert!(!allow(&p("link/.bashrc"), &rule), "the link still leads out of the allowed directory");
+        assert!(!allow_dir(&p("link"), &rule));
+        // Relative rules are taken from the working directory.
+        assert!(allow_dir("src/x", "src/**") && allow_dir("src", "src/**") && allow_dir(&p("src"), "src/**"));
+        assert!(allow("./src/a.rs", "src/**") && allow(&p("src/a.rs"), "./src/**"));
+        assert!(!allow_dir("link/x", "src/**") && !allow("src/../link/x", "src/**"));
     }
 
     #[test]

@@ -4,7 +4,7 @@ mod decision;
 mod engine;
 mod matching;
 
-pub(crate) use decision::real_path;
 pub use decision::{PermissionCheckContext, PermissionDecision};
+pub(crate) use decision::{expand_user, real_path};
 pub use engine::PermissionEngine;
 pub use matching::{bash_rule_matches, fnmatch, split_command_segments};
