@@ -154,7 +154,11 @@ impl Tool for GrepTool {
                 if cancel.is_cancelled() {
                     break;
                 }
-                // Files over the cap are skipped, their size found by reading (not the metadata).
+                // Files over the cap are skipped: by their metadata, without reading them, and by
+                // reading no more than the cap (the metadata says 0 for `/proc` and `/sys` files).
+                if std::fs::metadata(&f).is_ok_and(|m| m.len() > MAX_FILE_BYTES) {
+                    continue;
+                }
                 let Ok(Some(bytes)) = super::read_at_most(&f, MAX_FILE_BYTES) else { continue };
                 if bytes.contains(&0) {
                     continue; // binary
