@@ -217,7 +217,7 @@ impl PathForms {
             PermissionBehavior::Allow => {
                 rules[..2].iter().any(|r| one(&self.normal, r)) && rules.iter().any(|r| one(&self.real, r))
             }
-            _ => [&self.given, &self.normal, &self.real].iter().any(|p| one(p, &rule.given)),
+            _ => [&self.given, &self.normal, &self.real].iter().any(|p| rules.iter().any(|r| one(p, r))),
         }
     }
 }
@@ -517,6 +517,25 @@ mod tests {
         assert!(allow_dir("src/x", "src/**") && allow_dir("src", "src/**") && allow_dir(&p("src"), "src/**"));
         assert!(allow("./src/a.rs", "src/**") && allow(&p("src/a.rs"), "./src/**"));
         assert!(!allow_dir("link/x", "src/**") && !allow("src/../link/x", "src/**"));
+    }
+
+    #[test]
+    fn relative_deny_rules_hold_for_every_spelling_of_the_path() {
+        let perm = as_message::PermissionContext::default();
+        let ctx = crate::permission::PermissionCheckContext::new(&perm, std::path::Path::new("/home/u"));
+        let deny = |p: &str, r: &str| file_rule_matches(p, r, PermissionBehavior::Deny, &ctx);
+        for (path, rule) in [
+            ("/home/u/.ssh/id_rsa", ".ssh/**"),
+            ("/home/u/x/../.ssh/id_rsa", ".ssh/**"),
+            ("/home/u/.ssh/id_rsa", "./.ssh/**"),
+            (".ssh/id_rsa", "./.ssh/**"),
+            ("./.ssh/id_rsa", ".ssh/**"),
+            ("/home/u/notes.txt", "notes.txt"),
+        ] {
+            assert!(deny(path, rule), "{rule} missed {path}");
+        }
+        assert!(!deny("/home/v/.ssh/id_rsa", ".ssh/**") && !deny("/home/u/docs/notes.txt", "notes.txt"));
+        assert!(dir_rule_matches("/home/u/.ssh", "./.ssh/**", PermissionBehavior::Deny, &ctx));
     }
 
     #[test]
