@@ -196,7 +196,7 @@ fn split_absolute_pattern(pattern: &str) -> Option<(PathBuf, String)> {
 /// (where `dir` really leads there too) and what `deny` denies (`dir` itself, a directory below
 /// it, which is then not entered, or a file) are not visited.
 pub(crate) fn walk(dir: &Path, deny: &WalkDenials, cancel: &CancellationToken, visit: &mut dyn FnMut(&Path)) -> usize {
-    if deny.denies(dir, true) {
+    if deny.denies(dir, None, true) {
         return 1;
     }
     let real = std::fs::canonicalize(dir).unwrap_or_else(|_| crate::permission::real_path(dir));
@@ -231,13 +231,16 @@ fn walk_in(
             if entry.file_name() == ".git" {
                 continue;
             }
-            if deny.denies(&path, true) {
+            let child = real.join(entry.file_name());
+            if deny.denies(&path, Some(&child), true) {
                 *skipped += 1;
             } else {
-                walk_in(&path, &real.join(entry.file_name()), deny, cancel, visit, skipped);
+                walk_in(&path, &child, deny, cancel, visit, skipped);
             }
         } else if ft.is_file() || (ft.is_symlink() && path.is_file()) {
-            if deny.denies(&path, false) {
+            // A regular file's real path is known; a symlink's is where it leads.
+            let child = ft.is_file().then(|| real.join(entry.file_name()));
+            if deny.denies(&path, child.as_deref(), false) {
                 *skipped += 1;
             } else {
                 visit(&path);

@@ -129,10 +129,10 @@ impl Tool for GrepTool {
             let mut skipped = 0;
             if base.is_file() {
                 // Not a file of /proc, /sys or /dev either (`/proc/<pid>/environ` holds secrets).
-                let real = std::fs::canonicalize(&base).unwrap_or_else(|_| base.clone());
-                if deny.denies(&base, false) {
+                let real = std::fs::canonicalize(&base).ok();
+                if deny.denies(&base, real.as_deref(), false) {
                     skipped = 1;
-                } else if !super::is_unsearched(&real) {
+                } else if !super::is_unsearched(real.as_deref().unwrap_or(&base)) {
                     files.push(base.clone());
                 }
             } else {

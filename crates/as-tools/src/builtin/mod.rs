@@ -39,7 +39,7 @@ mod write;
 
 use std::sync::Arc;
 
-use as_message::{PermissionBehavior, PermissionContext, PermissionRule};
+use as_message::{PermissionBehavior, PermissionRule};
 
 pub use bash::{BashArgs, BashTool, HIDDEN_ENV, MAX_TIMEOUT_MS};
 pub use edit::{EditArgs, EditTool};
@@ -235,8 +235,8 @@ const WALK_DENY_TOOLS: &[&str] = &["Read", "Grep", "Glob"];
 /// argument would be written (so a relative rule such as `.ssh/**` holds too).
 #[derive(Debug, Default)]
 pub(crate) struct WalkDenials {
-    rules: Vec<String>,
-    permission: Arc<PermissionContext>,
+    /// Every form ([`RuleForms`]) of every rule, compiled once for the walk.
+    patterns: Vec<crate::permission::CompiledGlob>,
     cwd: std::path::PathBuf,
     /// `cwd` in normal form and real, what paths are made relative to.
     cwd_forms: [std::path::PathBuf; 2],
@@ -245,42 +245,56 @@ pub(crate) struct WalkDenials {
 impl WalkDenials {
     /// The deny rules of the call's permission context (none without one).
     pub(crate) fn from_context(ctx: &crate::ToolCallContext) -> Self {
-        let Some(permission) = ctx.permission.clone() else { return Self::default() };
-        let mut rules: Vec<String> = Vec::new();
-        for tool in WALK_DENY_TOOLS {
-            for rule in permission.deny_rules.get(*tool).into_iter().flatten() {
-                if let Some(content) = rule.rule_content.as_deref().filter(|c| !c.is_empty())
-                    && !rules.iter().any(|r| r == content)
-                {
-                    rules.push(content.to_owned());
+        let Some(permission) = ctx.permission.as_deref() else { return Self::default() };
+        let rules: Vec<&str> = WALK_DENY_TOOLS
+            .iter()
+            .flat_map(|tool| permission.deny_rules.get(*tool).into_iter().flatten())
+            .filter_map(|rule| rule.rule_content.as_deref().filter(|c| !c.is_empty()))
+            .collect();
+        Self::new(&rules, &ctx.working_dir)
+    }
+
+    /// The denials of `rules` for a walk from the working directory `cwd`.
+    pub(crate) fn new(rules: &[&str], cwd: &std::path::Path) -> Self {
+        let mut patterns: Vec<String> = Vec::new();
+        for rule in rules {
+            let forms = RuleForms::new(rule, cwd);
+            for form in [forms.given, forms.normal, forms.real] {
+                if !patterns.contains(&form) {
+                    patterns.push(form);
                 }
             }
         }
-        let cwd = ctx.working_dir.clone();
-        let cwd_forms = [lexical_normal(&cwd), crate::permission::real_path(&cwd)];
-        Self { rules, permission, cwd, cwd_forms }
+        Self {
+            patterns: patterns.iter().map(|p| crate::permission::CompiledGlob::new(p)).collect(),
+            cwd: cwd.to_owned(),
+            cwd_forms: [lexical_normal(cwd), crate::permission::real_path(cwd)],
+        }
     }
 
-    /// Whether `path` (a directory when `is_dir`) is denied and must be skipped.
-    pub(crate) fn denies(&self, path: &std::path::Path, is_dir: bool) -> bool {
-        if self.rules.is_empty() {
+    /// Whether `path` (a directory when `is_dir`) is denied and must be skipped; `real` is its real
+    /// path when the walk knows it (else it is resolved here).
+    pub(crate) fn denies(&self, path: &std::path::Path, real: Option<&std::path::Path>, is_dir: bool) -> bool {
+        if self.patterns.is_empty() || path.as_os_str().is_empty() {
             return false;
         }
-        let ctx = crate::permission::PermissionCheckContext::new(&self.permission, &self.cwd);
-        let Some(forms) = PathForms::new(&path.to_string_lossy(), &ctx) else { return false };
-        let relative: Vec<String> = [&forms.normal, &forms.real]
-            .into_iter()
-            .filter_map(|form| {
-                let form = std::path::Path::new(form.as_str());
-                self.cwd_forms.iter().find_map(|cwd| form.strip_prefix(cwd).ok())
-            })
-            .map(|r| r.to_string_lossy().into_owned())
-            .filter(|r| !r.is_empty())
-            .collect();
-        self.rules.iter().any(|rule| {
-            forms.matches(&RuleForms::new(rule, &self.cwd), PermissionBehavior::Deny, is_dir)
-                || relative.iter().any(|r| fnmatch(r, rule) || (is_dir && fnmatch(&format!("{r}/"), rule)))
-        })
+        let absolute = self.cwd.join(path);
+        let normal = lexical_normal(&absolute);
+        let real = real.map_or_else(|| crate::permission::real_path(&absolute), std::path::Path::to_path_buf);
+        let mut forms: Vec<String> =
+            [path, normal.as_path(), real.as_path()].iter().map(|p| p.to_string_lossy().into_owned()).collect();
+        for form in [&normal, &real] {
+            if let Some(relative) = self.cwd_forms.iter().find_map(|cwd| form.strip_prefix(cwd).ok())
+                && !relative.as_os_str().is_empty()
+            {
+                forms.push(relative.to_string_lossy().into_owned());
+            }
+        }
+        if is_dir {
+            let dirs: Vec<String> = forms.iter().map(|f| format!("{}/", f.trim_end_matches('/'))).collect();
+            forms.extend(dirs);
+        }
+        self.patterns.iter().any(|p| forms.iter().any(|f| p.is_match(f)))
     }
 
     /// The note a search adds to its result for `skipped` paths (none for 0); it names no path.
@@ -536,6 +550,17 @@ mod tests {
         }
         assert!(!deny("/home/v/.ssh/id_rsa", ".ssh/**") && !deny("/home/u/docs/notes.txt", "notes.txt"));
         assert!(dir_rule_matches("/home/u/.ssh", "./.ssh/**", PermissionBehavior::Deny, &ctx));
+    }
+
+    #[test]
+    fn walk_denials_use_the_real_path_the_walk_tracks() {
+        let walk = WalkDenials::new(&["/secret/**", "./.ssh/**"], std::path::Path::new("/home/u"));
+        let (public, secret) = (std::path::Path::new("/pub/x"), std::path::Path::new("/secret/x"));
+        assert!(walk.denies(public, Some(secret), false));
+        assert!(!walk.denies(public, Some(public), false));
+        assert!(walk.denies(std::path::Path::new("/home/u/.ssh"), None, true));
+        assert!(walk.denies(std::path::Path::new("/home/u/.ssh/id_rsa"), None, false));
+        assert!(!walk.denies(std::path::Path::new("/home/u/docs"), None, true));
     }
 
     #[test]

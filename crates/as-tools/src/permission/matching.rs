@@ -44,6 +44,27 @@ pub fn fnmatch(name: &str, pattern: &str) -> bool {
     }
 }
 
+/// A pattern compiled for [`fnmatch`] once, to match many names without the shared cache.
+#[derive(Debug)]
+pub(crate) struct CompiledGlob {
+    pattern: String,
+    regex: Option<Regex>,
+}
+
+impl CompiledGlob {
+    pub(crate) fn new(pattern: &str) -> Self {
+        Self { pattern: pattern.to_owned(), regex: Regex::new(&fnmatch_translate(pattern)).ok() }
+    }
+
+    /// [`fnmatch`]`(name, pattern)`.
+    pub(crate) fn is_match(&self, name: &str) -> bool {
+        match &self.regex {
+            Some(re) => re.is_match(name),
+            None => name == self.pattern,
+        }
+    }
+}
+
 fn fnmatch_translate(pat: &str) -> String {
     let chars: Vec<char> = pat.chars().collect();
     let mut out = String::from("(?s)^(?:");
