@@ -315,21 +315,7 @@ impl SessionRunner {
             Some(r) => (r, false),
             // A resume or an interrupt of a session that does not exist: the agent rejects it (or it
             // is a no-op) on a fresh state, which is not stored: a rejected turn creates nothing.
-            None if !matches!(input, ReplyInput::Messages(_)) => {
-                let now = as_storage::Timestamp::now();
-                let meta = as_storage::SessionMeta {
-                    id: key.session_id.clone(),
-                    updated_at: now,
-                    created_at: now,
-                    user_id: key.user_id.clone(),
-                    agent_id: key.agent_id.clone(),
-                    source: as_storage::SessionSource::default(),
-                    source_schedule_id: None,
-                    team_id: None,
-                    config: self.config.clone(),
-                };
-                return Ok((SessionRecord::from_parts(meta, AgentState::default()), false, None));
-            }
+            None if !matches!(input, ReplyInput::Messages(_)) => return Ok((self.fresh_record(key), false, None)),
             None => self.create(key).await?,
         };
         // The reply message of the log: rebuilt from the events (2.0.4's Msg.append_event). A resume
@@ -358,11 +344,8 @@ impl SessionRunner {
         Ok((record, created, reply_msg))
     }
 
-    /// Creates the session `key` for a first turn, or loads it when another runner created it
-    /// meanwhile (then `false`). With a store that has `import_record`, a create-only write: the
-    /// other runner's session is never touched (an upsert would replace its config and bump its
-    /// revision, failing that runner's turn). Without it, `upsert_session`.
-    async fn create(&self, key: &SessionKey) -> Result<(SessionRecord, bool)> {
+    /// A new session `key` as this runner creates it: its config, a fresh state, created now.
+    fn fresh_record(&self, key: &SessionKey) -> SessionRecord {
         let now = as_storage::Timestamp::now();
         let meta = as_storage::SessionMeta {
             id: key.session_id.clone(),
@@ -375,7 +358,15 @@ impl SessionRunner {
             team_id: None,
             config: self.config.clone(),
         };
-        let record = SessionRecord::from_parts(meta, AgentState::default());
+        SessionRecord::from_parts(meta, AgentState::default())
+    }
+
+    /// Creates the session `key` for a first turn, or loads it when another runner created it
+    /// meanwhile (then `false`). With a store that has `import_record`, a create-only write: the
+    /// other runner's session is never touched (an upsert would replace its config and bump its
+    /// revision, failing that runner's turn). Without it, `upsert_session`.
+    async fn create(&self, key: &SessionKey) -> Result<(SessionRecord, bool)> {
+        let record = self.fresh_record(key);
         match self.storage.import_record(&record, &[], as_storage::ImportMode::CreateOnly).await {
             Ok(_) => return Ok((record, true)),
             Err(e) if e.kind() == as_storage::StorageErrorKind::AlreadyExists => {

@@ -401,6 +401,28 @@ fn update_state_blocking(
 ) -> Result<Revision, OpError> {
     // Optimistic pass: read the envelope and encode the (possibly large) state without holding
     // the write lock, then write with a single conditional UPDATE (atomic on its own).
+    if let Some((_, rev)) = write_state(conn, inner, key, state, expected, op)? {
+        return Ok(rev);
+    }
+    // Someone wrote (or deleted) in between. Under the write lock a conditional write now
+    // conflicts (the stored revision moved away from `expected`) and a plain one is redone.
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| inner.map(e))?;
+    let (_, rev) = write_state(&tx, inner, key, state, expected, op)?.ok_or_else(|| changed_in_tx(op))?;
+    tx.commit().map_err(|e| inner.map(e))?;
+    Ok(rev)
+}
+
+/// Reads `key`'s envelope, checks `expected` against it, and writes `state` over it with one
+/// conditional `UPDATE`: the row's key and the new revision, or `None` when the row changed since
+/// it was read.
+fn write_state(
+    conn: &Connection,
+    inner: &Inner,
+    key: &SessionKey,
+    state: &EncodedState,
+    expected: Option<&Revision>,
+    op: &'static str,
+) -> Result<Option<(i64, Revision)>, OpError> {
     let row = MetaRow::load(conn, inner, key)?.ok_or_else(|| not_found(op, key))?;
     if let Some(exp) = expected
         && exp.0 != row.updated_at
@@ -410,24 +432,12 @@ fn update_state_blocking(
     let mut meta = row.meta(op)?;
     meta.updated_at = Timestamp::now_after(&meta.updated_at);
     let enc = encode_with_state(op, inner, &meta, state)?;
-    if write_update(conn, inner, row.pk, &row.updated_at, &enc)? {
-        return Ok(Revision(enc.updated_at));
-    }
-    // Someone wrote (or deleted) in between. Decide and, for last-writer-wins, redo under the lock.
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| inner.map(e))?;
-    let row = MetaRow::load(&tx, inner, key)?.ok_or_else(|| not_found(op, key))?;
-    if let Some(exp) = expected {
-        // The stored revision moved away from `expected` after our check.
-        return Err(conflict(op, key, exp, &row.updated_at));
-    }
-    let mut meta = row.meta(op)?;
-    meta.updated_at = Timestamp::now_after(&meta.updated_at);
-    let enc = encode_with_state(op, inner, &meta, state)?;
-    if !write_update(&tx, inner, row.pk, &row.updated_at, &enc)? {
-        return Err(err(StorageErrorKind::Backend, op, "the row changed inside a write transaction"));
-    }
-    tx.commit().map_err(|e| inner.map(e))?;
-    Ok(Revision(enc.updated_at))
+    Ok(write_update(conn, inner, row.pk, &row.updated_at, &enc)?.then_some((row.pk, Revision(enc.updated_at))))
+}
+
+/// A conditional write that failed although its transaction holds the write lock.
+fn changed_in_tx(op: &'static str) -> OpError {
+    err(StorageErrorKind::Backend, op, "the row changed inside a write transaction")
 }
 
 fn conflict(op: &'static str, key: &SessionKey, expected: &Revision, stored: &str) -> OpError {
@@ -610,23 +620,12 @@ fn save_turn_blocking(
         return update_state_blocking(conn, inner, key, state, expected, OP);
     }
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| inner.map(e))?;
-    let row = MetaRow::load(&tx, inner, key)?.ok_or_else(|| not_found(OP, key))?;
-    if let Some(exp) = expected
-        && exp.0 != row.updated_at
-    {
-        return Err(conflict(OP, key, exp, &row.updated_at));
-    }
-    let mut meta = row.meta(OP)?;
-    meta.updated_at = Timestamp::now_after(&meta.updated_at);
-    let enc = encode_with_state(OP, inner, &meta, state)?;
-    if !write_update(&tx, inner, row.pk, &row.updated_at, &enc)? {
-        return Err(err(StorageErrorKind::Backend, OP, "the row changed inside a write transaction"));
-    }
+    let (pk, rev) = write_state(&tx, inner, key, state, expected, OP)?.ok_or_else(|| changed_in_tx(OP))?;
     for (id, json) in log {
-        upsert_message_in(&tx, inner, row.pk, id, json)?;
+        upsert_message_in(&tx, inner, pk, id, json)?;
     }
     tx.commit().map_err(|e| inner.map(e))?;
-    Ok(Revision(enc.updated_at))
+    Ok(rev)
 }
 
 /// `upsert_message`'s rule inside the caller's transaction: replace the session's last message
