@@ -2,12 +2,12 @@
 
 use std::collections::HashSet;
 
-use as_message::{ContentBlock, Msg, TextBlock, TextOrBlocks, TextOrData, ToolResultBlock};
+use as_message::{ContentBlock, HintBlock, Msg, TextBlock, TextOrBlocks, TextOrData, ToolResultBlock};
 use as_model::{ChatModel as _, StructuredOutputRequest, ToolSchema};
 
 use crate::agent::Agent;
+use crate::config::ContextConfig;
 use crate::error::{AgentError, Result};
-use crate::middleware::CompressRequest;
 use crate::run::{Compressed, Run, TRUNCATION_NOTE};
 
 /// The marker appended to a truncated tool result.
@@ -98,12 +98,16 @@ fn split(agent: &Agent, base: &[Msg], context: &[Msg], budget: usize) -> (Vec<Ms
     (to_compress, reserved)
 }
 
-/// Runs before every reasoning step (§9.2), with the settings and instructions of `request`.
-pub(crate) async fn compress(run: &mut Run<'_>, request: &CompressRequest) -> Result<Compressed> {
+/// Runs before every reasoning step (§9.2), with these settings and instructions for the
+/// summarizing model.
+pub(crate) async fn compress(
+    run: &mut Run<'_>,
+    cfg: &ContextConfig,
+    instructions: Option<&HintBlock>,
+) -> Result<Compressed> {
     let tools = run.tool_schemas();
     let base = run.base_messages();
     let (agent, state, cancel) = run.parts();
-    let cfg = &request.config;
     let size = agent.model.context_size();
     let est = count_after(agent, &base, &state.context, &tools);
     if (est as f64) < cfg.trigger_ratio * size as f64 {
@@ -125,7 +129,7 @@ pub(crate) async fn compress(run: &mut Run<'_>, request: &CompressRequest) -> Re
     let build = |msgs: &[Msg]| {
         let mut input = base.clone();
         input.extend_from_slice(msgs);
-        if let Some(hint) = &request.instructions {
+        if let Some(hint) = instructions {
             input.push(Msg::new(
                 agent.name.clone(),
                 as_message::Role::Assistant,

@@ -709,7 +709,7 @@ impl<'a> Run<'a> {
         let content = self.g.call_ids.apply(response.content.clone());
         // A call whose arguments hit the output limit: as the context names it (ids may be renamed).
         let cut = match content.last() {
-            Some(ContentBlock::ToolCall(c)) if response.truncated_tool_call().is_some() => Some(c.clone()),
+            Some(ContentBlock::ToolCall(c)) if response.finish_reason.is_truncated() => Some(c.clone()),
             _ => None,
         };
         save_to_context(self.g.state, &self.agent.name, drop_audio(content), usage);
@@ -932,7 +932,12 @@ impl<'a> Run<'a> {
 
     /// Context compression with the agent's settings, after the `on_compress_context` middlewares.
     pub(crate) async fn compress(&mut self) -> Result<Compressed> {
-        let request = crate::middleware::CompressRequest::new(self.agent.context_config.clone());
+        let agent = self.agent;
+        if agent.middlewares.is_empty() {
+            // Nothing can change the agent's (validated) settings: no copy of them per step.
+            return crate::compress::compress(self, &agent.context_config, None).await;
+        }
+        let request = crate::middleware::CompressRequest::new(agent.context_config.clone());
         self.compress_with(request).await
     }
 
@@ -955,7 +960,7 @@ impl<'a> Run<'a> {
             }
         }
         request.config.validate()?;
-        crate::compress::compress(self, &request).await
+        crate::compress::compress(self, &request.config, request.instructions.as_ref()).await
     }
 
     pub(crate) fn parts(&mut self) -> (&'a Agent, &mut AgentState, &CancellationToken) {
@@ -998,7 +1003,6 @@ fn run_tool(
         .boxed()
 }
 
-/// `_handle_error_tool_call`: START, the text, the result (a plain-string output), END.
 /// The result of a tool call cut off at the model's output limit.
 fn truncated_call_text(name: &str, reason: &as_model::FinishReason) -> String {
     let why = match reason {
@@ -1012,6 +1016,7 @@ fn truncated_call_text(name: &str, reason: &as_model::FinishReason) -> String {
     )
 }
 
+/// `_handle_error_tool_call`: START, the text, the result (a plain-string output), END.
 fn error_actions(
     reply_id: &str,
     call: &ToolCallBlock,

@@ -305,11 +305,9 @@ impl SessionRunner {
         })
     }
 
-    /// Loads the session, or creates it (never an update before the create), and for a resume the
-    /// reply message of the log to continue. The create passes no state: if another runner created
-    /// the session since the read (possible without a lock), the upsert keeps that runner's state
-    /// instead of replacing it with a fresh one, and the record it returns says so (a create returns
-    /// `updated_at == created_at`).
+    /// Loads the session, or creates it ([`SessionRunner::create`]: a create-only write, so a
+    /// session another runner created since the read is loaded, never overwritten), and for a
+    /// resume the reply message of the log to continue.
     async fn load(&self, key: &SessionKey, input: &ReplyInput) -> Result<(SessionRecord, bool, Option<Msg>)> {
         let (record, created) = match self.storage.get_session(key).await? {
             Some(r) => (r, false),
@@ -369,6 +367,8 @@ impl SessionRunner {
         let record = self.fresh_record(key);
         match self.storage.import_record(&record, &[], as_storage::ImportMode::CreateOnly).await {
             Ok(_) => return Ok((record, true)),
+            // (A create re-sent after its answer was lost, by a client that re-sends, lands here
+            // too and then reports `created = false` for its own session: harmless.)
             Err(e) if e.kind() == as_storage::StorageErrorKind::AlreadyExists => {
                 // Created meanwhile: continue that session (absent again: it is another agent's).
                 return match self.storage.get_session(key).await? {
@@ -419,7 +419,7 @@ impl SessionRunner {
             AgentError::Storage(as_storage::StorageError::new(
                 as_storage::StorageErrorKind::Backend,
                 self.storage.backend_name(),
-                "update_session_state",
+                "save_turn",
                 "the task writing the turn ended without a result (it panicked)",
             ))
         })?;
@@ -433,9 +433,7 @@ impl SessionRunner {
     /// means someone else wrote the session since: reload and decide (running the turn again
     /// repeats its tools' side effects).
     pub async fn save_unsaved(&self, key: &SessionKey, turn: UnsavedTurn) -> Result<Revision> {
-        let mut inputs = turn.messages;
-        let reply_msg = inputs.pop();
-        let write = Write { state: turn.state, revision: turn.revision, reply_msg, inputs };
+        let write = Write { state: turn.state, revision: turn.revision, messages: turn.messages };
         // Under the session lock like a turn, so it never races a turn that holds it.
         let guard = self.acquire(key).await?;
         let result = write.persist_held(&self.storage, key, guard.as_deref(), false).await;
@@ -528,8 +526,8 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 struct Write {
     state: AgentState,
     revision: Revision,
-    reply_msg: Option<Msg>,
-    inputs: Vec<Msg>,
+    /// The turn's messages for the log: its inputs, then the reply message.
+    messages: Vec<Msg>,
 }
 
 /// The context's copy of a parked reply message, as the log's would be: a call submitted for
@@ -590,11 +588,12 @@ fn same_calls(logged: &Msg, current: &Msg) -> bool {
 /// A failed final write as [`AgentError::Unsaved`] (a storage failure; anything else as it is).
 fn unsaved(e: AgentError, write: Write) -> AgentError {
     match e {
-        AgentError::Storage(error) => {
-            let mut messages = write.inputs;
-            messages.extend(write.reply_msg);
-            AgentError::Unsaved(Box::new(UnsavedTurn { error, state: write.state, revision: write.revision, messages }))
-        }
+        AgentError::Storage(error) => AgentError::Unsaved(Box::new(UnsavedTurn {
+            error,
+            state: write.state,
+            revision: write.revision,
+            messages: write.messages,
+        })),
         other => other,
     }
 }
@@ -614,7 +613,7 @@ impl Write {
             return Err(AgentError::Storage(as_storage::StorageError::new(
                 as_storage::StorageErrorKind::Conflict,
                 storage.backend_name(),
-                "update_session_state",
+                "save_turn",
                 format!(
                     "the session lock of {key} was lost during the turn (another runner may hold the session), \
                      so nothing was written"
@@ -632,8 +631,8 @@ impl Write {
     /// (only a backend without atomic turns can report one) is returned beside the new revision
     /// (and logged), not as the turn's error, so a caller never retries a turn whose state was saved.
     async fn persist(&self, storage: &SharedStorage, key: &SessionKey) -> Result<(Revision, Option<String>)> {
-        let messages: Vec<Msg> = self.inputs.iter().chain(&self.reply_msg).cloned().collect();
-        match storage.save_turn(key, &self.state, Some(&self.revision), &messages).await {
+        let messages = &self.messages;
+        match storage.save_turn(key, &self.state, Some(&self.revision), messages).await {
             Ok(saved) => {
                 let log_error = saved.log_error.map(|e| {
                     tracing::error!(session = %key, error = %e, "the state was saved but the message log was not");
@@ -646,7 +645,7 @@ impl Write {
             // reply_id makes another writer's equal state a same-bytes case), the turn is saved.
             Err(e) if e.kind() == as_storage::StorageErrorKind::Conflict => match storage.get_session(key).await? {
                 Some(rec) if rec.state == self.state => {
-                    Ok((rec.revision(), complete_log(storage, key, &messages).await))
+                    Ok((rec.revision(), complete_log(storage, key, messages).await))
                 }
                 _ => Err(e.into()),
             },
@@ -687,7 +686,7 @@ async fn complete_log(storage: &SharedStorage, key: &SessionKey, messages: &[Msg
     for m in messages {
         if let Err(e) = storage.upsert_message(key, m).await {
             tracing::error!(session = %key, error = %e, "the state was saved but the message log was not");
-            return Some(format!("message {}: {e}", m.id));
+            return Some(format!("message log: message {}: {e}", m.id));
         }
     }
     None
@@ -714,8 +713,7 @@ impl PendingWrite {
         let write = Write {
             state: std::mem::take(&mut self.state),
             revision: self.revision.clone(),
-            reply_msg: self.reply_msg.take(),
-            inputs: std::mem::take(&mut self.inputs),
+            messages: std::mem::take(&mut self.inputs).into_iter().chain(self.reply_msg.take()).collect(),
         };
         (write, self.guard.take())
     }

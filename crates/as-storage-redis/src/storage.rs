@@ -958,7 +958,10 @@ impl RedisStorage {
                 .await
                 .map_err(|e| map_fred(OP, Some(&rkey), e))?;
             if r == 1 {
-                self.cache_forget(&rkey);
+                // The record is now exactly these bytes: the next update of it needs no read (a
+                // runner's first turn creates its session with an import, then writes the turn).
+                let (token, exact) = token_for(&value, &meta);
+                self.cache_put(rkey, Cached { meta, token, exact });
                 return Ok(outcome);
             }
         }
