@@ -55,16 +55,58 @@ pub(crate) fn from_status(
     let message = if err.is_null() { truncate(body, 500).to_owned() } else { error_message(&err) };
     let message = redact(&message, secret);
     let code = err.get("code").and_then(Value::as_str).unwrap_or_default();
-    let kind = match status {
+    let kind = kind_of_status(status, code, &message, &err, || retry_after(headers));
+    ModelError::new(kind, provider, message).with_status(status)
+}
+
+/// The kind of an HTTP error answer (`code`: the error object's string code, if any).
+fn kind_of_status(
+    status: u16,
+    code: &str,
+    message: &str,
+    err: &Value,
+    retry_after: impl FnOnce() -> Option<Duration>,
+) -> ModelErrorKind {
+    match status {
         401 | 403 => ModelErrorKind::Auth,
         429 if code == "insufficient_quota" => ModelErrorKind::Provider,
-        429 => ModelErrorKind::RateLimited { retry_after: retry_after(headers) },
+        429 => ModelErrorKind::RateLimited { retry_after: retry_after() },
         408 => ModelErrorKind::Timeout,
-        400 | 413 | 422 if is_context_length(&message, &err) => ModelErrorKind::ContextLengthExceeded,
+        400 | 413 | 422 if is_context_length(message, err) => ModelErrorKind::ContextLengthExceeded,
         500..=599 => ModelErrorKind::ServerError,
         _ => ModelErrorKind::Provider,
-    };
-    ModelError::new(kind, provider, message).with_status(status)
+    }
+}
+
+/// The kind of an `{"error": ...}` object that came without an HTTP error status (in a `200`
+/// body, or as a stream event): a numeric code (`500`, or `"429"` as a string) is read as a
+/// status; otherwise the code or type names it (rate limit, throttling, overload, server error).
+pub(crate) fn kind_of_error_object(err: &Value, message: &str) -> ModelErrorKind {
+    let code = err.get("code");
+    let status = code
+        .and_then(|c| c.as_u64().or_else(|| c.as_str().and_then(|s| s.trim().parse().ok())))
+        .and_then(|n| u16::try_from(n).ok())
+        .filter(|n| (400..600).contains(n));
+    let names = ["code", "type"]
+        .iter()
+        .filter_map(|k| err.get(*k).and_then(Value::as_str))
+        .map(str::to_ascii_lowercase)
+        .collect::<Vec<_>>()
+        .join(" ");
+    if let Some(status) = status {
+        return kind_of_status(status, code.and_then(Value::as_str).unwrap_or_default(), message, err, || None);
+    }
+    if is_context_length(message, err) {
+        ModelErrorKind::ContextLengthExceeded
+    } else if names.contains("insufficient_quota") || names.contains("invalid") {
+        ModelErrorKind::Provider
+    } else if names.contains("rate_limit") || names.contains("throttl") {
+        ModelErrorKind::RateLimited { retry_after: None }
+    } else if names.contains("server_error") || names.contains("overloaded") || names.contains("internal") {
+        ModelErrorKind::ServerError
+    } else {
+        ModelErrorKind::Provider
+    }
 }
 
 /// Maps a reqwest failure (connect, body read). A request that could not even be built (a URL

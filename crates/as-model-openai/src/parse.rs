@@ -230,32 +230,7 @@ impl StreamState {
             .map_err(|e| self.invalid(format!("malformed stream chunk: {e}: {}", truncate(data, 200))))?;
         if let Some(err) = &wire.error {
             let msg = error_message(err);
-            // An error object in a 200 body or mid-stream has no status: its code (or type) says
-            // what it is, so an overload or a rate limit stays retryable.
-            let code = ["code", "type"]
-                .iter()
-                .filter_map(|k| err.get(*k).and_then(Value::as_str))
-                .map(str::to_ascii_lowercase)
-                .collect::<Vec<_>>()
-                .join(" ");
-            let status = err.get("code").and_then(Value::as_u64);
-            let kind = if crate::error::is_context_length(&msg, err) {
-                ModelErrorKind::ContextLengthExceeded
-            } else if code.contains("insufficient_quota") {
-                ModelErrorKind::Provider
-            } else if status == Some(429) {
-                ModelErrorKind::RateLimited { retry_after: None }
-            } else if status.is_some_and(|s| (500..600).contains(&s)) {
-                ModelErrorKind::ServerError
-            } else if code.contains("invalid") {
-                ModelErrorKind::Provider
-            } else if code.contains("rate_limit") || code.contains("throttl") {
-                ModelErrorKind::RateLimited { retry_after: None }
-            } else if code.contains("server_error") || code.contains("overloaded") || code.contains("internal") {
-                ModelErrorKind::ServerError
-            } else {
-                ModelErrorKind::Provider
-            };
+            let kind = crate::error::kind_of_error_object(err, &msg);
             let msg = crate::error::redact(&msg, self.secret.as_deref());
             return Err(ModelError::new(kind, self.provider, format!("error in stream: {msg}")));
         }
@@ -427,6 +402,8 @@ mod tests {
                 ModelErrorKind::RateLimited { retry_after: None },
             ),
             (r#"{"error":{"message":"x","code":429}}"#, ModelErrorKind::RateLimited { retry_after: None }),
+            (r#"{"error":{"message":"x","code":"429"}}"#, ModelErrorKind::RateLimited { retry_after: None }),
+            (r#"{"error":{"message":"x","code":"503"}}"#, ModelErrorKind::ServerError),
             (r#"{"error":{"message":"busy","type":"server_error"}}"#, ModelErrorKind::ServerError),
             (
                 r#"{"error":{"message":"x","code":"Throttling.User"}}"#,

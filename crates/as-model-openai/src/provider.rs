@@ -311,15 +311,16 @@ impl ChatModel for OpenAiCompatibleModel {
             chat.tool_choice = Some(ToolChoice::auto());
         }
         let forced = chat.tool_choice != Some(ToolChoice::auto());
-        let response = match self.call(chat.clone()).await {
+        let response = match self.call(chat).await {
             Err(e) if forced && e.status() == Some(400) && e.message().contains("tool_choice") => {
                 tracing::warn!(
                     target: "as_model_openai",
                     error = %e,
                     "forced tool_choice rejected by the provider; retrying with tool_choice=auto"
                 );
-                chat.tool_choice = Some(ToolChoice::auto());
-                self.call(chat).await?
+                let mut again = structured_output_request(&request);
+                again.tool_choice = Some(ToolChoice::auto());
+                self.call(again).await?
             }
             r => r?,
         };
