@@ -126,8 +126,12 @@ impl LockGuard for FileRunGuard {
         // ever run); a process waiting on the removed file sees it is gone once it gets the lock,
         // and locks the path's new file instead ([`is_current`]). Without the right to remove it
         // (a directory shared read-only), the file stays, which is harmless.
+        // Only while the path still names the file held: a file put there by someone else since
+        // (after an outside removal) is another holder's lock.
         #[cfg(unix)]
-        let _ = std::fs::remove_file(&self.1);
+        if is_current(&self.0, &self.1).unwrap_or(false) {
+            let _ = std::fs::remove_file(&self.1);
+        }
         // Closing the file releases the lock too; unlocking first makes it immediate and explicit.
         self.0.unlock().map_err(|e| AgentError::Lock(format!("unlocking the session lock file: {e}")))
     }
@@ -258,6 +262,24 @@ mod tests {
         assert_eq!(busy.kind(), as_agent::AgentErrorKind::Lock, "{busy}");
         second.release().await.unwrap();
         assert_eq!(std::fs::read_dir(&lock_dir).unwrap().count(), 0, "no lock file is left behind");
+    }
+
+    /// A holder whose file was removed behind its back (and replaced by another holder's) leaves
+    /// that other holder's file alone when it releases.
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_release_never_removes_another_holders_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let locks = FileRunLock { dir: dir.path().join("locks"), wait: Duration::ZERO };
+        let key = SessionKey::new("alice", "friday", "s1");
+        let first = locks.acquire(&key).await.unwrap();
+        std::fs::remove_file(locks.path(&key)).unwrap(); // a cleaner, say
+        let second = locks.acquire(&key).await.unwrap();
+        first.release().await.unwrap();
+        assert!(locks.path(&key).exists(), "the second holder's lock file was removed");
+        let busy = locks.acquire(&key).await.err().expect("the second holder still holds the session");
+        assert_eq!(busy.kind(), as_agent::AgentErrorKind::Lock);
+        second.release().await.unwrap();
     }
 
     /// The check behind it: a lock won on a removed file is not current.
