@@ -788,6 +788,21 @@ fn validated_key(op: &'static str, key: &SessionKey) -> Result<SessionKey> {
     Ok(key.clone())
 }
 
+impl SqliteStorage {
+    /// `(id, JSON)` of each message, each checked against the size limit before any I/O.
+    fn encode_log(&self, op: &'static str, messages: &[Msg]) -> Result<Vec<(String, String)>> {
+        let max = self.inner.opts.max_record_bytes;
+        messages
+            .iter()
+            .map(|m| {
+                let json = as_message::to_json(m);
+                check_size(op, max, "a message", json.len()).map_err(|e| e.into_storage(op))?;
+                Ok((m.id.clone(), json))
+            })
+            .collect()
+    }
+}
+
 #[async_trait]
 impl StorageBase for SqliteStorage {
     fn backend_name(&self) -> &'static str {
@@ -839,13 +854,7 @@ impl StorageBase for SqliteStorage {
     ) -> Result<SavedTurn> {
         const OP: &str = "save_turn";
         let key = validated_key(OP, key)?;
-        let max = self.inner.opts.max_record_bytes;
-        let mut log = Vec::with_capacity(messages.len());
-        for m in messages {
-            let json = as_message::to_json(m);
-            check_size(OP, max, "a message", json.len()).map_err(|e| e.into_storage(OP))?;
-            log.push((m.id.clone(), json));
-        }
+        let log = self.encode_log(OP, messages)?;
         let state = EncodedState::new(OP, &key.session_id, state).map_err(|e| e.into_storage(OP))?;
         let expected = expected.cloned();
         self.inner
@@ -902,13 +911,7 @@ impl StorageBase for SqliteStorage {
     async fn import_record(&self, record: &SessionRecord, messages: &[Msg], mode: ImportMode) -> Result<ImportOutcome> {
         const OP: &str = "import_record";
         validate_import(record).map_err(|e| StorageError::new(e.kind(), BACKEND, OP, e.message().to_owned()))?;
-        let max = self.inner.opts.max_record_bytes;
-        let mut log = Vec::with_capacity(messages.len());
-        for m in messages {
-            let json = as_message::to_json(m);
-            check_size(OP, max, "a message", json.len()).map_err(|e| e.into_storage(OP))?;
-            log.push((m.id.clone(), json));
-        }
+        let log = self.encode_log(OP, messages)?;
         let record = record.clone();
         self.inner.run(OP, move |conn, inner| import_blocking(conn, inner, &record, &log, mode)).await
     }

@@ -1120,46 +1120,10 @@ pub(crate) fn is_read_only_command(command: &str) -> bool {
         })
 }
 
-/// A `>`/`>>` redirection outside quotes, except to `/dev/null` and fd duplications (`2>&1`,
-/// `>&-`; `>& file` writes the file).
+/// An output redirection outside quotes (see [`redirections`]) to anything but `/dev/null`; fd
+/// duplications (`2>&1`, `>&-`) write no file.
 fn has_write_redirect(segment: &str) -> bool {
-    let chars: Vec<char> = segment.chars().collect();
-    let (mut single, mut double) = (false, false);
-    let mut i = 0;
-    while i < chars.len() {
-        match chars[i] {
-            '\\' if !single => {
-                i += 2;
-                continue;
-            }
-            '\'' if !double => single = !single,
-            '"' if !single => double = !double,
-            '>' if !single && !double => {
-                let mut j = i + 1;
-                if chars.get(j) == Some(&'>') {
-                    j += 1;
-                }
-                if chars.get(j) == Some(&'&') {
-                    let fd: String = chars[j + 1..].iter().take_while(|c| !c.is_whitespace()).collect();
-                    if fd == "-" || (!fd.is_empty() && fd.chars().all(|c| c.is_ascii_digit())) {
-                        i = j + 1;
-                        continue;
-                    }
-                    j += 1;
-                }
-                let rest: String = chars[j..].iter().collect();
-                let target = rest.split_whitespace().next().unwrap_or("");
-                if target != "/dev/null" {
-                    return true;
-                }
-                i = j;
-                continue;
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    false
+    redirections(segment).iter().any(|(target, _)| target != "/dev/null")
 }
 
 const DANGEROUS_COMMANDS: &[&[&str]] = &[
