@@ -43,6 +43,19 @@ impl fmt::Debug for SqliteStorage {
 }
 
 impl SqliteStorage {
+    /// `(id, JSON)` of each message, each checked against the size limit before any I/O.
+    fn encode_log(&self, op: &'static str, messages: &[Msg]) -> Result<Vec<(String, String)>> {
+        let max = self.inner.opts.max_record_bytes;
+        messages
+            .iter()
+            .map(|m| {
+                let json = as_message::to_json(m);
+                check_size(op, max, "a message", json.len()).map_err(|e| e.into_storage(op))?;
+                Ok((m.id.clone(), json))
+            })
+            .collect()
+    }
+
     /// A store on the file at `path` with default options. Nothing is opened until
     /// [`StorageBase::open`].
     pub fn new(path: impl Into<PathBuf>) -> Self {
@@ -786,21 +799,6 @@ fn list_users_blocking(conn: &mut Connection, inner: &Inner) -> Result<Vec<Strin
 fn validated_key(op: &'static str, key: &SessionKey) -> Result<SessionKey> {
     key.validate().map_err(|e| StorageError::new(e.kind(), BACKEND, op, e.message().to_owned()))?;
     Ok(key.clone())
-}
-
-impl SqliteStorage {
-    /// `(id, JSON)` of each message, each checked against the size limit before any I/O.
-    fn encode_log(&self, op: &'static str, messages: &[Msg]) -> Result<Vec<(String, String)>> {
-        let max = self.inner.opts.max_record_bytes;
-        messages
-            .iter()
-            .map(|m| {
-                let json = as_message::to_json(m);
-                check_size(op, max, "a message", json.len()).map_err(|e| e.into_storage(op))?;
-                Ok((m.id.clone(), json))
-            })
-            .collect()
-    }
 }
 
 #[async_trait]
