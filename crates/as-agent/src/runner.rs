@@ -344,19 +344,8 @@ impl SessionRunner {
 
     /// A new session `key` as this runner creates it: its config, a fresh state, created now.
     fn fresh_record(&self, key: &SessionKey) -> SessionRecord {
-        let now = as_storage::Timestamp::now();
-        let meta = as_storage::SessionMeta {
-            id: key.session_id.clone(),
-            updated_at: now,
-            created_at: now,
-            user_id: key.user_id.clone(),
-            agent_id: key.agent_id.clone(),
-            source: as_storage::SessionSource::default(),
-            source_schedule_id: None,
-            team_id: None,
-            config: self.config.clone(),
-        };
-        SessionRecord::from_parts(meta, AgentState::default())
+        let req = UpsertSession::new(key.owner(), self.config.clone());
+        SessionRecord::from_parts(as_storage::SessionMeta::created(key.session_id.clone(), &req), AgentState::default())
     }
 
     /// Creates the session `key` for a first turn, or loads it when another runner created it

@@ -478,19 +478,9 @@ impl RedisStorage {
 
     async fn create(&self, pool: &Pool, req: &UpsertSession, id: &str) -> Result<Option<SessionRecord>, StorageError> {
         const OP: &str = "upsert_session";
-        let now = Timestamp::now();
         let schedule = req.source_schedule_id.clone().filter(|s| !s.is_empty());
-        let meta = SessionMeta {
-            id: id.to_owned(),
-            updated_at: now,
-            created_at: now,
-            user_id: req.owner.user_id.clone(),
-            agent_id: req.owner.agent_id.clone(),
-            source: req.source,
-            source_schedule_id: schedule.clone(),
-            team_id: None,
-            config: req.config.clone(),
-        };
+        let mut meta = SessionMeta::created(id, req);
+        meta.source_schedule_id.clone_from(&schedule);
         let state = req.state.clone().unwrap_or_default();
         let (json, token) = self.encode(OP, &meta, &state)?;
         let keys = &self.inner.keys;

@@ -344,9 +344,9 @@ fn write_update(conn: &Connection, inner: &Inner, pk: i64, expected_rev: &str, e
     Ok(n == 1)
 }
 
-fn upsert_blocking(conn: &mut Connection, inner: &Inner, req: UpsertSession) -> Result<SessionRecord, OpError> {
+fn upsert_blocking(conn: &mut Connection, inner: &Inner, mut req: UpsertSession) -> Result<SessionRecord, OpError> {
     const OP: &str = "upsert_session";
-    let session_id = req.session_id.filter(|s| !s.is_empty());
+    let session_id = req.session_id.take().filter(|s| !s.is_empty());
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| inner.map(e))?;
     let existing = match &session_id {
         Some(id) => tx
@@ -383,18 +383,7 @@ fn upsert_blocking(conn: &mut Connection, inner: &Inner, req: UpsertSession) -> 
         }
         SessionRecord::from_parts(meta, state)
     } else {
-        let now = Timestamp::now();
-        let meta = SessionMeta {
-            id: session_id.unwrap_or_else(as_message::generate_id),
-            updated_at: now,
-            created_at: now,
-            user_id: req.owner.user_id,
-            agent_id: req.owner.agent_id,
-            source: req.source,
-            source_schedule_id: req.source_schedule_id,
-            team_id: None,
-            config: req.config,
-        };
+        let meta = SessionMeta::created(session_id.unwrap_or_else(as_message::generate_id), &req);
         let state = req.state.unwrap_or_default();
         let enc = encode(OP, inner, &meta, &state)?;
         insert_session_row(&tx, inner, &meta, &enc)?;

@@ -195,18 +195,7 @@ impl InMemoryStorage {
     }
 
     async fn create(&self, req: UpsertSession, id: String) -> Result<Option<SessionRecord>> {
-        let now = Timestamp::now();
-        let meta = SessionMeta {
-            id: id.clone(),
-            updated_at: now,
-            created_at: now,
-            user_id: req.owner.user_id.clone(),
-            agent_id: req.owner.agent_id.clone(),
-            source: req.source,
-            source_schedule_id: req.source_schedule_id.clone(),
-            team_id: None,
-            config: req.config.clone(),
-        };
+        let meta = SessionMeta::created(id.clone(), &req);
         let state = req.state.clone().unwrap_or_default();
         let bytes = encode_record(&meta, &state);
         check_size(BACKEND, "upsert_session", bytes.len(), self.max_record_bytes)?;
@@ -230,7 +219,7 @@ impl InMemoryStorage {
             messages: Vec::new(),
         };
         inner.sessions.insert(k, entry);
-        inner.index.entry(req.owner.clone()).or_default().insert((now, id));
+        inner.index.entry(req.owner.clone()).or_default().insert((meta.created_at, id));
         drop(inner);
         Ok(Some(SessionRecord::from_parts(meta, state)))
     }

@@ -250,6 +250,24 @@ pub struct SessionMeta {
 as_message::map_only!(SessionMeta, "a SessionMeta object");
 
 impl SessionMeta {
+    /// The envelope of a session `req` creates under `id`, now: its owner, config, source and
+    /// schedule as given, `updated_at == created_at` (how a caller tells a create from an update),
+    /// no team.
+    pub fn created(id: impl Into<String>, req: &crate::UpsertSession) -> Self {
+        let now = Timestamp::now();
+        Self {
+            id: id.into(),
+            updated_at: now,
+            created_at: now,
+            user_id: req.owner.user_id.clone(),
+            agent_id: req.owner.agent_id.clone(),
+            source: req.source,
+            source_schedule_id: req.source_schedule_id.clone(),
+            team_id: None,
+            config: req.config.clone(),
+        }
+    }
+
     /// The revision token (the `updated_at` text).
     pub fn revision(&self) -> Revision {
         Revision(self.updated_at.to_string())
