@@ -19,18 +19,23 @@ pub enum TtlPolicy {
     #[default]
     Persist,
     /// 2.0.4's `key_ttl`, made atomic: `SET … EX` on records, `EXPIRE` on the message list and on
-    /// the index sets (which 2.0.4 never expires) on every write.
+    /// the index sets (which 2.0.4 never expires) on every write. Whole seconds, kept within
+    /// 1 s ..= 100 years ([`MAX_KEY_TTL`]): Redis refuses an expiry past its clock's range, and a
+    /// refused `EXPIRE` would come after the record was already written.
     Sliding(Duration),
     /// `SET … KEEPTTL`: never add, change or remove a TTL (for keys whose expiry someone else manages).
     Keep,
 }
+
+/// The longest sliding TTL written (100 years); a longer [`TtlPolicy::Sliding`] is cut to it.
+pub const MAX_KEY_TTL: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
 impl TtlPolicy {
     /// The TTL mode and seconds passed to the scripts.
     pub(crate) fn script_args(self) -> (&'static str, u64) {
         match self {
             Self::Persist => ("persist", 0),
-            Self::Sliding(d) => ("sliding", d.as_secs().max(1)),
+            Self::Sliding(d) => ("sliding", d.as_secs().clamp(1, MAX_KEY_TTL.as_secs())),
             Self::Keep => ("keep", 0),
         }
     }

@@ -50,6 +50,8 @@
 //! Every write is one Lua script, sent with `EVALSHA` (falling back to `EVAL`):
 //!
 //! * create: `SET` (only if absent) + `SADD` to the agent (and schedule) index + TTLs, together;
+//!   a message list left under the id by a session that is gone (its record expired first, or a
+//!   2.0.4 delete stopped halfway) is removed, so a new session never inherits a conversation;
 //! * update (`update_session_state`, `upsert_session` on an existing id): a compare-and-set on
 //!   the stored envelope (the record's bytes up to `"state":`, which hold `updated_at`), so a
 //!   concurrent writer (Python included) is never overwritten blindly, and a session deleted
@@ -83,12 +85,19 @@
 //! an unreadable record (not UTF-8, not a record, or a key of another Redis type) is reported in
 //! [`as_storage::SessionPage::errors`] instead of failing the page.
 //!
+//! Redis does not roll a script back when a command in it fails, so every script checks what
+//! could fail first (the CAS token, the log's last message, that each index key is a set) and
+//! writes only after: an index key of another Redis type fails the write with a typed
+//! `Serialization` error naming that key, and nothing of it is written.
+//!
 //! # TTL
 //!
 //! [`TtlPolicy::Persist`] (default) writes like 2.0.4 without `key_ttl` (a plain `SET`, which
 //! clears a TTL); [`TtlPolicy::Sliding`] is 2.0.4's `key_ttl`, made atomic (`SET … EX`), and also
 //! applied to the index sets (which 2.0.4 leaves without a TTL, so they grow forever);
 //! [`TtlPolicy::Keep`] uses `KEEPTTL`. Processes sharing a Redis must use the same policy.
+//! Under a sliding TTL, `upsert_message` restarts the record's TTL as well as the list's (2.0.4
+//! expires only the list there), so a record never expires before the conversation after it.
 //!
 //! In a fleet that mixes Rust and Python 2.0.4 writers under `key_ttl`, the index TTL has a
 //! catch: 2.0.4 never touches an index set's TTL (its create only `SADD`s, its updates skip the
@@ -139,7 +148,7 @@ mod storage;
 #[cfg(feature = "test-utils")]
 pub mod testing;
 
-pub use config::{RedisStorageConfig, TtlPolicy, redact_url};
+pub use config::{MAX_KEY_TTL, RedisStorageConfig, TtlPolicy, redact_url};
 pub use keys::{KeyConfig, KeyLayout};
 pub use lock::{DEFAULT_LOCK_PREFIX, SessionLock, SessionLockGuard};
 pub use storage::RedisStorage;

@@ -15,6 +15,9 @@ use crate::error::{err, map_fred};
 use crate::scripts::{LOCK_EXTEND, LOCK_RELEASE};
 use crate::storage::RedisStorage;
 
+/// The shortest wait before retrying a failed heartbeat.
+const MIN_RETRY: Duration = Duration::from_millis(10);
+
 /// The longest lock expiry [`SessionLock::with_ttl`] sets (100 years).
 const MAX_LOCK_TTL: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
@@ -313,27 +316,34 @@ impl SessionLockGuard {
         let task = {
             let (pool, key, token, shared) = (pool.clone(), key.clone(), token.clone(), shared.clone());
             tokio::spawn(async move {
-                let mut tick = tokio::time::interval(every);
-                tick.tick().await;
+                let mut wait = every;
                 loop {
-                    tick.tick().await;
+                    tokio::time::sleep(wait).await;
                     let sent = Instant::now();
                     // An answer that comes after the lock may have run out is no renewal: wait at
                     // most until then (and at most the command timeout).
                     let sure = shared.surely_held_for(sent).unwrap_or(timeout);
                     match within(timeout.min(sure), "lock_extend", &key, extend(&pool, &key, &token, ttl)).await {
-                        Ok(true) => shared.renewed(sent, ttl),
+                        Ok(true) => {
+                            shared.renewed(sent, ttl);
+                            wait = every;
+                        }
                         Ok(false) => {
                             shared.mark_lost();
                             return;
                         }
                         // Redis unreachable: the lock is surely ours only until the last renewal
-                        // runs out. Give it up when the next heartbeat would come too late.
+                        // runs out. Retry sooner than the regular beat (a quarter of what is left,
+                        // so several tries fit) and give up only once it has run out.
                         Err(e) => {
                             tracing::warn!(target: "as_storage_redis", key = %key, error = %e, "lock heartbeat failed");
-                            if Instant::now().checked_add(every).is_none_or(|next| shared.may_expire_by(next)) {
-                                shared.mark_lost();
-                                return;
+                            match shared.surely_held_for(Instant::now()) {
+                                Some(left) if left > MIN_RETRY => wait = every.min(left / 4).max(MIN_RETRY),
+                                Some(_) => {
+                                    shared.mark_lost();
+                                    return;
+                                }
+                                None => wait = every,
                             }
                         }
                     }

@@ -59,6 +59,22 @@ end
 "#,
     ),
     (
+        "check_sets",
+        r#"
+-- Raises (before the caller writes anything) when a key from KEYS[first] on holds another Redis
+-- type than a set: a later SADD/SREM would fail halfway through the script, after its writes.
+local function check_sets(first)
+  for i = first, #KEYS do
+    local t = redis.call('TYPE', KEYS[i])['ok']
+    if t ~= 'none' and t ~= 'set' then
+      return redis.error_reply('WRONGTYPE ' .. KEYS[i] .. ' holds a ' .. t .. ', not a set of session ids')
+    end
+  end
+  return nil
+end
+"#,
+    ),
+    (
         "top_level_is",
         r#"
 -- Whether `frag` (`"<field>":<value>,`) starts at the first `field` (`"<field>":`) of `head`, with
@@ -155,16 +171,21 @@ end
     ),
 ];
 
-/// KEYS: record, agent index, [schedule index]. ARGV: value, id, mode, ttl.
+/// KEYS: record, messages, agent index, [schedule index]. ARGV: value, id, mode, ttl.
 /// Returns 1 (created) or 0 (a non-empty record already exists). A record that holds exactly
-/// this value is this create run before (a re-sent command): 1 again.
+/// this value is this create run before (a re-sent command): 1 again. A message list left under
+/// the id (its record expired first, or a 2.0.4 delete stopped halfway) belongs to no session:
+/// it goes, so a new session never starts with someone else's conversation.
 const CREATE: &str = r#"
 if redis.call('GETRANGE', KEYS[1], 0, 0) ~= '' then
   if redis.call('GET', KEYS[1]) == ARGV[1] then return 1 end
   return 0
 end
+local bad = check_sets(3)
+if bad then return bad end
+redis.call('DEL', KEYS[2])
 set_record(KEYS[1], ARGV[1], ARGV[3], ARGV[4])
-add_to_indexes(2, ARGV[2], ARGV[3], ARGV[4])
+add_to_indexes(3, ARGV[2], ARGV[3], ARGV[4])
 return 1
 "#;
 
@@ -176,6 +197,8 @@ return 1
 const UPDATE_INLINE: &str = r#"
 local s = token_state(KEYS[1], ARGV[1], ARGV[2])
 if s ~= 1 then return s end
+local bad = check_sets(3)
+if bad then return bad end
 local same = 0
 if #ARGV > 6 then
   same = tail_is(KEYS[2], ARGV[7], ARGV[8])
@@ -202,6 +225,11 @@ if s ~= 1 then
   return s
 end
 if redis.call('EXISTS', KEYS[2]) == 0 then return -3 end
+local bad = check_sets(4)
+if bad then
+  redis.call('DEL', KEYS[2])
+  return bad
+end
 local same = 0
 if #ARGV > 5 then
   same = tail_is(KEYS[3], ARGV[6], ARGV[7])
@@ -236,6 +264,8 @@ const DELETE: &str = r#"
 local owner, head = owner_check(KEYS[1], ARGV[1], ARGV[2], ARGV[3])
 if owner ~= 1 then return owner end
 if not schedule_is(KEYS[1], head, ARGV[5], ARGV[6]) then return -1 end
+local bad = check_sets(3)
+if bad then return bad end
 redis.call('DEL', KEYS[1], KEYS[2])
 for i = 3, #KEYS do redis.call('SREM', KEYS[i], ARGV[4]) end
 return 1
@@ -243,7 +273,8 @@ return 1
 
 /// KEYS: messages, record. ARGV: msg json, msg id, needle, owner fragment, user, agent, mode, ttl.
 /// Returns 1 (appended), 2 (replaced the last), 0 (no such session), -2 (last message is corrupt),
-/// or `owner_check`'s -4 / -5.
+/// or `owner_check`'s -4 / -5. A sliding TTL restarts on the record too (2.0.4 expires only the
+/// list here), so the record never expires before the conversation written after it.
 const UPSERT_MESSAGE: &str = r#"
 local owner = owner_check(KEYS[2], ARGV[4], ARGV[5], ARGV[6])
 if owner ~= 1 then return owner end
@@ -255,6 +286,7 @@ else
   redis.call('RPUSH', KEYS[1], ARGV[1])
 end
 apply_ttl(KEYS[1], ARGV[7], ARGV[8])
+apply_ttl(KEYS[2], ARGV[7], ARGV[8])
 return same + 1
 "#;
 
@@ -268,8 +300,9 @@ return {1, redis.call('LRANGE', KEYS[1], ARGV[1], ARGV[2])}
 "#;
 
 /// KEYS: messages, record. ARGV: msg id, needle, owner fragment, user, agent.
-/// Returns the newest message with that id, nil, or (an integer) `owner_check`'s 0 / -4 / -5.
-/// Scans from the end in chunks.
+/// Returns the newest message with that id, nil, or (an integer) `owner_check`'s 0 / -4 / -5, or
+/// -2 when a message that may be the newest copy (it holds the id's needle) is not valid JSON:
+/// never an older copy in its place. Scans from the end in chunks.
 const GET_MESSAGE: &str = r#"
 local owner = owner_check(KEYS[2], ARGV[3], ARGV[4], ARGV[5])
 if owner ~= 1 then return owner end
@@ -282,7 +315,8 @@ while hi >= 0 do
     local m = chunk[i]
     if string.find(m, ARGV[2], 1, true) then
       local ok, doc = pcall(cjson.decode, m)
-      if ok and type(doc) == 'table' and doc.id == ARGV[1] then return m end
+      if not ok or type(doc) ~= 'table' then return -2 end
+      if doc.id == ARGV[1] then return m end
     end
   end
   hi = lo - 1
@@ -318,6 +352,8 @@ elseif token_state(KEYS[1], ARGV[5], ARGV[6]) ~= 1 then
   if done_before() then return 1 end
   return -1
 end
+local bad = check_sets(3)
+if bad then return bad end
 local last = 3
 if ARGV[7] == '1' then last = 4 end
 for i = last + 1, #KEYS do redis.call('SREM', KEYS[i], ARGV[2]) end
@@ -434,19 +470,23 @@ mod tests {
     fn each_script_defines_exactly_the_helpers_it_calls() {
         let s = Scripts::new();
         let all = [
-            ("create", &s.create, &["set_record", "add_to_indexes", "apply_ttl"][..]),
-            ("update", &s.update, &["token_state", "tail_is", "append_log", "apply_ttl", "add_to_indexes"]),
+            ("create", &s.create, &["check_sets", "set_record", "add_to_indexes", "apply_ttl"][..]),
+            (
+                "update",
+                &s.update,
+                &["check_sets", "token_state", "tail_is", "append_log", "apply_ttl", "add_to_indexes"],
+            ),
             (
                 "update_inline",
                 &s.update_inline,
-                &["token_state", "tail_is", "append_log", "set_record", "apply_ttl", "add_to_indexes"],
+                &["check_sets", "token_state", "tail_is", "append_log", "set_record", "apply_ttl", "add_to_indexes"],
             ),
-            ("delete", &s.delete, &["top_level_is", "owner_check", "schedule_is"]),
+            ("delete", &s.delete, &["check_sets", "top_level_is", "owner_check", "schedule_is"]),
             ("upsert_message", &s.upsert_message, &["top_level_is", "owner_check", "tail_is", "apply_ttl"]),
             ("list_messages", &s.list_messages, &["top_level_is", "owner_check"]),
             ("get_message", &s.get_message, &["top_level_is", "owner_check"]),
             ("prune", &s.prune, &[]),
-            ("import", &s.import, &["token_state", "set_record", "apply_ttl"]),
+            ("import", &s.import, &["check_sets", "token_state", "set_record", "apply_ttl"]),
         ];
         for (script, lua, want) in all {
             for (name, _) in HELPERS {

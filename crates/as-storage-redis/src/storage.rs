@@ -483,12 +483,8 @@ impl RedisStorage {
         meta.source_schedule_id.clone_from(&schedule);
         let state = req.state.clone().unwrap_or_default();
         let (json, token) = self.encode(OP, &meta, &state)?;
-        let keys = &self.inner.keys;
-        let rkey = keys.session(&meta.user_id, id);
-        let mut k = vec![rkey.clone(), keys.session_index(&meta.user_id, &meta.agent_id)];
-        if let Some(s) = &schedule {
-            k.push(keys.schedule_session_index(&meta.user_id, s));
-        }
+        let rkey = self.inner.keys.session(&meta.user_id, id);
+        let k = self.write_keys(&rkey, &meta.user_id, &meta.agent_id, id, schedule.as_deref());
         let (mode, ttl) = self.ttl_args();
         let args = vec![bytes_value(Bytes::from(json)), str_value(id), mode, ttl];
         let created: i64 =
@@ -536,6 +532,7 @@ impl RedisStorage {
             let old_meta = stored.meta();
             let (token, exact) = token_for(&raw, &old_meta);
             let mut meta = old_meta.clone();
+            meta.id.clone_from(&id);
             meta.updated_at = Timestamp::now_after(&old_meta.updated_at);
             meta.config = req.config.clone();
             let state = req.state.clone().unwrap_or(stored.state);
@@ -599,6 +596,9 @@ impl RedisStorage {
                 }
             };
             let mut meta = old.clone();
+            // The key names the session: a record whose `id` disagrees (a copied key, or no
+            // `id` at all, which decoding fills with a fresh one) is written back under its key.
+            meta.id.clone_from(&key.session_id);
             meta.updated_at = Timestamp::now_after(&old.updated_at);
             let (json, new_token) = self.encode(op, &meta, state)?;
             match self.cas_write(&pool, op, &rkey, &meta, token, exact, json, &log).await? {
@@ -636,6 +636,8 @@ impl RedisStorage {
         if rec.user_id != key.user_id || rec.agent_id != key.agent_id {
             return Ok(None);
         }
+        // The key names the session, whatever `id` the stored record holds.
+        rec.id.clone_from(&key.session_id);
         rec.state.session_id.clone_from(&rec.id);
         // Usually the record is still the one this process last wrote or read: the cached
         // canonical envelope is a prefix of it, so the cache entry is already right.
@@ -675,7 +677,11 @@ impl RedisStorage {
         let mut gone = Vec::new();
         for (ids, rkeys) in ids.chunks(MGET_CHUNK).zip(rkeys.chunks(MGET_CHUNK)) {
             let values: Vec<Option<Bytes>> = if rkeys.len() == 1 {
-                vec![pool.get(&rkeys[0]).await.map_err(|e| map_fred(OP, Some(&rkeys[0]), e))?]
+                // GET of a key of another type fails where MGET gives nil: PRUNE reports it below.
+                match pool.get(&rkeys[0]).await {
+                    Err(e) if e.details().contains("WRONGTYPE") => vec![None],
+                    r => vec![r.map_err(|e| map_fred(OP, Some(&rkeys[0]), e))?],
+                }
             } else {
                 pool.mget(rkeys.to_vec()).await.map_err(|e| map_fred(OP, Some(&ikey), e))?
             };
@@ -826,6 +832,9 @@ impl RedisStorage {
             .map_err(|e| map_fred(OP, Some(&mkey), e))?;
         let raw = match reply {
             Value::Null => return Ok(None),
+            Value::Integer(-2) => {
+                return Err(bad_value(OP, &mkey, format!("a message that may be {message_id:?} is not valid JSON")));
+            }
             Value::Integer(code) => {
                 bad_record(OP, &rkey, code)?;
                 return Ok(None);

@@ -187,6 +187,31 @@ async fn a_lock_that_cannot_be_renewed_in_time_is_marked_lost() {
     assert!(kept.release().await.unwrap());
 }
 
+/// One failed renewal is no lost lock while the last renewal still holds: the heartbeat retries
+/// sooner and keeps the lock once Redis answers again (with `ttl = 2 × heartbeat`, 2.0.4's
+/// ratio, a single failure used to give the lock up at once).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_survives_a_blip_shorter_than_its_expiry() {
+    let Some(server) = RedisServer::start() else { return };
+    let s = open(&server).await;
+    let locks = SessionLock::new(&s).unwrap().with_ttl(Duration::from_secs(3));
+    let guard = locks.try_acquire("sess-blip").await.unwrap().unwrap();
+    let start = Instant::now();
+    server.pause().unwrap();
+    // The heartbeat at 1.5 s fails (Redis paused); Redis answers again well before 3 s.
+    let paused_for = Duration::from_millis(1900);
+    assert!(tokio::time::timeout(paused_for, guard.lost()).await.is_err(), "lost during the blip");
+    server.resume().unwrap();
+    // Past the first expiry (3 s after the SET) the guard still holds the lock.
+    let past_expiry = Duration::from_millis(3500).saturating_sub(start.elapsed());
+    assert!(tokio::time::timeout(past_expiry, guard.lost()).await.is_err(), "the guard gave the lock up");
+    assert!(!guard.is_lost());
+    let r = common::raw(&server.url()).await;
+    let held: Option<String> = r.get(guard.key()).await.unwrap();
+    assert_eq!(held.as_deref(), Some(guard.token()));
+    assert!(guard.release().await.unwrap());
+}
+
 /// A caller's fred pool has no command timeout by default: the lock must still not hang, and a
 /// guard must know it is lost once its last renewal ran out, whatever the heartbeat waits for.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -229,6 +254,19 @@ async fn huge_durations_do_not_overflow() {
     let busy = locks.with_poll_interval(Duration::MAX).acquire("sess-1", Duration::from_millis(1)).await.unwrap_err();
     assert_eq!(busy.kind(), StorageErrorKind::Conflict);
     assert!(guard.release().await.unwrap());
+    // A sliding TTL past what Redis accepts is cut to 100 years: the staged (large) update's
+    // `EXPIRE` after its `RENAME` is never refused, which would leave the staging key's expiry.
+    let s = RedisStorage::new(
+        RedisStorageConfig::from_url(&server.url()).unwrap().with_key_ttl(Duration::from_secs(u64::MAX)),
+    )
+    .unwrap();
+    s.open().await.unwrap();
+    let o = owner();
+    let rec = s.upsert_session(req(&o)).await.unwrap();
+    s.update_session_state(&o.session(rec.id.clone()), &common::state_with(60), None).await.unwrap();
+    let r = common::raw(&server.url()).await;
+    let ttl: i64 = r.ttl(format!("agentscope:user:user-1:session:{}", rec.id)).await.unwrap();
+    assert!(ttl > 99 * 365 * 24 * 3600, "ttl {ttl}");
 }
 
 /// A caller that gives up while its lock `SET` is under way (drops the acquiring future) leaves no

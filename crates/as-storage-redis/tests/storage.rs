@@ -619,3 +619,140 @@ async fn an_account_without_dangerous_commands_can_open_and_work() {
     assert!(store.delete_session(&k).await.unwrap());
     store.close().await.unwrap();
 }
+
+/// A message list whose record is gone (it expired first, or a 2.0.4 delete stopped halfway)
+/// belongs to no session: a session created again under that id, by any agent, starts empty.
+#[tokio::test]
+async fn a_session_created_again_under_an_old_id_starts_with_an_empty_log() {
+    let Some(server) = RedisServer::start() else { return };
+    let s = compat(&server).await;
+    let r = raw(&server.url()).await;
+    let a = owner();
+    let rec = s.upsert_session(req(&a).with_session_id("chat-1")).await.unwrap();
+    s.upsert_message(&a.session(rec.id.clone()), &Msg::user("u", "agent-1's secret")).await.unwrap();
+    // The record goes; its log stays (what an expiry of the record alone, or a crash, leaves).
+    r.del::<(), _>("agentscope:user:user-1:session:chat-1").await.unwrap();
+    let b = Owner::new("user-1", "agent-2");
+    let again = s.upsert_session(req(&b).with_session_id("chat-1")).await.unwrap();
+    assert_eq!(again.id, "chat-1");
+    assert!(s.list_messages(&b.session("chat-1"), 0, 0).await.unwrap().is_empty());
+    let left: i64 = r.llen("agentscope:user:user-1:session:chat-1:messages").await.unwrap();
+    assert_eq!(left, 0, "the orphaned log was removed");
+}
+
+/// With a sliding TTL, a message write restarts the record's TTL too: the record never expires
+/// before the conversation written after it.
+#[tokio::test]
+async fn a_sliding_message_write_restarts_the_records_ttl() {
+    let Some(server) = RedisServer::start() else { return };
+    let s = store(&server.url(), KeyLayout::Compat, TtlPolicy::Sliding(Duration::from_secs(3600))).await;
+    let r = raw(&server.url()).await;
+    let o = owner();
+    let rec = s.upsert_session(req(&o)).await.unwrap();
+    let rkey = format!("agentscope:user:user-1:session:{}", rec.id);
+    r.expire::<(), _>(&rkey, 100, None).await.unwrap();
+    s.upsert_message(&o.session(rec.id.clone()), &Msg::user("u", "hi")).await.unwrap();
+    let ttl: i64 = r.ttl(&rkey).await.unwrap();
+    assert!(ttl > 3000, "record ttl {ttl}");
+}
+
+/// An index key of another Redis type than a set fails a write before anything is written
+/// (Redis does not roll a script back: a `SADD` failing after the `SET` would leave it written).
+#[tokio::test]
+async fn a_wrong_type_index_key_fails_writes_before_they_write() {
+    let Some(server) = RedisServer::start() else { return };
+    let r = raw(&server.url()).await;
+    let index = "agentscope:user:user-1:agent:agent-1:sessions";
+    // Both update paths: inline (small record) and staged (large record).
+    for (i, state) in [rich_state(), common::state_with(60)].into_iter().enumerate() {
+        let s = compat(&server).await;
+        let o = owner();
+        let rec = s.upsert_session(req(&o).with_session_id(format!("s{i}"))).await.unwrap();
+        let key = o.session(rec.id.clone());
+        r.del::<(), _>(index).await.unwrap();
+        r.set::<(), _, _>(index, "x", None, None, false).await.unwrap();
+        let before: String = r.get(format!("agentscope:user:user-1:session:{}", rec.id)).await.unwrap();
+        let e = s.save_turn(&key, &state, None, &[Msg::user("u", "hi")]).await.unwrap_err();
+        assert_eq!(e.kind(), StorageErrorKind::Serialization, "{e}");
+        assert!(e.to_string().contains(index), "{e}");
+        let after: String = r.get(format!("agentscope:user:user-1:session:{}", rec.id)).await.unwrap();
+        assert_eq!(after, before, "the record was written although the write failed");
+        let log: i64 = r.llen(format!("agentscope:user:user-1:session:{}:messages", rec.id)).await.unwrap();
+        assert_eq!(log, 0, "the messages were written although the write failed");
+        let e = s.delete_session(&key).await.unwrap_err();
+        assert_eq!(e.kind(), StorageErrorKind::Serialization, "{e}");
+        assert!(s.get_session(&key).await.unwrap().is_some(), "the record was deleted although the delete failed");
+        // A create writes no record nobody indexes.
+        let e = s.upsert_session(req(&o).with_session_id("fresh")).await.unwrap_err();
+        assert_eq!(e.kind(), StorageErrorKind::Serialization, "{e}");
+        assert!(!r.exists::<bool, _>("agentscope:user:user-1:session:fresh").await.unwrap());
+        r.del::<(), _>(index).await.unwrap();
+    }
+}
+
+/// A listing with a single indexed id whose record key holds a list reports it as an error
+/// item, like it does inside a larger batch.
+#[tokio::test]
+async fn a_one_session_listing_reports_a_wrong_type_record() {
+    let Some(server) = RedisServer::start() else { return };
+    let s = compat(&server).await;
+    let r = raw(&server.url()).await;
+    let o = owner();
+    r.sadd::<(), _, _>("agentscope:user:user-1:agent:agent-1:sessions", "wt").await.unwrap();
+    r.rpush::<(), _, _>("agentscope:user:user-1:session:wt", "x").await.unwrap();
+    let page = s.list_sessions(&o, &PageRequest::default()).await.unwrap();
+    assert!(page.sessions.is_empty());
+    let errors: Vec<&str> = page.errors.iter().map(|e| e.session_id.as_str()).collect();
+    assert_eq!(errors, ["wt"]);
+}
+
+/// `get_message` never answers with an older copy when the newest one is corrupt.
+#[tokio::test]
+async fn get_message_reports_a_corrupt_newest_copy() {
+    let Some(server) = RedisServer::start() else { return };
+    let s = compat(&server).await;
+    let r = raw(&server.url()).await;
+    let o = owner();
+    let rec = s.upsert_session(req(&o)).await.unwrap();
+    let key = o.session(rec.id.clone());
+    let m = Msg::user("u", "old copy");
+    s.upsert_message(&key, &m).await.unwrap();
+    s.upsert_message(&key, &Msg::user("u", "other")).await.unwrap();
+    let mk = format!("agentscope:user:user-1:session:{}:messages", rec.id);
+    r.rpush::<(), _, _>(&mk, format!("{{\"id\":\"{}\",\"content\":[", m.id)).await.unwrap();
+    let e = s.get_message(&key, &m.id).await.unwrap_err();
+    assert_eq!(e.kind(), StorageErrorKind::Serialization, "{e}");
+    assert!(e.to_string().contains(&mk), "{e}");
+}
+
+/// The key names the session: a record whose `id` field disagrees (a copied key) or is missing
+/// is read and written under its key, never another session's.
+#[tokio::test]
+async fn writes_go_to_the_session_the_key_names() {
+    let Some(server) = RedisServer::start() else { return };
+    let s = compat(&server).await;
+    let r = raw(&server.url()).await;
+    let o = owner();
+    let b = s.upsert_session(req(&o).with_session_id("b")).await.unwrap();
+    let b_json: String = r.get("agentscope:user:user-1:session:b").await.unwrap();
+    r.set::<(), _, _>("agentscope:user:user-1:session:a", b_json.clone(), None, None, false).await.unwrap();
+    r.sadd::<(), _, _>("agentscope:user:user-1:agent:agent-1:sessions", "a").await.unwrap();
+    let a = o.session("a");
+    assert_eq!(s.get_session(&a).await.unwrap().unwrap().id, "a");
+    let m = Msg::user("u", "for a");
+    s.save_turn(&a, &b.state, None, std::slice::from_ref(&m)).await.unwrap();
+    assert_eq!(s.list_messages(&a, 0, 0).await.unwrap(), vec![m.clone()]);
+    assert!(s.list_messages(&o.session("b"), 0, 0).await.unwrap().is_empty());
+    let stored: serde_json::Value =
+        serde_json::from_str(&r.get::<String, _>("agentscope:user:user-1:session:a").await.unwrap()).unwrap();
+    assert_eq!(stored["id"], "a");
+    // No `id` at all: every write still lands in the same log.
+    let mut doc: serde_json::Value = serde_json::from_str(&b_json).unwrap();
+    doc.as_object_mut().unwrap().remove("id");
+    r.set::<(), _, _>("agentscope:user:user-1:session:c", doc.to_string(), None, None, false).await.unwrap();
+    let c = o.session("c");
+    for text in ["one", "two"] {
+        s.save_turn(&c, &b.state, None, &[Msg::user("u", text)]).await.unwrap();
+    }
+    assert_eq!(s.list_messages(&c, 0, 0).await.unwrap().len(), 2);
+}
