@@ -31,14 +31,23 @@ pub(crate) fn is_context_length(message: &str, err: &Value) -> bool {
 /// number is input, and `Duration::from_secs_f64` panics beyond `Duration::MAX`).
 pub(crate) const MAX_RETRY_AFTER: Duration = Duration::from_secs(24 * 60 * 60);
 
-/// Parses `retry-after-ms` / `retry-after` (seconds, integer or decimal), clamped to [`MAX_RETRY_AFTER`].
+/// Parses `retry-after-ms` / `retry-after` (seconds, integer or decimal, or an HTTP date, whose
+/// wait is counted from now and is zero once past), clamped to [`MAX_RETRY_AFTER`].
 pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    retry_after_at(headers, std::time::SystemTime::now())
+}
+
+fn retry_after_at(headers: &reqwest::header::HeaderMap, now: std::time::SystemTime) -> Option<Duration> {
     let get = |k: &str| headers.get(k).and_then(|v| v.to_str().ok()).map(str::trim);
     let secs = |v: &str, scale: f64| v.parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0).map(|v| v / scale);
+    let date = |v: &str| {
+        let at = httpdate::parse_http_date(v).ok()?;
+        Some(at.duration_since(now).unwrap_or(Duration::ZERO).as_secs_f64())
+    };
     let max = MAX_RETRY_AFTER.as_secs_f64();
     get("retry-after-ms")
         .and_then(|v| secs(v, 1000.0))
-        .or_else(|| get("retry-after").and_then(|v| secs(v, 1.0)))
+        .or_else(|| get("retry-after").and_then(|v| secs(v, 1.0).or_else(|| date(v))))
         .map(|s| Duration::from_secs_f64(s.min(max)))
 }
 
@@ -166,6 +175,24 @@ mod tests {
         assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
         h.insert("retry-after-ms", HeaderValue::from_static("250"));
         assert_eq!(retry_after(&h), Some(Duration::from_millis(250)));
+    }
+
+    #[test]
+    fn retry_after_as_an_http_date_counts_from_now() {
+        let now = httpdate::parse_http_date("Sun, 29 Nov 2026 10:00:00 GMT").unwrap();
+        let at = |v: &'static str| {
+            let mut h = HeaderMap::new();
+            h.insert("retry-after", HeaderValue::from_static(v));
+            retry_after_at(&h, now)
+        };
+        assert_eq!(at("Sun, 29 Nov 2026 10:00:30 GMT"), Some(Duration::from_secs(30)));
+        // The obsolete forms HTTP allows.
+        assert_eq!(at("Sunday, 29-Nov-26 10:01:00 GMT"), Some(Duration::from_secs(60)));
+        assert_eq!(at("Sun Nov 29 10:00:05 2026"), Some(Duration::from_secs(5)));
+        // Already past: retry now, not never.
+        assert_eq!(at("Sun, 29 Nov 2026 09:00:00 GMT"), Some(Duration::ZERO));
+        assert_eq!(at("Fri, 31 Dec 9999 23:59:59 GMT"), Some(MAX_RETRY_AFTER));
+        assert_eq!(at("tomorrow"), None);
     }
 
     #[test]
