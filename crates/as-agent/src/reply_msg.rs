@@ -203,8 +203,8 @@ fn apply(m: &mut Msg, event: &AgentEvent) -> bool {
         }
         AgentEvent::ModelCallEnd(e) => {
             let u = m.usage.get_or_insert(Usage::default());
-            u.input_tokens += e.input_tokens;
-            u.output_tokens += e.output_tokens;
+            u.input_tokens = u.input_tokens.saturating_add(e.input_tokens);
+            u.output_tokens = u.output_tokens.saturating_add(e.output_tokens);
             true
         }
         AgentEvent::ReplyEnd(e) => {

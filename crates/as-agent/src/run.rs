@@ -1226,8 +1226,9 @@ pub(crate) fn save_to_context(state: &mut AgentState, name: &str, blocks: Vec<Co
             m.content.extend(blocks);
             if let Some(u) = usage {
                 let acc = m.usage.get_or_insert(Usage::default());
-                acc.input_tokens += u.input_tokens;
-                acc.output_tokens += u.output_tokens;
+                // Saturating: a provider's (or a stored state's) huge count must not overflow the sum.
+                acc.input_tokens = acc.input_tokens.saturating_add(u.input_tokens);
+                acc.output_tokens = acc.output_tokens.saturating_add(u.output_tokens);
             }
         }
         _ => {

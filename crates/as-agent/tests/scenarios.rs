@@ -987,3 +987,32 @@ async fn dropping_a_resume_keeps_the_other_parked_call() {
     let out = agent.reply_outcome(&mut state, ExternalExecutionResultEvent::new(reply_id, results)).await.unwrap();
     assert_eq!(out.status, ReplyStatus::Completed);
 }
+
+/// A reply's usage is summed over its model calls with saturation: a provider reporting a huge
+/// count (u64::MAX is read as i64::MAX) and then one more token neither overflows the context
+/// message's usage nor the one the log rebuilds from the events.
+#[tokio::test]
+async fn usage_sums_saturate_instead_of_overflowing() {
+    use as_agent::MsgEventExt as _;
+    let model = ScriptedModel::new(
+        "m",
+        [
+            ScriptedTurn::new().tool_call("c1", "echo", r#"{"text": "a"}"#).usage(u64::MAX, 0),
+            ScriptedTurn::new().text("done").usage(1, 0),
+        ],
+    );
+    let agent = agent(model, Toolkit::new().with(AllowTool::new("echo").arc()));
+    let mut state = AgentState::default();
+    let (events, out) = run(&agent, &mut state, Msg::user("user", "go")).await;
+    let out = out.unwrap();
+    assert_eq!(out.status, ReplyStatus::Completed);
+    let usage = out.message.unwrap().usage.unwrap();
+    assert_eq!((usage.input_tokens, usage.output_tokens), (i64::MAX, 0));
+    assert_eq!(state.context[1].usage, Some(usage));
+    let AgentEvent::ReplyStart(start) = &events[0] else { panic!("no REPLY_START") };
+    let mut rebuilt = Msg::from_reply_start(start);
+    for e in &events[1..] {
+        rebuilt.append_event(e);
+    }
+    assert_eq!(rebuilt.usage, Some(usage));
+}
