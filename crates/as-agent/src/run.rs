@@ -25,7 +25,8 @@ use crate::stream::{EventQueue, ReplyOutcome, ReplyStatus};
 pub const PARKED_MESSAGE: &str = "Waiting for tool calls to be confirmed or executed from outside ...";
 /// The text of the message returned when `max_iters` is reached.
 pub const MAX_ITERS_MESSAGE: &str = "Executed maximum iterations of reasoning-acting loop without finishing the task.";
-/// The note used as (or added to) the summary when compression fell back to truncation.
+/// The summary a context without one gets when compression fell back to truncation (an existing
+/// summary is kept as it is, upstream 4a121d874).
 pub const TRUNCATION_NOTE: &str = "<system-reminder>Earlier messages were removed from the context because it \
     exceeded the model's window and could not be summarized.</system-reminder>";
 

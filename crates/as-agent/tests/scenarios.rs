@@ -1016,3 +1016,35 @@ async fn usage_sums_saturate_instead_of_overflowing() {
     }
     assert_eq!(rebuilt.usage, Some(usage));
 }
+
+/// A failed summary keeps the old summary exactly as it was (upstream 4a121d874): a summary of
+/// blocks keeps its data blocks, and no note is flattened into it.
+#[tokio::test]
+async fn a_failed_compression_keeps_a_block_summary_with_its_data() {
+    use as_message::{Base64Source, DataBlock, Source, TextOrBlocks, TextOrData};
+    let model = Arc::new(
+        ScriptedModel::new("scripted-model", [ScriptedTurn::new().text("no tool call here")]).with_context_size(6000),
+    );
+    // The summary's data block counts 2000 tokens: the room kept must exceed it for messages to stay.
+    let agent = Agent::builder("Friday", "sys", model.clone())
+        .context_config(ContextConfig::default().with_ratios(0.5, 0.4))
+        .build()
+        .unwrap();
+    let summary = TextOrBlocks::Blocks(vec![
+        TextOrData::Text(TextBlock { text: "Earlier: the user sent a chart.".into(), id: "s1".into() }),
+        TextOrData::Data(DataBlock {
+            id: "chart".into(),
+            source: Source::Base64(Base64Source { data: "aGVsbG8=".into(), media_type: "image/png".into() }),
+            name: None,
+        }),
+    ]);
+    let long = "x".repeat(400);
+    let mut state = AgentState { summary: summary.clone(), ..AgentState::default() };
+    for i in 0..6 {
+        state.context.push(Msg::user("user", format!("q{i} {long}")));
+        state.context.push(Msg::assistant("Friday", format!("a{i} {long}")));
+    }
+    assert!(agent.compress_context(&mut state).await.unwrap(), "the context was cut");
+    assert!(!state.context.is_empty() && state.context.len() < 12, "{} messages kept", state.context.len());
+    assert_eq!(state.summary, summary, "the old summary is kept as it was");
+}
