@@ -23,10 +23,11 @@ fn count_after(agent: &Agent, base: &[Msg], extra: &[Msg], tools: &[ToolSchema])
     agent.model.count_tokens_of_parts(&[base, extra], tools)
 }
 
-/// Splits `context` so that the reserved (newest) part stays within `budget` tokens together with `base`.
+/// Splits `context` so that the reserved (newest) part stays within `budget` tokens together with `base`
+/// and the tool schemas `tools` (counted as 2.0.4's `_split_context_for_compression` counts them).
 /// Returns `(to_compress, reserved)`; `to_compress` is empty when nothing would be compressed.
-fn split(agent: &Agent, base: &[Msg], context: &[Msg], budget: usize) -> (Vec<Msg>, Vec<Msg>) {
-    let with = |extra: &[Msg]| count_after(agent, base, extra, &[]);
+fn split(agent: &Agent, base: &[Msg], context: &[Msg], budget: usize, tools: &[ToolSchema]) -> (Vec<Msg>, Vec<Msg>) {
+    let with = |extra: &[Msg]| count_after(agent, base, extra, tools);
     // The newest boundary `i` whose suffix `context[i..]` reaches the budget. A suffix only grows as `i`
     // falls, so binary search finds it in O(log n) token counts (a linear scan was O(n²) clones).
     if context.is_empty() || with(context) < budget {
@@ -119,9 +120,9 @@ pub(crate) async fn compress(
         )));
     }
     let budget = (cfg.reserve_ratio * size as f64) as usize;
-    let (mut to_compress, mut reserved) = split(agent, &base, &state.context, budget);
+    let (mut to_compress, mut reserved) = split(agent, &base, &state.context, budget, &tools);
     if to_compress.is_empty() {
-        (to_compress, reserved) = split(agent, &base, &state.context, 0);
+        (to_compress, reserved) = split(agent, &base, &state.context, 0, &tools);
     }
     if to_compress.is_empty() {
         return Ok(Compressed::No);
@@ -139,7 +140,11 @@ pub(crate) async fn compress(
         input.push(Msg::user("user", cfg.compression_prompt.clone()));
         input
     };
-    let structured_tool = ToolSchema::new(as_model::STRUCTURED_OUTPUT_TOOL, "", cfg.summary_schema.clone());
+    let structured_tool = ToolSchema::new(
+        as_model::STRUCTURED_OUTPUT_TOOL,
+        as_model::STRUCTURED_OUTPUT_TOOL_DESCRIPTION,
+        cfg.summary_schema.clone(),
+    );
     let mut input = build(&to_compress);
     let overflow = count(agent, &input, std::slice::from_ref(&structured_tool)) > size;
     let mut attempt = 0;
@@ -163,10 +168,12 @@ pub(crate) async fn compress(
                 tracing::warn!(error = %e, "compression call failed with an overflowing input; retrying shorter");
                 attempt += 1;
                 let limit = cfg.trigger_ratio * size as f64;
-                // Drop the oldest messages until the input fits: the smallest such prefix, found by
-                // binary search (dropping more never adds tokens), so this stays O(n log n).
-                let fits = |k: usize| (count(agent, &build(&to_compress[k..]), &[]) as f64) < limit;
-                let (mut lo, mut hi) = (0usize, to_compress.len());
+                // As 2.0.4: drop at least the oldest message, then more until the input, counted with
+                // the structured-output tool, fits (all of them if none does). The smallest such
+                // prefix, found by binary search (dropping more never adds tokens): O(n log n).
+                let schema = std::slice::from_ref(&structured_tool);
+                let fits = |k: usize| (count(agent, &build(&to_compress[k..]), schema) as f64) < limit;
+                let (mut lo, mut hi) = (1usize.min(to_compress.len()), to_compress.len());
                 while lo < hi {
                     let mid = lo + (hi - lo) / 2;
                     if fits(mid) {

@@ -1048,3 +1048,120 @@ async fn a_failed_compression_keeps_a_block_summary_with_its_data() {
     assert!(!state.context.is_empty() && state.context.len() < 12, "{} messages kept", state.context.len());
     assert_eq!(state.summary, summary, "the old summary is kept as it was");
 }
+
+fn numbers_summary() -> serde_json::Value {
+    serde_json::json!({
+        "task_overview": "Numbers.", "current_state": "1..3.", "important_discoveries": "None.",
+        "next_steps": "Answer.", "context_to_preserve": "Brevity.",
+    })
+}
+
+/// `n` messages of 100 tokens each, user and assistant in turn.
+fn hundred_token_messages(n: usize) -> Vec<Msg> {
+    (0..n)
+        .map(|i| {
+            let text = format!("{i:04}{}", "x".repeat(396));
+            if i % 2 == 0 { Msg::user("user", text) } else { Msg::assistant("Friday", text) }
+        })
+        .collect()
+}
+
+/// 2.0.4 counts the tool schemas when it splits the context for compression
+/// (`_split_context_for_compression(budget, tools)`): a large schema leaves room for fewer
+/// reserved messages. The split is checked against 2.0.4's walk, which here differs from a
+/// split that leaves the schemas out.
+#[tokio::test]
+async fn the_compression_split_counts_the_tool_schemas() {
+    use as_model::{ChatModel as _, ToolSchema};
+    let model = Arc::new(
+        ScriptedModel::new(
+            "m",
+            [ScriptedTurn::new().tool_call("so", as_model::STRUCTURED_OUTPUT_TOOL, numbers_summary().to_string())],
+        )
+        .with_context_size(4000),
+    );
+    let big = as_tools::FunctionTool::new("lookup", "d".repeat(2400), |a: Count, _ctx| async move {
+        Ok::<_, as_tools::ToolError>(a.count.to_string())
+    });
+    let agent = Agent::builder("Friday", "sys", model.clone())
+        .toolkit(Toolkit::new().with(big))
+        .context_config(ContextConfig::default().with_ratios(0.5, 0.25))
+        .build()
+        .unwrap();
+    let mut state = AgentState { context: hundred_token_messages(20), ..AgentState::default() };
+    let context = state.context.clone();
+    let tools: Vec<ToolSchema> = agent
+        .toolkit()
+        .schemas(&state.tool_context.activated_groups)
+        .iter()
+        .map(|v| ToolSchema::from_function_value(v).unwrap())
+        .collect();
+    // 2.0.4's walk back from the newest message: the first whose suffix reaches the budget
+    // (0.25 × 4000) is the boundary; with one block it is compressed whole.
+    let reserved = |tools: &[ToolSchema]| {
+        let boundary = (0..context.len())
+            .rev()
+            .find(|&i| {
+                let mut msgs = vec![Msg::system("system", "sys")];
+                msgs.extend_from_slice(&context[i..]);
+                model.count_tokens(&msgs, tools) >= 1000
+            })
+            .unwrap();
+        context.len() - boundary - 1
+    };
+    let expected = reserved(&tools);
+    assert!(expected < reserved(&[]), "the schema must change the split for this test to tell");
+    assert!(agent.compress_context(&mut state).await.unwrap());
+    let ids = |msgs: &[Msg]| msgs.iter().map(|m| m.id.clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&state.context), ids(&context[context.len() - expected..]), "the newest {expected} are reserved");
+    assert_eq!(state.context, context[context.len() - expected..]);
+}
+
+/// After a failed summary of an overflowing input, 2.0.4 retries once without the oldest messages:
+/// at least one, and as many as it takes for the input, counted with the structured-output tool,
+/// to fall below `trigger_ratio × context_size`.
+#[tokio::test]
+async fn an_overflowing_compression_retry_counts_the_structured_output_tool() {
+    use as_model::{ChatModel as _, ToolSchema};
+    let model = Arc::new(
+        ScriptedModel::new(
+            "m",
+            [
+                ScriptedTurn::new().text("no tool call here"),
+                ScriptedTurn::new().tool_call("so", as_model::STRUCTURED_OUTPUT_TOOL, numbers_summary().to_string()),
+            ],
+        )
+        .with_context_size(4000),
+    );
+    // A summary schema of about 1300 tokens: the compression input overflows only with it.
+    let mut schema = as_agent::summary_schema();
+    schema["description"] = serde_json::json!("d".repeat(4000));
+    let cfg = ContextConfig { summary_schema: schema.clone(), ..ContextConfig::default().with_ratios(0.5, 0.25) };
+    let agent = Agent::builder("Friday", "sys", model.clone()).context_config(cfg.clone()).build().unwrap();
+    let mut state = AgentState { context: hundred_token_messages(40), ..AgentState::default() };
+    assert!(agent.compress_context(&mut state).await.unwrap());
+    assert!(state.summary.text().contains("Numbers."), "the retry's summary is used");
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2, "one call, one retry");
+    let first = &requests[0].messages;
+    let compressed = &first[1..first.len() - 1];
+    let tool = ToolSchema::new(as_model::STRUCTURED_OUTPUT_TOOL, as_model::STRUCTURED_OUTPUT_TOOL_DESCRIPTION, schema);
+    let input = |i: usize| {
+        let mut msgs = vec![first[0].clone()];
+        msgs.extend_from_slice(&compressed[i..]);
+        msgs.push(Msg::user("user", cfg.compression_prompt.clone()));
+        msgs
+    };
+    let limit = 0.5 * 4000.0;
+    assert!(model.count_tokens(&input(0), std::slice::from_ref(&tool)) > 4000, "the input overflows");
+    // 2.0.4: `for i in range(1, len + 1)`, stopping at the first input below the limit.
+    let dropped = (1..=compressed.len())
+        .find(|&i| (model.count_tokens(&input(i), std::slice::from_ref(&tool)) as f64) < limit)
+        .unwrap_or(compressed.len());
+    let without_tool = (0..=compressed.len()).find(|&i| (model.count_tokens(&input(i), &[]) as f64) < limit);
+    assert_ne!(Some(dropped), without_tool, "counting the tool must matter for this test to tell");
+    assert!(dropped < compressed.len(), "some messages are kept");
+    let retry = &requests[1].messages;
+    assert_eq!(retry.len(), first.len() - dropped, "dropped {} messages", first.len() - retry.len());
+    assert_eq!(retry[1], compressed[dropped], "the oldest kept message");
+}
