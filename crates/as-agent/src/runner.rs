@@ -8,7 +8,8 @@
 //! turn's messages to the message log. The state is persisted whatever way the reply ended: completed, parked,
 //! interrupted (cancel token), max iterations, or a reply error (then the error is returned after persisting).
 //! A turn that was rejected before it changed anything (wrong `reply_id`, a message while parked, ...) or was a
-//! no-op (an interrupt while nothing is parked) writes nothing. That is decided from the reply's start flag
+//! no-op (an interrupt while nothing is parked; a run with no input while the session is parked, which 2.0.4's
+//! chat service skips) writes nothing. That is decided from the reply's start flag
 //! ([`crate::ReplyStream::started`]: set once the input passed its checks, the only point from which a reply
 //! changes the state), not by comparing states, so no copy of the state is kept. The error kind alone would
 //! not do: a middleware hook may fail with any kind after the reply changed the state. A resume or an
@@ -200,6 +201,20 @@ impl SessionRunner {
         let revision = record.revision();
         let mut state = record.state;
         state.session_id.clone_from(&key.session_id);
+        if is_no_input(&input) && agent.is_parked(&state) {
+            // 2.0.4's chat service (`_chat.py` step 6): a run with no input (a wake-up) is skipped
+            // while the agent is parked on calls to confirm or execute outside; the resume goes on
+            // from there. A no-op: nothing is written (`reply(None)` itself is refused while parked).
+            release(guard, key).await;
+            return Ok(TurnOutcome {
+                status: ReplyStatus::NoOp,
+                message: None,
+                state,
+                revision,
+                created,
+                log_error: None,
+            });
+        }
         if let (Some(m), Some(ev)) = (reply_msg.as_mut(), incoming_event(&input)) {
             m.append_event(&ev);
         }
@@ -732,6 +747,11 @@ impl Drop for PendingWrite {
         });
         track(&self.background, task);
     }
+}
+
+/// Whether `input` is a run with no input (`reply(None)`).
+fn is_no_input(input: &ReplyInput) -> bool {
+    matches!(input, ReplyInput::Messages(msgs) if msgs.is_empty())
 }
 
 fn incoming_event(input: &ReplyInput) -> Option<AgentEvent> {

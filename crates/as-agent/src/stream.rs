@@ -29,7 +29,9 @@ pub enum ReplyStatus {
     Interrupted,
     /// `max_iters` rounds ran (`EXCEED_MAX_ITERS`, `REPLY_END(exceed_max_iters)`).
     ExceedMaxIters,
-    /// Nothing happened (a [`crate::UserInterruptEvent`] while nothing is parked).
+    /// Nothing happened: a [`crate::UserInterruptEvent`] while nothing is parked, or, from the
+    /// [`crate::SessionRunner`], a run with no input ([`crate::ReplyInput::none`]) while the session
+    /// is parked (skipped, as 2.0.4's chat service skips wake-ups of a parked agent).
     NoOp,
 }
 

@@ -463,7 +463,6 @@ async fn rejected_and_no_op_turns_write_nothing() {
     let renamed = as_message::ToolCallBlock::new("c1", "other_tool", r#"{"text": "a"}"#);
     let rejected: Vec<(ReplyInput, AgentErrorKind)> = vec![
         (Msg::user("user", "a new message while parked").into(), AgentErrorKind::Awaiting),
-        (ReplyInput::none(), AgentErrorKind::Awaiting),
         (
             UserConfirmResultEvent::new("wrong", vec![as_agent::ConfirmResult::approve(call.clone())]).into(),
             AgentErrorKind::ReplyIdMismatch,
@@ -506,6 +505,38 @@ async fn rejected_and_no_op_turns_write_nothing() {
 
     // None of these left a write behind for the background.
     assert_eq!(runner.wait_background_writes().await, 0);
+}
+
+/// 2.0.4's chat service skips a run with no input (a wake-up) while the agent is parked (spec
+/// §14.6 step 3): a no-op that writes nothing, and the parked reply resumes as usual afterwards.
+#[tokio::test]
+async fn a_run_with_no_input_while_parked_is_a_no_op() {
+    let storage = store().await;
+    let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
+    let agent = agent_with(
+        vec![ScriptedTurn::new().tool_call("c1", "needs_ok", r#"{"text": "a"}"#), ScriptedTurn::new().text("done")],
+        Toolkit::new().with(AllowTool::new("needs_ok").ask().arc()),
+    );
+    let k = key("wake-up");
+    let parked = turn(&runner, &agent, &k, Msg::user("user", "go")).await.1.unwrap();
+    assert_eq!(parked.status, ReplyStatus::Parked);
+    let before = footprint(&storage, &k).await;
+    let (events, r) = turn(&runner, &agent, &k, ReplyInput::none()).await;
+    let noop = r.unwrap();
+    assert_eq!(noop.status, ReplyStatus::NoOp);
+    assert_eq!(noop.message, None);
+    assert!(events.is_empty());
+    assert!(!noop.created);
+    assert_eq!(noop.revision, parked.revision, "the outcome reports the unchanged revision");
+    assert_eq!(noop.state, parked.state);
+    assert_eq!(footprint(&storage, &k).await, before, "no-op: nothing written");
+    assert_eq!(runner.wait_background_writes().await, 0);
+    // The parked reply is still there to resume.
+    let call = as_message::ToolCallBlock::new("c1", "needs_ok", r#"{"text": "a"}"#);
+    let confirm =
+        UserConfirmResultEvent::new(parked.state.reply_id.clone(), vec![as_agent::ConfirmResult::approve(call)]);
+    let done = turn(&runner, &agent, &k, confirm).await.1.unwrap();
+    assert_eq!(done.status, ReplyStatus::Completed);
 }
 
 /// Fails `on_event` with `error()` at each event of type `at` (by then the reply has changed the state).
