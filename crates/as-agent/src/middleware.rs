@@ -77,8 +77,16 @@ pub trait Middleware: Send + Sync + fmt::Debug {
         Ok(None)
     }
 
-    /// Called with each tool result before it is saved to the context (external results included). The
-    /// result stays the answer to its call: changes to `id` or `name` are undone.
+    /// Called with each tool result before its output is emitted and it is saved to the context, so
+    /// what it leaves is what the `TOOL_RESULT_*` events, the message log rebuilt from them and the
+    /// context all carry. The result stays the answer to its call: changes to `id` or `name` are
+    /// undone.
+    ///
+    /// Unlike 2.0.4's `on_acting`, it also sees the results that do not come from running a tool:
+    /// errors (unknown tool, invalid input, a denying permission rule), a user's denial, and
+    /// external results. And since it may rewrite the output, an agent with middlewares does not
+    /// stream a tool's output chunk by chunk: the output deltas are emitted once the call ended,
+    /// from the result as the middlewares left it.
     async fn on_tool_result(&self, result: &mut ToolResultBlock, slot: &mut JsonValue) -> Result<()> {
         let _ = (result, slot);
         Ok(())

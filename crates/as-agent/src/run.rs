@@ -68,8 +68,23 @@ enum Action {
         call_id: String,
         event: AgentEvent,
     },
-    /// The call's result; its `TOOL_RESULT_END` is built from what the result middlewares leave.
-    Result(ToolResultBlock),
+    /// The call's result, before the result middlewares (see [`Run::finish_result`]).
+    Result(Answer),
+}
+
+/// A tool call's result on its way to the context.
+struct Answer {
+    block: ToolResultBlock,
+    /// Its output deltas were already emitted: the chunks of a tool run by an agent without
+    /// middlewares (nothing can rewrite them, so they stream as they come).
+    streamed: bool,
+}
+
+impl Answer {
+    /// A result whose output was not emitted yet.
+    fn new(block: ToolResultBlock) -> Self {
+        Self { block, streamed: false }
+    }
 }
 
 /// A middleware's slot in `middle_context`, mutated in place (an absent one starts as `null`), so
@@ -429,17 +444,14 @@ impl<'a> Run<'a> {
                 let text = denied_by_user_text(&parked_name);
                 self.emit(ToolResultStartEvent::new(reply_id.clone(), id.clone(), parked_name.clone())).await?;
                 self.started.insert(id.clone());
-                self.emit(ToolResultTextDeltaEvent::new(reply_id.clone(), id.clone(), text.clone())).await?;
-                let block = ToolResultBlock::new(id.clone(), parked_name, text, ToolResultState::Denied);
-                self.save_result(block).await?;
-                self.emit(ToolResultEndEvent::new(reply_id.clone(), id, ToolResultState::Denied)).await?;
+                let block = ToolResultBlock::new(id, parked_name, text, ToolResultState::Denied);
+                self.finish_result(Answer::new(block), true).await?;
             }
         }
         Ok(())
     }
 
     async fn handle_external(&mut self, ev: ExternalExecutionResultEvent) -> Result<()> {
-        let reply_id = self.reply_id();
         // One result per call: for a repeated id the last one counts, at its first position (as
         // for confirmations). Saving both would leave two results for one call in the context.
         let mut results: Vec<ToolResultBlock> = Vec::with_capacity(ev.execution_results.len());
@@ -450,41 +462,21 @@ impl<'a> Run<'a> {
             }
         }
         for result in results {
-            let id = result.id.clone();
-            self.started.insert(id.clone());
-            match &result.output {
-                TextOrBlocks::Text(s) => {
-                    self.emit(ToolResultTextDeltaEvent::new(reply_id.clone(), id.clone(), s.clone())).await?;
-                }
-                TextOrBlocks::Blocks(blocks) => {
-                    for b in blocks {
-                        for e in output_events(&reply_id, &id, b) {
-                            self.emit(e).await?;
-                        }
-                    }
-                }
-            }
-            let (state, metadata) = self.save_result_as(result, false).await?;
-            let mut end = ToolResultEndEvent::new(reply_id.clone(), id.clone(), state);
-            end.metadata = metadata;
-            self.emit(end).await?;
+            self.started.insert(result.id.clone());
+            self.finish_result(Answer::new(result), false).await?;
         }
         Ok(())
     }
 
-    /// Saves a tool result (after the result middlewares and truncation) and finishes its call.
-    /// Returns the result's state and metadata as the middlewares left them (for its END event).
-    async fn save_result(&mut self, block: ToolResultBlock) -> Result<(ToolResultState, JsonMap)> {
-        self.save_result_as(block, true).await
-    }
-
-    /// [`Self::save_result`]; `truncate = false` keeps the output as given (external results, §7).
-    /// The block stays the answer to its call: a middleware cannot change its id or name.
-    async fn save_result_as(
-        &mut self,
-        mut block: ToolResultBlock,
-        truncate: bool,
-    ) -> Result<(ToolResultState, JsonMap)> {
+    /// Finishes a tool call with its result: runs the result middlewares (`on_tool_result`), emits
+    /// the output deltas (unless the tool's chunks already streamed them), saves the result (cut to
+    /// `tool_result_limit` when `truncate`; external results are kept as given, §7) and finishes
+    /// its call, then emits `TOOL_RESULT_END` with the state and metadata the middlewares left. The
+    /// events, the log the runner rebuilds from them and the context therefore all carry what the
+    /// middlewares made of the result (only the context's copy is truncated, §9.3). The block stays
+    /// the answer to its call: a middleware cannot change its id or name. Returns the result's state.
+    async fn finish_result(&mut self, answer: Answer, truncate: bool) -> Result<ToolResultState> {
+        let Answer { mut block, streamed } = answer;
         let agent = self.agent;
         let (id, name) = (block.id.clone(), block.name.clone());
         for mw in &agent.middlewares {
@@ -493,15 +485,24 @@ impl<'a> Run<'a> {
             settle(slots, mw.key());
             r?;
         }
-        block.id = id.clone();
+        block.id.clone_from(&id);
         block.name = name;
-        let ended = (block.state, block.metadata.clone());
+        let reply_id = self.reply_id();
+        if !streamed {
+            for e in result_events(&reply_id, &id, &block.output) {
+                self.emit(e).await?;
+            }
+        }
+        let (state, metadata) = (block.state, block.metadata.clone());
         let block = if truncate { crate::compress::truncate_tool_result(self.agent, block) } else { block };
         save_to_context(self.g.state, &self.agent.name, vec![ContentBlock::ToolResult(block)], None);
         if let Some(c) = call_mut(self.g.state, &self.agent.name, &id) {
             c.state = ToolCallState::Finished;
         }
-        Ok(ended)
+        let mut end = ToolResultEndEvent::new(reply_id, id, state);
+        end.metadata = metadata;
+        self.emit(end).await?;
+        Ok(state)
     }
 
     async fn react_loop(&mut self) -> Result<ReplyOutcome> {
@@ -835,14 +836,8 @@ impl<'a> Run<'a> {
                 self.emit_announcing(event, Some(call_id)).await?;
                 Ok((true, false))
             }
-            Action::Result(block) => {
-                // The END event says what the result middlewares made of the result (the context
-                // and the log, rebuilt from the events, then agree).
-                let id = block.id.clone();
-                let (state, metadata) = self.save_result(block).await?;
-                let mut end = ToolResultEndEvent::new(self.g.state.reply_id.clone(), id, state);
-                end.metadata = metadata;
-                self.emit(end).await?;
+            Action::Result(answer) => {
+                let state = self.finish_result(answer, true).await?;
                 Ok((false, state == ToolResultState::Interrupted))
             }
         }
@@ -900,16 +895,7 @@ impl<'a> Run<'a> {
                         block.id.clone_from(&call.id);
                         block.name.clone_from(&call.name);
                         let mut actions = head;
-                        if let TextOrBlocks::Blocks(bs) = &block.output {
-                            for b in bs {
-                                actions.extend(output_events(&reply_id, &call.id, b).into_iter().map(Action::Event));
-                            }
-                        } else if let TextOrBlocks::Text(s) = &block.output {
-                            actions.push(Action::Event(
-                                ToolResultTextDeltaEvent::new(reply_id.clone(), call.id.clone(), s.clone()).into(),
-                            ));
-                        }
-                        actions.push(Action::Result(block));
+                        actions.push(Action::Result(Answer::new(block)));
                         return stream::iter(actions).boxed();
                     }
                     Ok(None) => {}
@@ -969,6 +955,9 @@ impl<'a> Run<'a> {
     }
 }
 
+/// The actions of a tool run: its chunks' output deltas as they come, then its result. With
+/// middlewares, whose `on_tool_result` may rewrite the result, the chunks are not streamed: the
+/// deltas are emitted from the result they leave (so no event carries output they removed).
 fn run_tool(
     agent: &Agent,
     tool: Arc<dyn DynTool>,
@@ -977,11 +966,13 @@ fn run_tool(
     reply_id: String,
     call: ToolCallBlock,
 ) -> BoxStream<'static, Action> {
+    let stream_chunks = agent.middlewares.is_empty();
     agent
         .toolkit
         .call_tool(tool, input, ctx)
         .flat_map(move |out| {
             let actions: Vec<Action> = match out {
+                ToolOutput::Chunk(_) if !stream_chunks => Vec::new(),
                 ToolOutput::Chunk(chunk) => chunk
                     .content
                     .iter()
@@ -996,7 +987,7 @@ fn run_tool(
                         state: r.state,
                         metadata: r.metadata,
                     };
-                    vec![Action::Result(block)]
+                    vec![Action::Result(Answer { streamed: stream_chunks, ..Answer::new(block) })]
                 }
             };
             stream::iter(actions)
@@ -1017,7 +1008,8 @@ fn truncated_call_text(name: &str, reason: &as_model::FinishReason) -> String {
     )
 }
 
-/// `_handle_error_tool_call`: START, the text, the result (a plain-string output), END.
+/// `_handle_error_tool_call`: START, then the result (a plain-string output: its text delta and
+/// END follow from [`Run::finish_result`]).
 fn error_actions(
     reply_id: &str,
     call: &ToolCallBlock,
@@ -1025,9 +1017,17 @@ fn error_actions(
     state: ToolResultState,
 ) -> BoxStream<'static, Action> {
     let start = ToolResultStartEvent::new(reply_id, call.id.clone(), call.name.clone()).into();
-    let delta = ToolResultTextDeltaEvent::new(reply_id, call.id.clone(), text.clone()).into();
     let block = ToolResultBlock::new(call.id.clone(), call.name.clone(), text, state);
-    stream::iter(vec![Action::Started(start, call.id.clone()), Action::Event(delta), Action::Result(block)]).boxed()
+    stream::iter(vec![Action::Started(start, call.id.clone()), Action::Result(Answer::new(block))]).boxed()
+}
+
+/// The output deltas of a whole tool result: one text delta for a plain string, else one event
+/// per block.
+fn result_events(reply_id: &str, call_id: &str, output: &TextOrBlocks) -> Vec<AgentEvent> {
+    match output {
+        TextOrBlocks::Text(s) => vec![ToolResultTextDeltaEvent::new(reply_id, call_id, s.clone()).into()],
+        TextOrBlocks::Blocks(blocks) => blocks.iter().flat_map(|b| output_events(reply_id, call_id, b)).collect(),
+    }
 }
 
 /// Events of one output block of a tool result (text delta, or a data delta with a fresh block id).

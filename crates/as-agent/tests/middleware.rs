@@ -421,3 +421,149 @@ async fn on_compress_context_can_skip_or_reshape_a_compression() {
     let e = plain.compress_context_with(&mut state, bad).await.unwrap_err();
     assert_eq!(e.kind(), as_agent::AgentErrorKind::Config);
 }
+
+/// Streams its output in two chunks that spell a secret.
+#[derive(Debug)]
+struct Leaky {
+    params: JsonValue,
+}
+
+#[async_trait]
+impl as_tools::DynTool for Leaky {
+    fn name(&self) -> &str {
+        "leaky"
+    }
+    fn description(&self) -> &str {
+        "Streams a secret."
+    }
+    fn parameters(&self) -> &JsonValue {
+        &self.params
+    }
+    fn is_concurrency_safe(&self) -> bool {
+        false
+    }
+    fn is_read_only(&self) -> bool {
+        true
+    }
+    fn is_external(&self) -> bool {
+        false
+    }
+    async fn check_permissions(
+        &self,
+        _input: &as_message::JsonMap,
+        _ctx: &as_tools::PermissionCheckContext<'_>,
+    ) -> as_tools::PermissionDecision {
+        as_tools::PermissionDecision::allow("test")
+    }
+    async fn call(
+        &self,
+        _input: as_message::JsonMap,
+        _ctx: as_tools::ToolCallContext,
+    ) -> Result<as_tools::ToolStream, as_tools::ToolError> {
+        Ok(as_tools::ToolStream::from_chunks(vec![
+            as_tools::ToolChunk::text("secret-"),
+            as_tools::ToolChunk::text("2"),
+        ]))
+    }
+}
+
+/// Replaces every tool result's output.
+#[derive(Debug)]
+struct Redact;
+
+#[async_trait]
+impl Middleware for Redact {
+    fn key(&self) -> &str {
+        "Redact"
+    }
+
+    async fn on_tool_result(
+        &self,
+        result: &mut as_message::ToolResultBlock,
+        _slot: &mut JsonValue,
+    ) -> as_agent::Result<()> {
+        result.output = as_message::TextOrBlocks::Text("REDACTED".into());
+        Ok(())
+    }
+}
+
+/// What `on_tool_result` makes of a result's output is what every copy of it carries: the
+/// `TOOL_RESULT_*` events, the message log the runner rebuilds from them, and the context. A
+/// redacted output shows nowhere raw: not for a tool run (streamed in chunks), nor an external
+/// result, nor an error result.
+#[tokio::test]
+async fn a_redacted_tool_result_shows_nowhere_raw() {
+    use as_message::ContentBlock;
+    use as_storage::{InMemoryStorage, SessionConfig, SessionKey, SharedStorage};
+    let storage: SharedStorage = Arc::new(InMemoryStorage::new());
+    storage.open().await.unwrap();
+    let runner = as_agent::SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
+    let model = Arc::new(ScriptedModel::new(
+        "m",
+        [
+            ScriptedTurn::new()
+                .tool_call("c1", "echo", r#"{"text": "secret-1"}"#)
+                .tool_call("c2", "leaky", "{}")
+                .tool_call("c3", "ext", r#"{"text": "x"}"#)
+                .tool_call("c4", "nope", "{}"),
+            ScriptedTurn::new().text("Done."),
+        ],
+    ));
+    let toolkit = Toolkit::new()
+        .with(AllowTool::new("echo").arc())
+        .with(Arc::new(Leaky { params: json!({"type": "object", "properties": {}}) }) as Arc<dyn as_tools::DynTool>)
+        .with(AllowTool::new("ext").external().arc());
+    let agent = Agent::builder("Friday", "sys", model).toolkit(toolkit).middleware(Arc::new(Redact)).build().unwrap();
+    let key = SessionKey::new("u1", "a1", "redact");
+    let mut events: Vec<AgentEvent> = Vec::new();
+    let parked = runner
+        .run_turn(&agent, &key, as_agent::ReplyInput::user_text("go"), &mut |e| events.push(e.clone()))
+        .await
+        .unwrap();
+    assert_eq!(parked.status, ReplyStatus::Parked);
+    let result = as_message::ToolResultBlock::new("c3", "ext", "secret-3", as_message::ToolResultState::Success);
+    let external = as_agent::ExternalExecutionResultEvent::new(parked.state.reply_id.clone(), vec![result]);
+    let done = runner.run_turn(&agent, &key, external.into(), &mut |e| events.push(e.clone())).await.unwrap();
+    assert_eq!(done.status, ReplyStatus::Completed);
+
+    // The events: every output delta is the redacted text, and no result event holds the raw one.
+    let deltas: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolResultTextDelta(d) => Some(d.delta.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(deltas, ["REDACTED"; 4], "one delta per result, redacted");
+    for e in &events {
+        let result_event = matches!(
+            e,
+            AgentEvent::ToolResultStart(_)
+                | AgentEvent::ToolResultTextDelta(_)
+                | AgentEvent::ToolResultDataDelta(_)
+                | AgentEvent::ToolResultEnd(_)
+        );
+        let json = serde_json::to_string(e).unwrap();
+        assert!(!result_event || !json.contains("secret"), "{json}");
+    }
+    // The log and the context hold the same results, all redacted.
+    let results = |m: &Msg| -> Vec<(String, String, String, as_message::ToolResultState, as_message::JsonMap)> {
+        m.content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::ToolResult(r) => {
+                    Some((r.id.clone(), r.name.clone(), r.output.text(), r.state, r.metadata.clone()))
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    let log = storage.list_messages(&key, 0, 0).await.unwrap();
+    for m in &log {
+        assert!(results(m).iter().all(|r| r.2 == "REDACTED"), "{:?}", results(m));
+    }
+    let logged = log.iter().find(|m| m.id == done.state.reply_id).unwrap();
+    let in_context = done.state.context.iter().find(|m| m.id == done.state.reply_id).unwrap();
+    assert_eq!(results(logged).len(), 4);
+    assert_eq!(results(logged), results(in_context));
+}
