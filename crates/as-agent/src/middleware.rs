@@ -1,8 +1,9 @@
 //! Middleware hooks (2.0.4's `MiddlewareBase`), with their data in `AgentState::middle_context`.
 //!
 //! 2.0.4's hooks are async-generator onions; here each hook is a plain async method with a
-//! default that does nothing, called in list order (the first middleware is the outermost, so it
-//! sees the input first):
+//! default that does nothing. The first middleware is the outermost: hooks on the way in are
+//! called in list order (it sees the input first), [`Middleware::on_tool_result`] on the way out
+//! in reverse order (it sees the result last):
 //!
 //! | 2.0.4 hook | here |
 //! |---|---|
@@ -81,6 +82,10 @@ pub trait Middleware: Send + Sync + fmt::Debug {
     /// what it leaves is what the `TOOL_RESULT_*` events, the message log rebuilt from them and the
     /// context all carry. The result stays the answer to its call: changes to `id` or `name` are
     /// undone.
+    ///
+    /// As 2.0.4's `on_acting` onion hands a tool's response outwards, the innermost middleware (the
+    /// last in the list) rewrites it first; an answer from [`Middleware::on_acting`] is seen only by
+    /// the middlewares before the one that gave it.
     ///
     /// Unlike 2.0.4's `on_acting`, it also sees the results that do not come from running a tool:
     /// errors (unknown tool, invalid input, a denying permission rule), a user's denial, and

@@ -78,12 +78,16 @@ struct Answer {
     /// Its output deltas were already emitted: the chunks of a tool run by an agent without
     /// middlewares (nothing can rewrite them, so they stream as they come).
     streamed: bool,
+    /// How many middlewares, from the first, rewrite it with `on_tool_result` (innermost first):
+    /// all of them, except for an `on_acting` answer, which only those outside the answering one
+    /// see (as 2.0.4's `on_acting` onion hands a result outwards).
+    hooks: usize,
 }
 
 impl Answer {
-    /// A result whose output was not emitted yet.
+    /// A result that every middleware sees and whose output was not emitted yet.
     fn new(block: ToolResultBlock) -> Self {
-        Self { block, streamed: false }
+        Self { block, streamed: false, hooks: usize::MAX }
     }
 }
 
@@ -468,18 +472,20 @@ impl<'a> Run<'a> {
         Ok(())
     }
 
-    /// Finishes a tool call with its result: runs the result middlewares (`on_tool_result`), emits
-    /// the output deltas (unless the tool's chunks already streamed them), saves the result (cut to
-    /// `tool_result_limit` when `truncate`; external results are kept as given, §7) and finishes
-    /// its call, then emits `TOOL_RESULT_END` with the state and metadata the middlewares left. The
-    /// events, the log the runner rebuilds from them and the context therefore all carry what the
-    /// middlewares made of the result (only the context's copy is truncated, §9.3). The block stays
-    /// the answer to its call: a middleware cannot change its id or name. Returns the result's state.
+    /// Finishes a tool call with its result: runs the result middlewares (`on_tool_result`,
+    /// innermost first, see [`Answer::hooks`]), emits the output deltas (unless the tool's chunks
+    /// already streamed them), saves the result (cut to `tool_result_limit` when `truncate`;
+    /// external results are kept as given, §7) and finishes its call, then emits `TOOL_RESULT_END`
+    /// with the state and metadata the middlewares left. The events, the log the runner rebuilds
+    /// from them and the context therefore all carry what the middlewares made of the result (only
+    /// the context's copy is truncated, §9.3). The block stays the answer to its call: a middleware
+    /// cannot change its id or name. Returns the result's state.
     async fn finish_result(&mut self, answer: Answer, truncate: bool) -> Result<ToolResultState> {
-        let Answer { mut block, streamed } = answer;
+        let Answer { mut block, streamed, hooks } = answer;
         let agent = self.agent;
         let (id, name) = (block.id.clone(), block.name.clone());
-        for mw in &agent.middlewares {
+        let outer = &agent.middlewares[..hooks.min(agent.middlewares.len())];
+        for mw in outer.iter().rev() {
             let slots = &mut self.g.state.middle_context;
             let r = mw.on_tool_result(&mut block, slot(slots, mw.key())).await;
             settle(slots, mw.key());
@@ -887,7 +893,7 @@ impl<'a> Run<'a> {
                 actions.push(Action::Submit { call_id: call.id.clone(), event });
                 return stream::iter(actions).boxed();
             }
-            for mw in &agent.middlewares {
+            for (i, mw) in agent.middlewares.iter().enumerate() {
                 match mw.on_acting(&call).await {
                     Ok(Some(mut block)) => {
                         // The answer is this call's, whatever id the middleware's block carried (a
@@ -895,7 +901,8 @@ impl<'a> Run<'a> {
                         block.id.clone_from(&call.id);
                         block.name.clone_from(&call.name);
                         let mut actions = head;
-                        actions.push(Action::Result(Answer::new(block)));
+                        // Only the middlewares outside this one see its answer (2.0.4's onion).
+                        actions.push(Action::Result(Answer { hooks: i, ..Answer::new(block) }));
                         return stream::iter(actions).boxed();
                     }
                     Ok(None) => {}

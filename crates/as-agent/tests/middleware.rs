@@ -567,3 +567,65 @@ async fn a_redacted_tool_result_shows_nowhere_raw() {
     assert_eq!(results(logged).len(), 4);
     assert_eq!(results(logged), results(in_context));
 }
+
+/// Appends `|name` to every result's output; optionally answers every call itself.
+#[derive(Debug)]
+struct Tag {
+    name: &'static str,
+    answers: bool,
+}
+
+#[async_trait]
+impl Middleware for Tag {
+    fn key(&self) -> &str {
+        self.name
+    }
+
+    async fn on_acting(&self, _call: &ToolCallBlock) -> as_agent::Result<Option<as_message::ToolResultBlock>> {
+        Ok(self
+            .answers
+            .then(|| as_message::ToolResultBlock::new("any", "any", "cached", as_message::ToolResultState::Success)))
+    }
+
+    async fn on_tool_result(
+        &self,
+        result: &mut as_message::ToolResultBlock,
+        _slot: &mut JsonValue,
+    ) -> as_agent::Result<()> {
+        result.output = as_message::TextOrBlocks::Text(format!("{}|{}", result.output.text(), self.name));
+        Ok(())
+    }
+}
+
+/// 2.0.4's `on_acting` is an onion whose first middleware is the outermost: a tool's response
+/// passes the innermost middleware first, and an answer given by a middleware passes only the
+/// middlewares outside it.
+#[tokio::test]
+async fn result_middlewares_run_innermost_first_as_the_onion() {
+    let result_text = |answering_b: bool| async move {
+        let model = Arc::new(ScriptedModel::new(
+            "m",
+            [ScriptedTurn::new().tool_call("c1", "echo", r#"{"text": "a"}"#), ScriptedTurn::new().text("Done.")],
+        ));
+        let agent = Agent::builder("Friday", "sys", model)
+            .toolkit(Toolkit::new().with(AllowTool::new("echo").arc()))
+            .middleware(Arc::new(Tag { name: "A", answers: false }))
+            .middleware(Arc::new(Tag { name: "B", answers: answering_b }))
+            .middleware(Arc::new(Tag { name: "C", answers: false }))
+            .build()
+            .unwrap();
+        let mut state = AgentState::default();
+        agent.reply_outcome(&mut state, Msg::user("user", "go")).await.unwrap();
+        state
+            .context
+            .iter()
+            .flat_map(|m| &m.content)
+            .find_map(|b| match b {
+                as_message::ContentBlock::ToolResult(r) => Some(r.output.text()),
+                _ => None,
+            })
+            .unwrap()
+    };
+    assert_eq!(result_text(false).await, "echo: a|C|B|A");
+    assert_eq!(result_text(true).await, "cached|A");
+}
