@@ -89,12 +89,23 @@ pub trait Middleware: Send + Sync + fmt::Debug {
     ///
     /// Unlike 2.0.4's `on_acting`, it also sees the results that do not come from running a tool:
     /// errors (unknown tool, invalid input, a denying permission rule), a user's denial, and
-    /// external results. And since it may rewrite the output, an agent with middlewares does not
-    /// stream a tool's output chunk by chunk: the output deltas are emitted once the call ended,
-    /// from the result as the middlewares left it.
+    /// external results. And since it may rewrite the output, an agent with a middleware whose
+    /// [`Middleware::rewrites_tool_output`] is `true` (the default) does not stream a tool's output
+    /// chunk by chunk: the output deltas are emitted once the call ended, from the result as the
+    /// middlewares left it.
     async fn on_tool_result(&self, result: &mut ToolResultBlock, slot: &mut JsonValue) -> Result<()> {
         let _ = (result, slot);
         Ok(())
+    }
+
+    /// Whether [`Middleware::on_tool_result`] may change a result's `output`. `true` by default,
+    /// so that no event ever carries output a middleware removes (a redaction, say). A middleware
+    /// that leaves the output alone (it only observes, or changes `state` or `metadata`) returns
+    /// `false`, and when all of an agent's middlewares do, a tool's output streams chunk by chunk
+    /// again. A middleware that says `false` and rewrites the output anyway changes only the
+    /// context's copy: the events (and the log rebuilt from them) already carried the chunks.
+    fn rewrites_tool_output(&self) -> bool {
+        true
     }
 
     /// Called before each context compression check (before every reasoning step, and by

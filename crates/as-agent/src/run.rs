@@ -962,9 +962,10 @@ impl<'a> Run<'a> {
     }
 }
 
-/// The actions of a tool run: its chunks' output deltas as they come, then its result. With
-/// middlewares, whose `on_tool_result` may rewrite the result, the chunks are not streamed: the
-/// deltas are emitted from the result they leave (so no event carries output they removed).
+/// The actions of a tool run: its chunks' output deltas as they come, then its result. With a
+/// middleware whose `on_tool_result` may rewrite the output ([`crate::Middleware::rewrites_tool_output`]),
+/// the chunks are not streamed: the deltas are emitted from the result the middlewares leave (so
+/// no event carries output they removed).
 fn run_tool(
     agent: &Agent,
     tool: Arc<dyn DynTool>,
@@ -973,7 +974,7 @@ fn run_tool(
     reply_id: String,
     call: ToolCallBlock,
 ) -> BoxStream<'static, Action> {
-    let stream_chunks = agent.middlewares.is_empty();
+    let stream_chunks = !agent.middlewares.iter().any(|m| m.rewrites_tool_output());
     agent
         .toolkit
         .call_tool(tool, input, ctx)

@@ -629,3 +629,66 @@ async fn result_middlewares_run_innermost_first_as_the_onion() {
     assert_eq!(result_text(false).await, "echo: a|C|B|A");
     assert_eq!(result_text(true).await, "cached|A");
 }
+
+/// Only observes results (changes their metadata, never their output).
+#[derive(Debug)]
+struct Observer {
+    rewrites: bool,
+}
+
+#[async_trait]
+impl Middleware for Observer {
+    fn key(&self) -> &str {
+        "Observer"
+    }
+
+    async fn on_tool_result(
+        &self,
+        result: &mut as_message::ToolResultBlock,
+        _slot: &mut JsonValue,
+    ) -> as_agent::Result<()> {
+        result.metadata.insert("seen".into(), json!(true));
+        Ok(())
+    }
+
+    fn rewrites_tool_output(&self) -> bool {
+        self.rewrites
+    }
+}
+
+/// A tool's output streams chunk by chunk unless a middleware may rewrite it: an agent whose
+/// middlewares all say they leave the output alone streams the chunks as they come.
+#[tokio::test]
+async fn tool_output_streams_in_chunks_unless_a_middleware_may_rewrite_it() {
+    for (rewrites, want) in [(false, vec!["secret-", "2"]), (true, vec!["secret-2"])] {
+        let model = Arc::new(ScriptedModel::new(
+            "m",
+            [ScriptedTurn::new().tool_call("c1", "leaky", "{}"), ScriptedTurn::new().text("Done.")],
+        ));
+        let toolkit =
+            Toolkit::new()
+                .with(Arc::new(Leaky { params: json!({"type": "object", "properties": {}}) })
+                    as Arc<dyn as_tools::DynTool>);
+        let agent = Agent::builder("Friday", "sys", model)
+            .toolkit(toolkit)
+            .middleware(Arc::new(Observer { rewrites }))
+            .build()
+            .unwrap();
+        let mut state = as_state::AgentState::default();
+        let mut events: Vec<AgentEvent> = Vec::new();
+        agent.reply_stream(&mut state, Msg::user("user", "go")).run_to_end(|e| events.push(e.clone())).await.unwrap();
+        let deltas: Vec<&str> = events
+            .iter()
+            .filter_map(|e| match e {
+                AgentEvent::ToolResultTextDelta(d) => Some(d.delta.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(deltas, want, "rewrites_tool_output = {rewrites}");
+        let end = events.iter().find_map(|e| match e {
+            AgentEvent::ToolResultEnd(end) => Some(end),
+            _ => None,
+        });
+        assert_eq!(end.unwrap().metadata.get("seen"), Some(&json!(true)));
+    }
+}
