@@ -153,12 +153,34 @@ fn python_sessions_export_as_stored_and_validate_clean() {
     assert!(command(server.port(), &["SET", &key, stored]).unwrap().starts_with("+OK"));
     let index = "agentscope:user:user-1:agent:agent-1:sessions";
     assert!(command(server.port(), &["SADD", index, id]).unwrap().starts_with(':'));
+    // Its message log, as 2.0.4 keeps it (one Msg JSON per list element).
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("rich_agent_state.compact.json")).unwrap()).unwrap();
+    let messages: Vec<String> = state["context"].as_array().unwrap().iter().map(|m| m.to_string()).collect();
+    for m in &messages {
+        assert!(command(server.port(), &["RPUSH", &format!("{key}:messages"), m]).unwrap().starts_with(':'));
+    }
     let url = server.url();
     let export = ok(&run(&["--storage", &url, "sessions", "export", "--user", "user-1"]));
     let line: serde_json::Value = serde_json::from_str(export.trim_end()).unwrap();
     assert_eq!(line["record"], record, "exported as stored");
+    let exported: Vec<String> = line["messages"].as_array().unwrap().iter().map(|m| m.to_string()).collect();
+    assert_eq!(exported, messages);
     let validated = run(&["--storage", &url, "sessions", "validate", "--user", "user-1"]);
     assert_eq!(code(&validated), 0, "{}", String::from_utf8_lossy(&validated.stdout));
+    // Export, import into the embedded store, export again: the same line (lossless across
+    // backends, a 2.0.4 record's timestamps and ids included), but for `state.session_id`, which
+    // an import sets to the record id (2.0.4 leaves an unrelated id there).
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("export.jsonl");
+    std::fs::write(&file, &export).unwrap();
+    let sqlite = format!("sqlite:{}", dir.path().join("s.db").display());
+    ok(&run(&["--storage", &sqlite, "sessions", "import", file.to_str().unwrap()]));
+    let again = ok(&run(&["--storage", &sqlite, "sessions", "export", "--user", "user-1"]));
+    let again: serde_json::Value = serde_json::from_str(again.trim_end()).unwrap();
+    let mut want = line.clone();
+    want["record"]["state"]["session_id"] = serde_json::Value::from(id);
+    assert_eq!(again, want, "export -> import -> export changed the line");
     // The same record in another agent's index: that agent's listing reports it.
     let other = "agentscope:user:user-1:agent:agent-2:sessions";
     assert!(command(server.port(), &["SADD", other, id]).unwrap().starts_with(':'));
