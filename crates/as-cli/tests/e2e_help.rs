@@ -84,11 +84,14 @@ fn a_closed_stdout_is_exit_1_not_a_panic() {
     let bad = dir.path().join("bad.json");
     std::fs::write(&bad, "{not json").unwrap();
     let bad = bad.to_string_lossy().into_owned();
-    let cases: [&[&str]; 4] = [
+    let cases: [&[&str]; 6] = [
         &["schema"],
         &["schema", "agent-state"],
         &["state", "check", &bad],
         &["--storage", "memory", "sessions", "validate", "--user", "alice"],
+        &["demo"],
+        // Interactive: the session line comes before any prompt or model call.
+        &["--storage", "memory", "chat", "--user", "alice", "--agent", "friday", "--model", "ollama:m"],
     ];
     for args in cases {
         // The reader is gone before the command starts: its first write fails (EPIPE).
@@ -99,5 +102,21 @@ fn a_closed_stdout_is_exit_1_not_a_panic() {
         assert!(!stderr(&o).contains("panicked"), "{args:?}: {}", stderr(&o));
         // A reader that went away is no news to whoever piped into `head`: nothing said about it.
         assert!(!stderr(&o).contains("cannot write"), "{args:?}: {}", stderr(&o));
+    }
+}
+
+/// A full disk behind stdout (`> /dev/full`): exit 1 saying so, not a panic, for the commands that
+/// print as they go (the demo's steps, the interactive chat).
+#[test]
+fn a_full_stdout_is_exit_1_not_a_panic() {
+    let Ok(_) = std::fs::OpenOptions::new().write(true).open("/dev/full") else { return };
+    let cases: [&[&str]; 2] =
+        [&["demo"], &["--storage", "memory", "chat", "--user", "alice", "--agent", "friday", "--model", "ollama:m"]];
+    for args in cases {
+        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let o = agentscope(args).stdout(full).stderr(std::process::Stdio::piped()).output().unwrap();
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("panicked"), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("cannot write the output"), "{args:?}: {}", stderr(&o));
     }
 }

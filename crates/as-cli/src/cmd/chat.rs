@@ -21,6 +21,7 @@ use as_storage::{Owner, SessionConfig, SessionKey, SharedStorage, StorageErrorKi
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::cmd::outln;
 use crate::exit::{CliError, CliResult, ExitKind};
 use crate::render::{Note, Renderer, use_colour};
 
@@ -485,57 +486,55 @@ enum Typed {
     CtrlC,
 }
 
-async fn prompt(lines: &mut mpsc::UnboundedReceiver<Option<String>>, text: &str, colour: bool) -> Typed {
-    let Ok(mut ctrl_c) = CtrlC::arm() else { return Typed::Eof };
-    {
-        let mut out = std::io::stdout().lock();
-        if colour {
-            let _ = write!(out, "\x1b[1m{text}\x1b[0m");
-        } else {
-            let _ = write!(out, "{text}");
-        }
-        let _ = out.flush();
+/// Shows `text` as a prompt and waits for a line. A prompt that cannot be written (stdout closed
+/// or full) is an error, like any other output.
+async fn prompt(lines: &mut mpsc::UnboundedReceiver<Option<String>>, text: &str, colour: bool) -> CliResult<Typed> {
+    let Ok(mut ctrl_c) = CtrlC::arm() else { return Ok(Typed::Eof) };
+    if colour {
+        crate::cmd::out(format_args!("\x1b[1m{text}\x1b[0m"))?;
+    } else {
+        crate::cmd::out(format_args!("{text}"))?;
     }
-    tokio::select! {
+    Ok(tokio::select! {
         line = lines.recv() => match line {
             Some(Some(l)) => Typed::Line(l),
             _ => Typed::Eof,
         },
         () = ctrl_c.recv() => Typed::CtrlC,
-    }
+    })
 }
 
-/// Asks about each parked call; `Err` with how the user quit at the prompt (`Typed::Eof` or
-/// `Typed::CtrlC`; the session stays parked).
+/// Asks about each parked call; `Ok(Err)` with how the user quit at the prompt (`Typed::Eof` or
+/// `Typed::CtrlC`; the session stays parked), `Err` when stdout cannot be written.
 async fn ask_confirmations(
     lines: &mut mpsc::UnboundedReceiver<Option<String>>,
     calls: &[ToolCallBlock],
     colour: bool,
-) -> Result<Vec<Answer>, Typed> {
+) -> CliResult<Result<Vec<Answer>, Typed>> {
     let mut answers = Vec::new();
     for call in calls {
         let rules: Vec<String> = always_rules(call)
             .iter()
             .map(|r| format!("{} {}", r.tool_name, r.rule_content.as_deref().unwrap_or("(any input)")))
             .collect();
-        println!("The agent wants to run: {}", describe_call(call));
+        outln!("The agent wants to run: {}", describe_call(call))?;
         loop {
             let q = format!("Allow? [y]es / [n]o / [a]lways (adds rule: {}) > ", rules.join(", "));
-            match prompt(lines, &q, colour).await {
+            match prompt(lines, &q, colour).await? {
                 Typed::Line(l) => match l.trim().to_ascii_lowercase().as_str() {
                     "y" | "yes" => break answers.push(Answer::Yes),
                     "n" | "no" => break answers.push(Answer::No),
                     "a" | "always" => break answers.push(Answer::Always),
-                    _ => println!("Please answer y, n or a."),
+                    _ => outln!("Please answer y, n or a.")?,
                 },
                 quit @ (Typed::Eof | Typed::CtrlC) => {
-                    println!();
-                    return Err(quit);
+                    outln!("")?;
+                    return Ok(Err(quit));
                 }
             }
         }
     }
-    Ok(answers)
+    Ok(Ok(answers))
 }
 
 /// `--workdir` (default: the current directory) as an absolute path with symlinks resolved: the
@@ -683,7 +682,7 @@ async fn interactive(
 ) -> CliResult {
     let colour = use_colour(std::io::stdout().is_terminal());
     let mut lines = stdin_lines();
-    println!("session {} — Ctrl-C interrupts a reply; Ctrl-C or Ctrl-D at the prompt quits", handle.key.session_id);
+    outln!("session {} — Ctrl-C interrupts a reply; Ctrl-C or Ctrl-D at the prompt quits", handle.key.session_id)?;
     if let Some(recap) = recap(state) {
         sink.note(Note::Info, &recap);
     }
@@ -691,10 +690,10 @@ async fn interactive(
         // A parked reply is answered before anything else.
         let calls = asking_calls(state, &args.agent);
         let input = if !calls.is_empty() {
-            let answers = match ask_confirmations(&mut lines, &calls, colour).await {
+            let answers = match ask_confirmations(&mut lines, &calls, colour).await? {
                 Ok(answers) => answers,
                 Err(quit) => {
-                    println!("The session stays parked; the next chat on it asks again.");
+                    outln!("The session stays parked; the next chat on it asks again.")?;
                     // Ctrl-C is exit 130 wherever it is pressed (Ctrl-D is a normal end).
                     return if matches!(quit, Typed::CtrlC) {
                         Err(CliError::silent(ExitKind::Interrupted))
@@ -705,15 +704,15 @@ async fn interactive(
             };
             confirm_input(state, &calls, &answers)
         } else {
-            match prompt(&mut lines, "you> ", colour).await {
+            match prompt(&mut lines, "you> ", colour).await? {
                 Typed::Line(l) if l.trim().is_empty() => continue,
                 Typed::Line(l) => ReplyInput::user_text(l),
                 Typed::Eof => {
-                    println!();
+                    outln!("")?;
                     return Ok(());
                 }
                 Typed::CtrlC => {
-                    println!();
+                    outln!("")?;
                     return Err(CliError::silent(ExitKind::Interrupted));
                 }
             }

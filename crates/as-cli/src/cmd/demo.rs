@@ -21,6 +21,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::GlobalArgs;
 use crate::cmd::chat::{self, Answer, EventSink, SessionHandle};
+use crate::cmd::outln;
 use crate::exit::{CliError, CliResult, ExitKind};
 use crate::render::{Note, Renderer, use_colour};
 
@@ -232,7 +233,8 @@ pub(crate) async fn run_step(global: &GlobalArgs, args: DemoStepArgs) -> CliResu
     let gate = model.pause_gate();
     let watcher = tokio::spawn(async move {
         gate.wait_paused().await;
-        println!("{}", json!({"paused": true}));
+        // The parent reads this line; with it gone there is nobody to tell.
+        let _ = outln!("{}", json!({"paused": true}));
     });
     let input = match (s.input, s.confirm) {
         (_, Some(answer)) => {
@@ -260,7 +262,7 @@ pub(crate) async fn run_step(global: &GlobalArgs, args: DemoStepArgs) -> CliResu
         );
     }
     watcher.abort();
-    println!("{}", report(&handle.key.session_id, end.status, &model, &sink.types));
+    outln!("{}", report(&handle.key.session_id, end.status, &model, &sink.types))?;
     if let Some(e) = end.error {
         return Err(e);
     }
@@ -427,32 +429,33 @@ struct Printer {
 }
 
 impl Printer {
-    fn step(&self, n: usize, title: &str) {
+    fn step(&self, n: usize, title: &str) -> CliResult {
         let bold = if self.colour { "\x1b[1m" } else { "" };
         let reset = if self.colour { "\x1b[0m" } else { "" };
-        println!("\n{bold}[{n}/7] {title}{reset}");
+        outln!("\n{bold}[{n}/7] {title}{reset}")
     }
 
-    fn child_output(&self, run: &ChildRun) {
+    fn child_output(&self, run: &ChildRun) -> CliResult {
         for line in run.stderr.lines().filter(|l| !l.trim().is_empty()) {
-            println!("      | {line}");
+            outln!("      | {line}")?;
         }
+        Ok(())
     }
 
-    fn verdict(&mut self, proves: &str, checks: &[Check]) {
-        println!("      proves: {proves}");
+    fn verdict(&mut self, proves: &str, checks: &[Check]) -> CliResult {
+        outln!("      proves: {proves}")?;
         let ok = checks.iter().all(|c| c.ok);
         let (good, bad, reset) = if self.colour { ("\x1b[32m", "\x1b[31m", "\x1b[0m") } else { ("", "", "") };
         for c in checks {
             let mark = if c.ok { "ok  " } else { "FAIL" };
-            println!("      {mark} {}", c.detail);
+            outln!("      {mark} {}", c.detail)?;
         }
         if ok {
             self.passed += 1;
-            println!("      {good}PASS{reset}");
+            outln!("      {good}PASS{reset}")
         } else {
             self.failed += 1;
-            println!("      {bad}FAIL{reset}");
+            outln!("      {bad}FAIL{reset}")
         }
     }
 }
@@ -480,29 +483,34 @@ pub(crate) async fn run(global: &GlobalArgs, args: DemoArgs) -> CliResult {
     let storage = crate::storage_url::open(Some(&url)).await?;
     let colour = use_colour(std::io::IsTerminal::is_terminal(&std::io::stdout()));
     let mut p = Printer { colour, passed: 0, failed: 0 };
-    println!("agentscope demo: a session's lifecycle, offline (scripted model), every turn a new process");
-    println!("storage: {}", as_storage_redis::redact_url(&url));
-    let result = steps(&mut p, &storage, &url, &workdir).await;
+    let header = outln!("agentscope demo: a session's lifecycle, offline (scripted model), every turn a new process")
+        .and_then(|()| outln!("storage: {}", as_storage_redis::redact_url(&url)));
+    let result = match header {
+        Ok(()) => steps(&mut p, &storage, &url, &workdir).await,
+        Err(e) => Err(e),
+    };
     let _ = storage.close().await;
+    // A step that failed is one more failed step; stdout that cannot be written ends the demo
+    // here (exit 1), when this line cannot be written either.
     if let Err(e) = &result {
         p.failed += 1;
-        println!("      FAIL {e}");
+        outln!("      FAIL {e}")?;
     }
-    println!("\n{} passed, {} failed", p.passed, p.failed);
+    outln!("\n{} passed, {} failed", p.passed, p.failed)?;
     if args.keep {
         let kept = temp.keep();
-        println!("kept {}", kept.display());
+        outln!("kept {}", kept.display())?;
     }
     if p.failed > 0 { Err(CliError::silent(ExitKind::Failed)) } else { Ok(()) }
 }
 
 async fn steps(p: &mut Printer, storage: &SharedStorage, url: &str, workdir: &Path) -> CliResult {
     // 1. Turn 1 in a new session.
-    p.step(1, "turn 1 in a new process: \"My name is Ada.\"");
+    p.step(1, "turn 1 in a new process: \"My name is Ada.\"")?;
     let r1 = run_child(url, Step::Remember1, None, workdir, false).await?;
-    p.child_output(&r1);
+    p.child_output(&r1)?;
     let Some(session) = r1.session() else {
-        p.verdict("a turn is saved", &[check(false, format!("no report from the process (exit {})", code(r1.code)))]);
+        p.verdict("a turn is saved", &[check(false, format!("no report from the process (exit {})", code(r1.code)))])?;
         return Ok(());
     };
     let st = stored(storage, &session).await?;
@@ -513,12 +521,12 @@ async fn steps(p: &mut Printer, storage: &SharedStorage, url: &str, workdir: &Pa
             check(r1.status() == "completed", format!("reply {}", r1.status())),
             check(st.context.len() == 2, format!("session {session} stores {} messages", st.context.len())),
         ],
-    );
+    )?;
 
     // 2. Turn 2 in another process remembers.
-    p.step(2, "turn 2 in another process: \"What is my name?\"");
+    p.step(2, "turn 2 in another process: \"What is my name?\"")?;
     let r2 = run_child(url, Step::Remember2, Some(&session), workdir, false).await?;
-    p.child_output(&r2);
+    p.child_output(&r2)?;
     let input = r2.model_input(0);
     let saw_name = input.iter().any(|m| m == "user: My name is Ada.");
     let saw_reply = input.iter().any(|m| m == "assistant: Nice to meet you, Ada!");
@@ -529,12 +537,12 @@ async fn steps(p: &mut Printer, storage: &SharedStorage, url: &str, workdir: &Pa
             check(saw_name, format!("the model received \"My name is Ada.\" (written by process {})", r1.pid)),
             check(saw_reply, "the model received its own turn-1 answer \"Nice to meet you, Ada!\""),
         ],
-    );
+    )?;
 
     // 3. A reply interrupted mid-stream by SIGINT.
-    p.step(3, "a reply interrupted mid-stream (the model stalls; the demo sends the process SIGINT)");
+    p.step(3, "a reply interrupted mid-stream (the model stalls; the demo sends the process SIGINT)")?;
     let r3 = run_child(url, Step::Interrupt1, Some(&session), workdir, true).await?;
-    p.child_output(&r3);
+    p.child_output(&r3)?;
     let st = stored(storage, &session).await?;
     let partial = last_assistant_text(&st);
     p.verdict(
@@ -547,12 +555,12 @@ async fn steps(p: &mut Printer, storage: &SharedStorage, url: &str, workdir: &Pa
             ),
             check(partial == STORY_PARTIAL, format!("stored partial answer {partial:?}")),
         ],
-    );
+    )?;
 
     // 4. Resumed in another process.
-    p.step(4, "the interrupted conversation continues in another process: \"Please go on.\"");
+    p.step(4, "the interrupted conversation continues in another process: \"Please go on.\"")?;
     let r4 = run_child(url, Step::Interrupt2, Some(&session), workdir, false).await?;
-    p.child_output(&r4);
+    p.child_output(&r4)?;
     let input = r4.model_input(0);
     let wanted = format!("assistant: {STORY_PARTIAL}");
     p.verdict(
@@ -564,12 +572,12 @@ async fn steps(p: &mut Printer, storage: &SharedStorage, url: &str, workdir: &Pa
             ),
             check(input.contains(&wanted), format!("the model received {wanted:?}")),
         ],
-    );
+    )?;
 
     // 5. A tool confirmation parks the session.
-    p.step(5, "a tool call that needs permission: \"Write my name into note.txt.\"");
+    p.step(5, "a tool call that needs permission: \"Write my name into note.txt.\"")?;
     let r5 = run_child(url, Step::Confirm1, Some(&session), workdir, false).await?;
-    p.child_output(&r5);
+    p.child_output(&r5)?;
     let st = stored(storage, &session).await?;
     let asking = chat::asking_calls(&st, AGENT);
     p.verdict(
@@ -589,12 +597,12 @@ async fn steps(p: &mut Printer, storage: &SharedStorage, url: &str, workdir: &Pa
             ),
             check(!note_path(workdir).exists(), "note.txt not written yet"),
         ],
-    );
+    )?;
 
     // 6. Answered from another process.
-    p.step(6, "the confirmation answered \"yes\" from another process");
+    p.step(6, "the confirmation answered \"yes\" from another process")?;
     let r6 = run_child(url, Step::Confirm2, Some(&session), workdir, false).await?;
-    p.child_output(&r6);
+    p.child_output(&r6)?;
     let note = std::fs::read_to_string(note_path(workdir)).unwrap_or_default();
     let input = r6.model_input(0);
     let st = stored(storage, &session).await?;
@@ -609,12 +617,12 @@ async fn steps(p: &mut Printer, storage: &SharedStorage, url: &str, workdir: &Pa
             check(input.iter().any(|m| m.contains("[result Write")), "the model received the Write result"),
             check(chat::asking_calls(&st, AGENT).is_empty(), "nothing is waiting any more"),
         ],
-    );
+    )?;
 
     // 7. The iteration bound.
-    p.step(7, "a model that keeps calling tools, bounded to 2 iterations");
+    p.step(7, "a model that keeps calling tools, bounded to 2 iterations")?;
     let r7 = run_child(url, Step::MaxIters, Some(&session), workdir, false).await?;
-    p.child_output(&r7);
+    p.child_output(&r7)?;
     let st = stored(storage, &session).await?;
     p.verdict(
         "the reply stops at --max-iters with EXCEED_MAX_ITERS, and that state is saved too",
@@ -626,6 +634,6 @@ async fn steps(p: &mut Printer, storage: &SharedStorage, url: &str, workdir: &Pa
             check(r7.events().iter().any(|e| e == "EXCEED_MAX_ITERS"), "EXCEED_MAX_ITERS was streamed"),
             check(st.cur_iter == 2, format!("stored cur_iter = {}", st.cur_iter)),
         ],
-    );
+    )?;
     Ok(())
 }
