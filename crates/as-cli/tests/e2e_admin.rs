@@ -277,3 +277,29 @@ fn validate_checks_the_stored_bytes_against_the_schema() {
     let out = stdout(&o);
     assert!(out.contains(&format!("bad  alice/friday/{}  schema: /state/cur_iter", ids[0])), "{out}");
 }
+
+/// A state nested as deep as the store reads it (serde_json's limit is 128 levels) exports to a
+/// line that imports: the import reads the record at its own depth, not one level inside the line.
+#[test]
+fn a_deeply_nested_state_exports_and_imports() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 124;
+    let state = dir.path().join("deep.json");
+    std::fs::write(&state, format!("{{\"middle_context\":{{\"a\":{}{}}}}}", "[".repeat(n), "]".repeat(n))).unwrap();
+    let source = format!("sqlite:{}", dir.path().join("a.db").display());
+    let target = format!("sqlite:{}", dir.path().join("b.db").display());
+    let state = state.to_string_lossy();
+    let o = run(&["--storage", &source, "sessions", "create", "--user", "d", "--agent", "d", "--state", &state]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = run(&["--storage", &source, "sessions", "export", "--user", "d"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let exported = stdout(&o);
+    let file = dir.path().join("d.jsonl");
+    std::fs::write(&file, &exported).unwrap();
+    let o = run(&["--storage", &target, "sessions", "import", &file.to_string_lossy()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), "imported 1 sessions (0 messages), skipped 0 existing, 0 failed");
+    let o = run(&["--storage", &target, "sessions", "export", "--user", "d"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), exported);
+}

@@ -293,31 +293,88 @@ pub(crate) struct ImportItem {
 }
 
 /// Parses one export line (or a bare `SessionRecord`).
+///
+/// The line's envelope is split without parsing its payload, and the record and each message are
+/// then read on their own, each at the nesting depth it has in the store: parsing the whole line
+/// would reach serde_json's recursion limit one level (a message two) earlier than the store's own
+/// reader, and a record that `export` wrote could not be imported.
 pub(crate) fn parse_line(line: &str) -> Result<ImportItem, String> {
-    let value: JsonValue = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
-    let JsonValue::Object(mut map) = value else { return Err("not a JSON object".to_owned()) };
-    if map.contains_key("record") {
-        match map.get("kind").and_then(JsonValue::as_str) {
-            Some(EXPORT_KIND) => {}
-            Some(other) => return Err(format!("unknown line kind {other:?} (expected \"{EXPORT_KIND}\")")),
-            None => return Err(format!("a line with a record needs \"kind\":\"{EXPORT_KIND}\"")),
+    // Checked whole first (without a depth limit: `IgnoredAny` is skipped iteratively), for the
+    // error's position; the splitting below then only sees valid JSON.
+    serde_json::from_str::<serde::de::IgnoredAny>(line).map_err(|e| format!("not JSON: {e}"))?;
+    let members = json_members(line, b'{').ok_or("not a JSON object")?;
+    // A repeated key: the last one counts, as when the line is read into a map.
+    let member = |name: &str| members.iter().rev().find(|(k, _)| k == name).map(|(_, v)| *v);
+    let Some(record) = member("record") else {
+        let record = as_storage::decode_record(line).map_err(|e| format!("record: {e}"))?;
+        return Ok(ImportItem { record, messages: Vec::new() });
+    };
+    let kind = member("kind").and_then(|k| serde_json::from_str::<String>(k).ok());
+    match kind.as_deref() {
+        Some(EXPORT_KIND) => {}
+        Some(other) => return Err(format!("unknown line kind {other:?} (expected \"{EXPORT_KIND}\")")),
+        None => return Err(format!("a line with a record needs \"kind\":\"{EXPORT_KIND}\"")),
+    }
+    let record = as_storage::decode_record(record).map_err(|e| format!("record: {e}"))?;
+    let messages = match member("messages") {
+        None | Some("null") => Vec::new(),
+        Some(raw) => json_members(raw, b'[')
+            .ok_or("messages: expected an array")?
+            .into_iter()
+            .enumerate()
+            .map(|(i, (_, m))| as_message::from_json::<Msg>(m).map_err(|e| format!("messages[{i}]: {e}")))
+            .collect::<Result<_, _>>()?,
+    };
+    Ok(ImportItem { record, messages })
+}
+
+/// The members of the JSON object (`open` is `{`: key and value text) or array (`[`: empty key and
+/// item text) that `text` holds, each value as its text, unparsed (serde_json's `RawValue`, which
+/// needs a feature this workspace does not enable). `None` when `text` is not valid JSON of that shape.
+fn json_members(text: &str, open: u8) -> Option<Vec<(String, &str)>> {
+    let bytes = text.as_bytes();
+    let ws = |mut i: usize| {
+        while bytes.get(i).is_some_and(u8::is_ascii_whitespace) {
+            i += 1;
         }
-        let record = map.remove("record").unwrap_or(JsonValue::Null);
-        let record: SessionRecord = as_message::from_value(record).map_err(|e| format!("record: {e}"))?;
-        let messages = match map.remove("messages") {
-            None | Some(JsonValue::Null) => Vec::new(),
-            Some(JsonValue::Array(items)) => items
-                .into_iter()
-                .enumerate()
-                .map(|(i, m)| as_message::from_value::<Msg>(m).map_err(|e| format!("messages[{i}]: {e}")))
-                .collect::<Result<_, _>>()?,
-            Some(_) => return Err("messages: expected an array".to_owned()),
-        };
-        Ok(ImportItem { record, messages })
-    } else {
-        let record: SessionRecord =
-            as_message::from_value(JsonValue::Object(map)).map_err(|e| format!("record: {e}"))?;
-        Ok(ImportItem { record, messages: Vec::new() })
+        i
+    };
+    // The end of the JSON value starting at `i` (values are skipped without recursion).
+    let value = |i: usize| -> Option<(&str, usize)> {
+        let mut stream = serde_json::Deserializer::from_str(text.get(i..)?).into_iter::<serde::de::IgnoredAny>();
+        stream.next()?.ok()?;
+        let end = i + stream.byte_offset();
+        Some((text.get(i..end)?.trim(), end))
+    };
+    let close = if open == b'{' { b'}' } else { b']' };
+    let mut i = ws(0);
+    if bytes.get(i) != Some(&open) {
+        return None;
+    }
+    i = ws(i + 1);
+    let mut members = Vec::new();
+    if bytes.get(i) == Some(&close) {
+        return (ws(i + 1) == bytes.len()).then_some(members);
+    }
+    loop {
+        let mut key = String::new();
+        if open == b'{' {
+            let (k, end) = value(i)?;
+            key = serde_json::from_str(k).ok()?;
+            i = ws(end);
+            if bytes.get(i) != Some(&b':') {
+                return None;
+            }
+            i = ws(i + 1);
+        }
+        let (v, end) = value(i)?;
+        members.push((key, v));
+        i = ws(end);
+        match bytes.get(i) {
+            Some(b',') => i = ws(i + 1),
+            Some(c) if *c == close => return (ws(i + 1) == bytes.len()).then_some(members),
+            _ => return None,
+        }
     }
 }
 
@@ -918,6 +975,33 @@ mod tests {
         let line = format!(r#"{{"kind":"session","record":{},"messages":[{{"name":"x"}}]}}"#, r.to_canonical_json());
         let err = parse_line(&line).unwrap_err();
         assert!(err.starts_with("messages[0]:"), "{err}");
+    }
+
+    /// A message the store reads back (at serde_json's depth limit) imports too: each message is
+    /// read at its own depth, not two levels inside the line.
+    #[test]
+    fn the_deepest_readable_message_imports() {
+        let deep = |n: usize| {
+            let mut v = JsonValue::Array(Vec::new());
+            for _ in 1..n {
+                v = JsonValue::Array(vec![v]);
+            }
+            let mut m = Msg::user("user", "deep");
+            m.metadata.insert("a".to_owned(), v);
+            m
+        };
+        let n = (1..200).rev().find(|&n| as_message::from_json::<Msg>(&as_message::to_json(&deep(n))).is_ok()).unwrap();
+        let msg = deep(n);
+        let item = parse_line(&export_line(&record(), std::slice::from_ref(&msg))).unwrap();
+        assert_eq!(item.messages, vec![msg]);
+        // And the other shapes of the line still read.
+        let line =
+            format!(r#" {{ "messages" : null , "kind":"session", "record" : {} }} "#, record().to_canonical_json());
+        assert!(parse_line(&line).unwrap().messages.is_empty());
+        let line = format!(r#"{{"kind":"sess\u0069on","record":{},"messages":[ ]}}"#, record().to_canonical_json());
+        assert!(parse_line(&line).unwrap().messages.is_empty());
+        let line = format!(r#"{{"kind":"session","record":{},"messages":{{}}}}"#, record().to_canonical_json());
+        assert_eq!(parse_line(&line).unwrap_err(), "messages: expected an array");
     }
 
     #[test]
