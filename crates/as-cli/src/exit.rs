@@ -122,6 +122,10 @@ impl From<StorageError> for CliError {
             // `Backend` is the store itself failing (SQLite: not a database, corrupt, read-only,
             // disk full; Redis: an error reply): the store cannot be used, like an unreachable one.
             StorageErrorKind::Unavailable | StorageErrorKind::Backend => ExitKind::Unavailable,
+            // The store, as configured, cannot do this (the compat key layout on a Redis Cluster,
+            // an optional method a backend lacks): the fix is another `--storage` URL or other
+            // arguments, and retrying the same command never helps. A usage error, not a failed check.
+            StorageErrorKind::Unsupported => ExitKind::Usage,
             _ => ExitKind::Failed,
         };
         Self::new(kind, e.to_string())
@@ -171,5 +175,8 @@ mod tests {
         assert_eq!(CliError::from(e).kind(), ExitKind::Unavailable);
         let e = StorageError::new(StorageErrorKind::Serialization, "sqlite", "get_session", "bad record");
         assert_eq!(CliError::from(e).kind(), ExitKind::Failed);
+        let e =
+            StorageError::new(StorageErrorKind::Unsupported, "redis", "open", "key layout compat: use layout=cluster");
+        assert_eq!(CliError::from(e).kind(), ExitKind::Usage);
     }
 }
