@@ -92,10 +92,17 @@ async fn dispatch(cli: Cli) -> CliResult {
 async fn main() -> ExitCode {
     // `--help` names the resolved default store, which clap's derive text cannot.
     let matches = storage_url::with_storage_help(<Cli as clap::CommandFactory>::command()).get_matches();
-    let cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
+    let mut cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
+    // `AGENTSCOPE_STORAGE=` (exported but empty) means the default store, as an empty
+    // AGENTSCOPE_HOME does; an empty `--storage ''` typed on the command line stays a usage error.
+    if matches.value_source("storage") == Some(clap::parser::ValueSource::EnvVariable)
+        && cli.global.storage.as_deref().is_some_and(|s| s.trim().is_empty())
+    {
+        cli.global.storage = None;
+    }
     match dispatch(cli).await {
         Ok(()) => ExitCode::from(exit::OK),
         Err(e) => e.report(),

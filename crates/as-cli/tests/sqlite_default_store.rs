@@ -88,3 +88,20 @@ fn a_file_that_is_not_a_database_is_refused_with_a_clear_message() {
     assert!(err.contains("not an SQLite database"), "{err}");
     assert_eq!(std::fs::read_to_string(&notes).expect("read"), "my notes\n".repeat(100), "untouched");
 }
+
+/// `AGENTSCOPE_STORAGE` exported but empty (or blank) is the default store, as an empty
+/// `AGENTSCOPE_HOME` is unset; an empty `--storage ''` typed on the command line stays a usage error.
+#[test]
+fn an_empty_agentscope_storage_is_the_default_store() {
+    let home = tempfile::tempdir().expect("temp dir");
+    let create = ["sessions", "create", "--user", "a", "--agent", "b"];
+    let out = ok(&run(&create, &[("AGENTSCOPE_STORAGE", Path::new("")), ("AGENTSCOPE_HOME", home.path())]));
+    let id = out.split_whitespace().last().expect("a session id").to_owned();
+    assert!(home.path().join("sessions.db").is_file());
+    let list = ["sessions", "list", "--user", "a", "--agent", "b"];
+    let out = ok(&run(&list, &[("AGENTSCOPE_STORAGE", Path::new("  ")), ("AGENTSCOPE_HOME", home.path())]));
+    assert!(out.contains(&id), "{out}");
+    let o =
+        run(&["--storage", "", "sessions", "list", "--user", "a", "--agent", "b"], &[("AGENTSCOPE_HOME", home.path())]);
+    assert_eq!(code(&o), 2, "{}", String::from_utf8_lossy(&o.stderr));
+}
