@@ -589,6 +589,29 @@ fn turn_exit(end: TurnEnd) -> CliResult {
     Ok(())
 }
 
+/// A confirmation the agent refused (exit 5) because calls it answers, parked when this process
+/// loaded the session, no longer wait in the state stored now: another process answered them
+/// between the load and this turn taking the session's lock. The concurrent writer won: exit 4.
+fn answered_elsewhere(mut end: TurnEnd, state: &AgentState, answered: &[ToolCallBlock], key: &SessionKey) -> TurnEnd {
+    if end.status.is_some() || !end.error.as_ref().is_some_and(|e| e.kind() == ExitKind::Invalid) {
+        return end;
+    }
+    let waiting = asking_calls(state, &key.agent_id);
+    if answered.iter().all(|c| waiting.iter().any(|w| w.id == c.id)) {
+        return end;
+    }
+    end.error = Some(CliError::new(
+        ExitKind::Conflict,
+        format!(
+            "another process answered the tool confirmation of session {} meanwhile; this answer was not used \
+             (see where the session stands with `agentscope sessions show --user {} --agent {} --session {} \
+             --summary`)",
+            key.session_id, key.user_id, key.agent_id, key.session_id
+        ),
+    ));
+    end
+}
+
 /// Prints what a parked reply waits for (non-interactive modes).
 fn report_parked(sink: &mut dyn EventSink, state: &AgentState, key: &SessionKey) {
     for call in asking_calls(state, &key.agent_id) {
@@ -654,6 +677,7 @@ async fn drive(
         let answers = vec![answer; calls.len()];
         let input = confirm_input(state, &calls, &answers);
         let end = run_turn(agent, handle, state, input, sink).await?;
+        let end = answered_elsewhere(end, state, &calls, &handle.key);
         if end.status == Some(ReplyStatus::Parked) {
             report_parked(sink, state, &handle.key);
         }
@@ -718,6 +742,7 @@ async fn interactive(
             }
         };
         let end = run_turn(agent, handle, state, input, sink).await?;
+        let end = if calls.is_empty() { end } else { answered_elsewhere(end, state, &calls, &handle.key) };
         if let Some(e) = end.error {
             // The turn failed but what it did is saved; a person can try again or quit.
             sink.note(Note::Error, &format!("error: {e}"));
@@ -751,4 +776,62 @@ pub(crate) async fn run(global: &crate::GlobalArgs, args: ChatArgs) -> CliResult
     let result = chat_with(storage.clone(), lock, &args, model, default_toolkit(), sink).await;
     let _ = storage.close().await;
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use as_model::{ScriptedModel, ScriptedTurn};
+
+    use super::*;
+
+    struct Quiet;
+
+    impl EventSink for Quiet {
+        fn event(&mut self, _event: &AgentEvent) {}
+        fn note(&mut self, _note: Note, _text: &str) {}
+    }
+
+    /// Two `chat --confirm yes` on one parked session: the one that takes the session second finds
+    /// the call answered by the first. A concurrent writer won: exit 4, not 5 ("invalid input").
+    #[tokio::test]
+    async fn a_confirmation_answered_by_another_process_meanwhile_is_a_conflict() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage: SharedStorage = Arc::new(as_storage::InMemoryStorage::new());
+        storage.open().await.unwrap();
+        let input = as_message::json!({"file_path": dir.path().join("n.txt"), "content": "x"}).to_string();
+        let model = Arc::new(ScriptedModel::new(
+            "scripted",
+            vec![ScriptedTurn::new().tool_call("c1", "Write", input), ScriptedTurn::new().text("Saved.")],
+        ));
+        let workdir = dir.path().to_path_buf();
+        let agent = build_agent("friday", "sys", model, 5, workdir.clone(), default_toolkit()).unwrap();
+        let (handle, mut state, _) =
+            SessionHandle::open(storage, None, "alice", "friday", None, Some(PermissionMode::Default)).await.unwrap();
+        let end = run_turn(&agent, &handle, &mut state, ReplyInput::user_text("Write it."), &mut Quiet).await.unwrap();
+        assert_eq!(end.status, Some(ReplyStatus::Parked));
+        // The second process loaded the parked session; then the first answered it.
+        let mut loaded_by_second = state.clone();
+        let calls = asking_calls(&state, "friday");
+        let input = confirm_input(&state, &calls, &[Answer::Yes]);
+        let end = run_turn(&agent, &handle, &mut state, input, &mut Quiet).await.unwrap();
+        assert_eq!(end.status, Some(ReplyStatus::Completed));
+
+        let args = ChatArgs {
+            user: "alice".into(),
+            agent: "friday".into(),
+            session: Some(handle.key.session_id.clone()),
+            model: "openai:m".into(),
+            base_url: None,
+            system_prompt: "sys".into(),
+            permission_mode: None,
+            max_iters: 5,
+            workdir: Some(workdir),
+            message: None,
+            json: false,
+            confirm: Some(Answer::Yes),
+        };
+        let err = drive(&agent, &handle, &mut loaded_by_second, &args, &mut Quiet).await.unwrap_err();
+        assert_eq!(err.kind(), ExitKind::Conflict, "{err}");
+        assert!(err.to_string().contains("another process answered"), "{err}");
+    }
 }
