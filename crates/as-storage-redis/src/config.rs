@@ -108,17 +108,52 @@ fn bad_url(url: &str, why: impl std::fmt::Display) -> StorageError {
 /// URL becomes `***` (all of the user part when it has no `:`), also when the rest of the URL is not
 /// one this crate accepts: the user part runs to the *last* `@`, so a password holding `/`, `?`, `#`
 /// or `@` (a URL that does not even parse) is hidden whole. A Redis-family scheme missing a slash
-/// (`redis:/:pw@h`, a typo) is treated the same way.
+/// (`redis:/:pw@h`, a typo) is treated the same way. The value of a query option whose name
+/// holds `pass`, `secret` or `token` (any case: fred's `sentinelPassword`) becomes `***` too.
 ///
 /// ```
 /// use as_storage_redis::redact_url;
 /// assert_eq!(redact_url("redis://:hunter2@h:6379/0"), "redis://:***@h:6379/0");
+/// assert_eq!(
+///     redact_url("redis-sentinel://h:26379/0?sentinelServiceName=m&sentinelPassword=hunter2&ttl=9"),
+///     "redis-sentinel://h:26379/0?sentinelServiceName=m&sentinelPassword=***&ttl=9"
+/// );
 /// assert_eq!(redact_url("redis://:s3cr/t@h:6379"), "redis://:***@h:6379");
 /// assert_eq!(redact_url("Valkey://hunter2@h"), "Valkey://***@h");
 /// assert_eq!(redact_url("redis://h:6379"), "redis://h:6379");
 /// assert_eq!(redact_url(":hunter2@h:6379"), "***@h:6379");
 /// ```
 pub fn redact_url(url: &str) -> String {
+    if let Some((scheme, _)) = url.split_once(':')
+        && ["sqlite", "memory", "file"].contains(&scheme.to_ascii_lowercase().as_str())
+    {
+        // Another store's URL (`sqlite:/a@b.db?x`): nothing secret in it.
+        return url.to_owned();
+    }
+    redact_query(&redact_userinfo(url))
+}
+
+/// The query options of `url` whose name says they hold a secret, as `name=***`.
+fn redact_query(url: &str) -> String {
+    let Some(q) = url.find('?') else { return url.to_owned() };
+    let (base, query) = url.split_at(q + 1);
+    let (query, fragment) = query.split_at(query.find('#').unwrap_or(query.len()));
+    let secret = |name: &str| {
+        let name = name.to_ascii_lowercase();
+        ["pass", "secret", "token"].iter().any(|s| name.contains(s))
+    };
+    let options: Vec<String> = query
+        .split('&')
+        .map(|option| match option.split_once('=') {
+            Some((name, _)) if secret(name) => format!("{name}=***"),
+            _ => option.to_owned(),
+        })
+        .collect();
+    format!("{base}{}{fragment}", options.join("&"))
+}
+
+/// [`redact_url`]'s user part.
+fn redact_userinfo(url: &str) -> String {
     let (head, rest) = match url.find("://") {
         Some(i) => url.split_at(i + 3),
         None => match url.split_once(':') {
@@ -378,10 +413,25 @@ mod tests {
             "redis://:hunter2@h?ttl=abc",
             "redis://:hunter2@h?ttl=0",
             "not a url",
+            "redis://h:6379/0?sentinelPassword=hunter2&ttl=x",
+            "redis://h:6379/0?ttl=x&SENTINELPASSWORD=hunter2#frag",
         ] {
             let e = RedisStorageConfig::from_url(url).unwrap_err();
             assert_eq!(e.kind(), StorageErrorKind::InvalidInput, "{url}");
             assert!(!e.to_string().contains("hunter2"), "{e}");
+        }
+    }
+
+    #[test]
+    fn secrets_in_query_options_are_hidden() {
+        for (url, shown) in [
+            ("redis://h/0?sentinelPassword=pw&ttl=1", "redis://h/0?sentinelPassword=***&ttl=1"),
+            ("redis://:pw@h/0?ttl=1&auth_token=t#f", "redis://:***@h/0?ttl=1&auth_token=***#f"),
+            ("redis://h/0?my_secret=s&layout=cluster", "redis://h/0?my_secret=***&layout=cluster"),
+            ("redis://h/0?ttl=1&node=h2:6380", "redis://h/0?ttl=1&node=h2:6380"),
+            ("sqlite:/tmp/a.db?password=x", "sqlite:/tmp/a.db?password=x"),
+        ] {
+            assert_eq!(redact_url(url), shown, "{url}");
         }
     }
 }

@@ -271,6 +271,23 @@ for i = 3, #KEYS do redis.call('SREM', KEYS[i], ARGV[4]) end
 return 1
 "#;
 
+/// KEYS: record, messages, agent index. ARGV: id, the record's bytes as read ('' when the key held
+/// another Redis type). Deletes a record that cannot be read (so its owner cannot be checked on
+/// it) when the agent's index lists the id, and only while the record is still what the caller
+/// read. Returns 1 (deleted), 0 (not in this agent's index), -1 (the record changed meanwhile).
+const DELETE_UNREADABLE: &str = r#"
+if redis.call('SISMEMBER', KEYS[3], ARGV[1]) == 0 then return 0 end
+local t = redis.call('TYPE', KEYS[1])['ok']
+if ARGV[2] == '' then
+  if t == 'string' or t == 'none' then return -1 end
+elseif t ~= 'string' or redis.call('GET', KEYS[1]) ~= ARGV[2] then
+  return -1
+end
+redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('SREM', KEYS[3], ARGV[1])
+return 1
+"#;
+
 /// KEYS: messages, record. ARGV: msg json, msg id, needle, owner fragment, user, agent, mode, ttl.
 /// Returns 1 (appended), 2 (replaced the last), 0 (no such session), -2 (last message is corrupt),
 /// or `owner_check`'s -4 / -5. A sliding TTL restarts on the record too (2.0.4 expires only the
@@ -439,6 +456,7 @@ pub(crate) struct Scripts {
     pub(crate) update: Lua,
     pub(crate) update_inline: Lua,
     pub(crate) delete: Lua,
+    pub(crate) delete_unreadable: Lua,
     pub(crate) upsert_message: Lua,
     pub(crate) list_messages: Lua,
     pub(crate) get_message: Lua,
@@ -453,6 +471,7 @@ impl Scripts {
             update: Lua::with_prelude(UPDATE),
             update_inline: Lua::with_prelude(UPDATE_INLINE),
             delete: Lua::with_prelude(DELETE),
+            delete_unreadable: Lua::plain(DELETE_UNREADABLE),
             upsert_message: Lua::with_prelude(UPSERT_MESSAGE),
             list_messages: Lua::with_prelude(LIST_MESSAGES),
             get_message: Lua::with_prelude(GET_MESSAGE),
@@ -486,6 +505,7 @@ mod tests {
             ("list_messages", &s.list_messages, &["top_level_is", "owner_check"]),
             ("get_message", &s.get_message, &["top_level_is", "owner_check"]),
             ("prune", &s.prune, &[]),
+            ("delete_unreadable", &s.delete_unreadable, &[]),
             ("import", &s.import, &["check_sets", "token_state", "set_record", "apply_ttl"]),
         ];
         for (script, lua, want) in all {

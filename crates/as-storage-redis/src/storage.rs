@@ -753,9 +753,25 @@ impl RedisStorage {
         let owner = key.owner();
         // Only an overwrite import moves a session's schedule, so a retry is rare and brief.
         for _ in 0..MAX_CAS_ATTEMPTS {
-            let Some((meta, _, _)) = self.read_meta(&pool, OP, &rkey, &owner).await? else {
-                self.cache_forget(&rkey);
-                return Ok(false);
+            let meta = match self.read_meta(&pool, OP, &rkey, &owner).await {
+                Ok(Some((meta, _, _))) => meta,
+                Ok(None) => {
+                    self.cache_forget(&rkey);
+                    return Ok(false);
+                }
+                // Unreadable (not JSON, not UTF-8, not a record, another Redis type): no owner to
+                // check on it, so the agent's index decides, or nothing could ever remove it.
+                Err(e) if e.kind() == StorageErrorKind::Serialization => {
+                    match self.delete_unreadable(&pool, key, &rkey).await? {
+                        1 => {
+                            self.cache_forget(&rkey);
+                            return Ok(true);
+                        }
+                        0 => return Err(e),
+                        _ => continue,
+                    }
+                }
+                Err(e) => return Err(e),
             };
             let schedule = meta.source_schedule_id.as_deref();
             let k = self.write_keys(&rkey, &key.user_id, &key.agent_id, &key.session_id, schedule);
@@ -777,6 +793,28 @@ impl RedisStorage {
             }
         }
         Err(err(StorageErrorKind::Conflict, OP, format!("session {key} kept changing its schedule; gave up")))
+    }
+
+    /// Deletes `key`'s unreadable record, its message list and its agent index entry if that
+    /// index lists it and the record is unchanged since read here (see `DELETE_UNREADABLE`; the
+    /// schedule index entry, unknown, is pruned by the next listing of that schedule). 1 deleted,
+    /// 0 not this agent's, -1 changed meanwhile.
+    async fn delete_unreadable(&self, pool: &Pool, key: &SessionKey, rkey: &str) -> Result<i64, StorageError> {
+        const OP: &str = "delete_session";
+        let read: Bytes = match pool.get::<Option<Bytes>, _>(rkey).await {
+            Ok(Some(raw)) if !raw.is_empty() => raw,
+            Ok(_) => return Ok(-1),
+            Err(e) if e.details().contains("WRONGTYPE") => Bytes::new(),
+            Err(e) => return Err(map_fred(OP, Some(rkey), e)),
+        };
+        let keys = &self.inner.keys;
+        let k = vec![
+            rkey.to_owned(),
+            keys.messages(&key.user_id, &key.session_id),
+            keys.session_index(&key.user_id, &key.agent_id),
+        ];
+        let args = vec![str_value(key.session_id.clone()), bytes_value(read)];
+        Self::eval(pool, &self.inner.scripts.delete_unreadable, k, args).await.map_err(|e| map_fred(OP, Some(rkey), e))
     }
 
     fn message_keys(&self, key: &SessionKey) -> (String, String) {

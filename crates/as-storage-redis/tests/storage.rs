@@ -756,3 +756,45 @@ async fn writes_go_to_the_session_the_key_names() {
     }
     assert_eq!(s.list_messages(&c, 0, 0).await.unwrap().len(), 2);
 }
+
+/// A record nobody can read (not JSON, not UTF-8, not a record, another Redis type) has no owner
+/// to check on it: the agent's index decides, so `delete_session` can still remove it (with its
+/// message list and index entry) instead of failing forever; one this agent's index does not
+/// list stays an error.
+#[tokio::test]
+async fn an_unreadable_record_in_the_agents_index_can_be_deleted() {
+    let Some(server) = RedisServer::start() else { return };
+    let s = compat(&server).await;
+    let r = raw(&server.url()).await;
+    let o = owner();
+    let index = "agentscope:user:user-1:agent:agent-1:sessions";
+    let cases: [(&str, Option<&[u8]>); 4] = [
+        ("badjson", Some(b"not json {")),
+        ("badutf8", Some(b"{\"id\":\"\xff\xfe\"}")),
+        ("notarecord", Some(b"{\"id\":\"notarecord\",\"user_id\":7}")),
+        ("wrongtype", None),
+    ];
+    for (id, bytes) in cases {
+        let k = format!("agentscope:user:user-1:session:{id}");
+        match bytes {
+            Some(b) => r.set::<(), _, _>(&k, b.to_vec(), None, None, false).await.unwrap(),
+            None => r.rpush::<(), _, _>(&k, "x").await.unwrap(),
+        }
+        r.rpush::<(), _, _>(format!("{k}:messages"), "m").await.unwrap();
+        // Not in this agent's index: whose it is cannot be told, so it stays an error.
+        let e = s.delete_session(&o.session(id)).await.unwrap_err();
+        assert_eq!(e.kind(), StorageErrorKind::Serialization, "{id}: {e}");
+        r.sadd::<(), _, _>(index, id).await.unwrap();
+        assert!(s.delete_session(&o.session(id)).await.unwrap(), "{id}");
+        assert!(!r.exists::<bool, _>(&k).await.unwrap(), "{id}: record left");
+        assert!(!r.exists::<bool, _>(format!("{k}:messages")).await.unwrap(), "{id}: messages left");
+        assert!(!r.sismember::<bool, _, _>(index, id).await.unwrap(), "{id}: index entry left");
+        assert!(!s.delete_session(&o.session(id)).await.unwrap(), "{id}: deleted twice");
+    }
+    // Another agent's index entry does not let it delete this agent's readable session.
+    let rec = s.upsert_session(req(&o)).await.unwrap();
+    let other = Owner::new("user-1", "agent-2");
+    r.sadd::<(), _, _>("agentscope:user:user-1:agent:agent-2:sessions", rec.id.clone()).await.unwrap();
+    assert!(!s.delete_session(&other.session(rec.id.clone())).await.unwrap());
+    assert!(s.get_session(&o.session(rec.id)).await.unwrap().is_some());
+}
