@@ -391,9 +391,18 @@ impl OpenAiCompatibleConfig {
         self
     }
 
-    /// The chat completions URL.
+    /// The chat completions URL: `/chat/completions` appended to the base URL's path, its query
+    /// (a gateway's `?api-version=…`) kept after it.
     pub fn endpoint(&self) -> String {
-        format!("{}/chat/completions", self.base_url.trim_end_matches('/'))
+        match url::Url::parse(self.base_url.trim()) {
+            Ok(mut url) if !url.cannot_be_a_base() => {
+                let path = format!("{}/chat/completions", url.path().trim_end_matches('/'));
+                url.set_path(&path);
+                url.to_string()
+            }
+            // Not a URL: the request fails with a clear error naming it.
+            _ => format!("{}/chat/completions", self.base_url.trim_end_matches('/')),
+        }
     }
 }
 
@@ -435,6 +444,17 @@ mod tests {
     fn custom_and_presets() {
         let c = OpenAiCompatibleConfig::custom("http://127.0.0.1:8000/v1/", "llama");
         assert_eq!(c.endpoint(), "http://127.0.0.1:8000/v1/chat/completions");
+        for (base, endpoint) in [
+            (
+                "https://gw.example/v1?api-version=2024-10&key=k",
+                "https://gw.example/v1/chat/completions?api-version=2024-10&key=k",
+            ),
+            ("https://gw.example/v1/?x=1#f", "https://gw.example/v1/chat/completions?x=1#f"),
+            ("https://api.deepseek.com", "https://api.deepseek.com/chat/completions"),
+            ("https://api.deepseek.com/", "https://api.deepseek.com/chat/completions"),
+        ] {
+            assert_eq!(OpenAiCompatibleConfig::custom(base, "m").endpoint(), endpoint, "{base}");
+        }
         assert_eq!(c.flavor, Flavor::OpenAi);
         assert!(Preset::Ollama.key_var().is_none());
         assert_eq!(Preset::DeepSeek.default_base_url(), "https://api.deepseek.com");

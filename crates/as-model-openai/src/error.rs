@@ -128,6 +128,15 @@ pub(crate) fn from_transport(provider: &'static str, e: reqwest::Error, secret: 
     } else {
         ModelErrorKind::Transport
     };
+    // A gateway key may travel in the query (`?key=…`): the URL in the message shows no value.
+    let e = match e.url().cloned() {
+        Some(mut url) if url.query().is_some() => {
+            let names: Vec<String> = url.query_pairs().map(|(name, _)| format!("{name}=***")).collect();
+            url.set_query(Some(&names.join("&")));
+            e.with_url(url)
+        }
+        _ => e,
+    };
     let msg = redact(&e.to_string(), secret);
     ModelError::new(kind, provider, msg)
 }

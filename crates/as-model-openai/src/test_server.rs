@@ -187,6 +187,8 @@ pub struct RecordedRequest {
     pub method: String,
     /// Path (`/v1/chat/completions`).
     pub path: String,
+    /// The query string, without its `?`, if any.
+    pub query: Option<String>,
     /// Headers, lower-case names.
     pub headers: Vec<(String, String)>,
     /// The body, parsed as JSON (`Value::String` of the raw text when it is not JSON).
@@ -279,6 +281,7 @@ async fn handle(st: Arc<Mutex<State>>, method: Method, uri: Uri, headers: Header
     let rec = RecordedRequest {
         method: method.to_string(),
         path: uri.path().to_owned(),
+        query: uri.query().map(str::to_owned),
         headers: headers
             .iter()
             .map(|(k, v)| (k.as_str().to_ascii_lowercase(), v.to_str().unwrap_or_default().to_owned()))

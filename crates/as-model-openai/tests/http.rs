@@ -782,3 +782,25 @@ async fn a_torn_line_after_the_finish_is_noise_and_usage_time_counts_from_the_ca
     let time = r.usage.as_ref().map(|u| u.time).unwrap();
     assert!(time >= 0.15, "usage.time {time}s leaves out the wait for the headers");
 }
+
+/// A gateway's base URL with a query (`?api-version=…`, or a key): the path is appended to the
+/// URL's path and the query kept after it; a transport error names the URL without the values.
+#[tokio::test]
+async fn a_base_url_with_a_query_keeps_it_after_the_path_and_hides_its_values_in_errors() {
+    let s = server().await;
+    s.push(MockReply::json(chunk::completion(json!({"role": "assistant", "content": "Hi"}), "stop", 1, 1)));
+    let base = format!("{}?api-version=2024-10&key=sk-in-query", s.base_url());
+    let m = model(config(&s).with_base_url(base).with_stream(false));
+    m.call(ChatRequest::new(vec![Msg::user("user", "Hi")])).await.unwrap();
+    let reqs = s.requests();
+    assert_eq!(reqs[0].path, "/v1/chat/completions");
+    assert_eq!(reqs[0].query.as_deref(), Some("api-version=2024-10&key=sk-in-query"));
+    // Nothing listens there: a transport error, whose message shows no query value.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let closed = format!("http://127.0.0.1:{port}/v1?key=sk-in-query");
+    let m = model(config(&s).with_base_url(closed).with_retry(RetryPolicy::none()));
+    let e = m.call(ChatRequest::new(vec![Msg::user("user", "Hi")])).await.unwrap_err();
+    assert_eq!(e.kind(), ModelErrorKind::Transport, "{e}");
+    assert!(!e.to_string().contains("sk-in-query"), "{e}");
+    assert!(e.to_string().contains("key=***"), "{e}");
+}
