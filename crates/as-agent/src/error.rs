@@ -37,6 +37,9 @@ pub enum AgentErrorKind {
     Middleware,
     /// A tool raised a developer error (a bug in the tool, not an observation for the model).
     Tool,
+    /// The turn was cancelled before it began (while it waited for the session lock): nothing
+    /// was loaded, run or written.
+    Interrupted,
 }
 
 /// An agent error.
@@ -92,6 +95,9 @@ pub enum AgentError {
     /// See [`AgentErrorKind::Tool`].
     #[error("tool: {0}")]
     Tool(String),
+    /// See [`AgentErrorKind::Interrupted`].
+    #[error("interrupted before the turn began (waiting for the session lock); nothing was written")]
+    Interrupted,
     /// The turn ran (its events were streamed, its tools ran) but its final write failed: kind
     /// [`AgentErrorKind::Storage`], or [`AgentErrorKind::Conflict`] when another writer moved the
     /// session on. The turn is not lost: [`UnsavedTurn`] holds what was to be written, and
@@ -131,6 +137,7 @@ impl AgentError {
             Self::Lock(_) => AgentErrorKind::Lock,
             Self::Middleware(_) => AgentErrorKind::Middleware,
             Self::Tool(_) => AgentErrorKind::Tool,
+            Self::Interrupted => AgentErrorKind::Interrupted,
             Self::Unsaved(u) if u.error.kind() == StorageErrorKind::Conflict => AgentErrorKind::Conflict,
             Self::Unsaved(_) => AgentErrorKind::Storage,
         }

@@ -176,7 +176,14 @@ impl SessionRunner {
         if let ReplyInput::Messages(msgs) = &input {
             crate::agent::check_input_messages(msgs)?;
         }
-        let guard = self.acquire(key).await?;
+        // `cancel` also stops the wait for the lock (a user's Ctrl-C while another process runs
+        // the session): nothing was loaded, so nothing is written. A lock whose acquisition is
+        // given up midway is taken back by the lock implementation.
+        let guard = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Err(AgentError::Interrupted),
+            guard = self.acquire(key) => guard?,
+        };
         // The guard goes with the turn's write: the lock is released only after the write, also
         // when this future is dropped (then both happen in a background task).
         self.turn_locked(agent, key, input, on_event, cancel, guard).await

@@ -1328,3 +1328,35 @@ async fn update_state_changes_a_session_between_turns_under_the_lock() {
         ]
     );
 }
+
+/// A lock another process holds: acquiring it never finishes.
+#[derive(Debug, Default)]
+struct HeldElsewhere;
+
+#[async_trait]
+impl SessionLock for HeldElsewhere {
+    async fn acquire(&self, _key: &SessionKey) -> as_agent::Result<Box<dyn LockGuard>> {
+        std::future::pending().await
+    }
+}
+
+/// The cancel token also ends the wait for the session lock (a user's Ctrl-C while another
+/// process runs the session): `Interrupted`, and nothing is created or written.
+#[tokio::test]
+async fn cancelling_while_waiting_for_the_lock_ends_the_turn_and_writes_nothing() {
+    let storage = store().await;
+    let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws")).with_lock(Arc::new(HeldElsewhere));
+    let agent = agent_with(vec![ScriptedTurn::new().text("ok")], Toolkit::new());
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let k = key("waiting");
+    let waiting = {
+        let cancel = cancel.clone();
+        async move { runner.run_turn_with_cancel(&agent, &k, Msg::user("user", "two").into(), &mut |_| {}, cancel).await }
+    };
+    let cancelled = async { cancel.cancel() };
+    let (r, ()) = tokio::time::timeout(std::time::Duration::from_secs(30), async { tokio::join!(waiting, cancelled) })
+        .await
+        .expect("the turn kept waiting for the lock after it was cancelled");
+    assert_eq!(r.unwrap_err().kind(), AgentErrorKind::Interrupted);
+    assert!(storage.get_session(&key("waiting")).await.unwrap().is_none(), "nothing was created");
+}

@@ -69,6 +69,11 @@ impl LockGuard for RedisRunGuard {
 #[async_trait]
 impl SessionLock for RedisRunLock {
     async fn acquire(&self, key: &SessionKey) -> as_agent::Result<Box<dyn LockGuard>> {
+        match self.locks.try_acquire(&key.session_id).await {
+            Ok(Some(guard)) => return Ok(Box::new(RedisRunGuard(guard))),
+            Ok(None) => busy_notice(key, self.wait),
+            Err(e) => return Err(AgentError::Storage(e)),
+        }
         match self.locks.acquire(&key.session_id, self.wait).await {
             Ok(guard) => Ok(Box::new(RedisRunGuard(guard))),
             // Still held after the wait: another process is running a turn on this session.
@@ -187,6 +192,7 @@ impl SessionLock for FileRunLock {
         };
         let mut file = open()?;
         let deadline = tokio::time::Instant::now().checked_add(self.wait);
+        let mut told = false;
         loop {
             // Shared access is enough for an exclusive `flock` (unlike `fcntl` locks).
             match file.try_lock() {
@@ -201,6 +207,10 @@ impl SessionLock for FileRunLock {
                 Err(std::fs::TryLockError::WouldBlock) => {}
                 Err(std::fs::TryLockError::Error(e)) => return Err(io("locking", e)),
             }
+            if !told {
+                told = true;
+                busy_notice(key, self.wait);
+            }
             if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
                 return Err(AgentError::Lock(format!(
                     "session {} is busy: another process held its lock file {} for the last {} s (wait longer \
@@ -213,6 +223,16 @@ impl SessionLock for FileRunLock {
             tokio::time::sleep(POLL).await;
         }
     }
+}
+
+/// Tells the user (stderr) that a turn waits for a session another process is running.
+fn busy_notice(key: &SessionKey, wait: std::time::Duration) {
+    eprintln!(
+        "session {} is busy: another process is running a turn on it; waiting up to {} s for its lock (Ctrl-C \
+         to give up)",
+        key.session_id,
+        wait.as_secs()
+    );
 }
 
 /// How often a waiting turn tries a busy session's lock file again.

@@ -603,3 +603,51 @@ fn sqlite_turn_never_runs_while_another_process_holds_the_session_lock() {
     assert!(stdout(&o).contains("second"));
     assert_eq!(srv.requests().len(), 2);
 }
+
+/// Ctrl-C while a turn waits for a session another process is running ends the command at once
+/// with exit 130 (not after the wait, with 4), and the message it was to send is not written.
+#[test]
+fn ctrl_c_while_waiting_for_a_busy_session_exits_130_and_writes_nothing() {
+    let rt = runtime();
+    let srv = server(&rt);
+    let url = srv.base_url();
+    let dir = tempfile::tempdir().unwrap();
+    let storage = format!("sqlite:{}", dir.path().join("s.db").display());
+    srv.push(text_reply(&["first"]));
+    let mut args = chat_args(&storage, &url);
+    args.extend(["--message", "one"]);
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    let id = new_session_id(&stderr(&o));
+    let held = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.path().join("s.db.locks").join(lock_file_name("alice", "friday", &id)))
+        .unwrap();
+    held.try_lock().expect("nobody holds the session");
+
+    let mut args = chat_args(&storage, &url);
+    args.extend(["--session", &id, "--message", "two"]);
+    let mut child = agentscope(&args)
+        .env("AGENTSCOPE_LOCK_WAIT", "20")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    while !seen.contains("is busy") {
+        let mut line = String::new();
+        assert!(err.read_line(&mut line).unwrap() > 0, "stderr closed early: {seen:?}");
+        seen.push_str(&line);
+    }
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    let status = child.wait().unwrap();
+    std::io::Read::read_to_string(&mut err, &mut seen).unwrap();
+    assert_eq!(status.code(), Some(130), "stderr {seen}");
+    drop(held);
+    assert_eq!(srv.requests().len(), 1, "the model was called");
+    let shown = stdout(&show(&storage, &id, &[]));
+    assert!(!shown.contains("two"), "the interrupted message was written: {shown}");
+}

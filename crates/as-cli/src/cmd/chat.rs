@@ -307,6 +307,8 @@ pub(crate) fn agent_error(e: AgentError, key: &SessionKey) -> CliError {
         }
         // A concurrent writer won, or another process holds the session's lock.
         AgentErrorKind::Conflict | AgentErrorKind::Lock => CliError::new(ExitKind::Conflict, e.to_string()),
+        // Ctrl-C while waiting for the session's lock: nothing ran, nothing was written.
+        AgentErrorKind::Interrupted => CliError::new(ExitKind::Interrupted, e.to_string()),
         AgentErrorKind::Storage => match e {
             AgentError::Storage(s) => storage_error(s),
             // The turn ran (its tool calls did happen) but was not saved: say so.
@@ -395,7 +397,10 @@ pub(crate) async fn run_turn(
         Err(e) => {
             // Storage trouble (unreachable, a concurrent writer, a deleted session, the lock): the turn
             // could not be saved, so it ends the command.
-            if matches!(e.kind(), AgentErrorKind::Storage | AgentErrorKind::Conflict | AgentErrorKind::Lock) {
+            if matches!(
+                e.kind(),
+                AgentErrorKind::Storage | AgentErrorKind::Conflict | AgentErrorKind::Lock | AgentErrorKind::Interrupted
+            ) {
                 return Err(agent_error(e, &handle.key));
             }
             // Anything else (the model failed, a bad input): the runner saved what the reply did.
