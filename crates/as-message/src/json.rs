@@ -44,7 +44,8 @@ thread_local! {
     static LAST_LEN: std::cell::Cell<usize> = const { std::cell::Cell::new(1024) };
 }
 
-/// Reads a wire type from JSON text, reporting the JSON path of the first error.
+/// Reads a wire type from JSON text, reporting the JSON path of the first error. Documents nested
+/// up to [`MAX_JSON_DEPTH`] levels are read (as AgentScope 2.0.4 reads them), deeper ones refused.
 ///
 /// ```
 /// let err = as_message::from_json::<as_message::Msg>(r#"{"name":"u","role":"user"}"#).unwrap_err();
@@ -58,6 +59,10 @@ pub fn from_json<T: DeserializeOwned>(text: &str) -> Result<T, MessageError> {
     from_json_slice(text.as_bytes())
 }
 
+/// The deepest nesting of non-empty arrays and objects [`from_json`] reads (an empty `[]` or `{}`
+/// adds no level): what AgentScope 2.0.4's pydantic reads (serde_json alone stops at 128 levels).
+pub const MAX_JSON_DEPTH: usize = 200;
+
 /// Reads a wire type from JSON bytes (see [`from_json`]).
 pub fn from_json_slice<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, MessageError> {
     // Fast path: no path tracking. Only a failed read is read again to find where it failed.
@@ -65,6 +70,12 @@ pub fn from_json_slice<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, MessageEr
         return Ok(value);
     }
     let mut de = serde_json::Deserializer::from_slice(bytes);
+    // serde_json stops at 128 levels; AgentScope 2.0.4 (pydantic) reads documents nested up to
+    // MAX_JSON_DEPTH, so one Python wrote and reads is read here too (and nothing deeper, which
+    // also bounds the stack the recursive read uses).
+    if crate::read::nesting_depth(bytes) <= MAX_JSON_DEPTH || crate::read::python_depth(bytes) <= MAX_JSON_DEPTH {
+        de.disable_recursion_limit();
+    }
     let value: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = display_path(e.path());
         let inner = e.into_inner();
@@ -627,5 +638,30 @@ mod tests {
             assert_eq!(super::lax_float::from_str(s), *want, "{s:?}");
         }
         assert!(super::lax_float::from_str("nan").is_some_and(f64::is_nan));
+    }
+
+    #[test]
+    fn documents_are_read_as_deep_as_agentscope_2_0_4_reads_them() {
+        use crate::{JsonMap, MAX_JSON_DEPTH, from_json, to_json};
+        // `{"a":[[…]]}` with `arrays` arrays, the innermost `leaf`: pydantic (jiter) reads 200 levels of
+        // non-empty containers, an empty one below them adding none (measured with 2.0.4).
+        let doc = |arrays: usize, leaf: &str| format!("{{\"a\":{}{leaf}{}}}", "[".repeat(arrays), "]".repeat(arrays));
+        // On a thread with a tokio worker's stack (2 MiB): the deep read is recursive.
+        std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || {
+                for (arrays, leaf) in [(127, ""), (150, "1"), (199, "1"), (200, ""), (199, "{}")] {
+                    let v: JsonMap = from_json(&doc(arrays, leaf)).unwrap_or_else(|e| panic!("{arrays}: {e}"));
+                    assert_eq!(to_json(&v), doc(arrays, leaf));
+                }
+                for (arrays, leaf) in [(200, "1"), (201, ""), (1_000_000, "")] {
+                    let e = from_json::<JsonMap>(&doc(arrays, leaf)).unwrap_err();
+                    assert!(e.to_string().contains("recursion limit"), "{arrays}: {e}");
+                }
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(MAX_JSON_DEPTH, 200);
     }
 }

@@ -253,7 +253,7 @@ impl<'a> Cursor<'a> {
         let value = stream.next()?.ok()?;
         let used = stream.byte_offset();
         let consumed = rest.get(..used)?;
-        if nesting_depth(consumed) + MAX_OUTER_DEPTH > SERDE_JSON_DEPTH_LIMIT {
+        if nesting_depth(consumed.as_bytes()) + MAX_OUTER_DEPTH > SERDE_JSON_DEPTH_LIMIT {
             return None;
         }
         self.pos += used;
@@ -417,15 +417,50 @@ fn hex4(bytes: &[u8], i: usize) -> Option<u32> {
     Some(v)
 }
 
+/// The deepest nesting of *non-empty* arrays and objects in a JSON text, as pydantic's parser
+/// counts it for its recursion limit (an empty `[]` or `{}` adds no level; brackets inside strings
+/// are not counted).
+pub(crate) fn python_depth(json: &[u8]) -> usize {
+    let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    let mut open: Vec<bool> = Vec::new(); // per open container: whether it counted as a level
+    for (i, &b) in json.iter().enumerate() {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                let close = if b == b'{' { b'}' } else { b']' };
+                let empty =
+                    json.get(i + 1..).and_then(|rest| rest.iter().find(|c| !c.is_ascii_whitespace())) == Some(&close);
+                open.push(!empty);
+                if !empty {
+                    depth += 1;
+                    max = max.max(depth);
+                }
+            }
+            b'}' | b']' if open.pop() == Some(true) => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
 /// The deepest array/object nesting in a JSON text (brackets inside strings are not counted).
-fn nesting_depth(json: &str) -> usize {
+pub(crate) fn nesting_depth(json: &[u8]) -> usize {
     // Few brackets in all: no need to look at strings.
-    let brackets = json.bytes().filter(|b| matches!(b, b'{' | b'[')).count();
+    let brackets = json.iter().filter(|b| matches!(b, b'{' | b'[')).count();
     if brackets + MAX_OUTER_DEPTH <= SERDE_JSON_DEPTH_LIMIT {
         return brackets;
     }
     let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
-    for b in json.bytes() {
+    for &b in json {
         if in_string {
             match (escaped, b) {
                 (true, _) => escaped = false,

@@ -172,3 +172,18 @@ proptest! {
         check_same(&text);
     }
 }
+
+/// A record whose free-form state data nests past serde_json's 128 levels (and within what
+/// AgentScope 2.0.4 reads) is read, and written back byte for byte; a state that deep read from a
+/// file is stored as a readable record.
+#[test]
+fn records_nested_as_deep_as_python_reads_them_are_read() {
+    for arrays in [126, 150, 195] {
+        let state = format!(r#"{{"middle_context":{{"a":{}{}}}}}"#, "[".repeat(arrays), "]".repeat(arrays));
+        let state = as_state::state_from_json(&state).unwrap_or_else(|e| panic!("state, {arrays}: {e}"));
+        let text = encode_record(&meta(0), &state);
+        let rec = decode_record(&text).unwrap_or_else(|e| panic!("record, {arrays}: {e}"));
+        assert_eq!(encode_record(&rec.meta(), &rec.state), text);
+        check_same(&text);
+    }
+}
