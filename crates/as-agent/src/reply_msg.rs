@@ -18,7 +18,8 @@ pub trait MsgEventExt {
     /// Applies `event`; returns whether it changed the message.
     ///
     /// Events whose `reply_id` is not this message's id are skipped, as are events whose block
-    /// cannot be found. Unlike 2.0.4, a `TOOL_RESULT_START` for a call that already has a result
+    /// cannot be found. A data delta's URL is normalised as 2.0.4's `URLSource` does; one that is
+    /// not a URL is skipped. Unlike 2.0.4, a `TOOL_RESULT_START` for a call that already has a result
     /// is skipped too, so a message never holds two results for one call.
     fn append_event(&mut self, event: &AgentEvent) -> bool;
 }
@@ -177,7 +178,11 @@ fn apply(m: &mut Msg, event: &AgentEvent) -> bool {
                     (Some(data), _) => {
                         Source::Base64(Base64Source { data: data.clone(), media_type: e.media_type.clone() })
                     }
-                    (None, Some(url)) => Source::Url(UrlSource { url: url.clone(), media_type: e.media_type.clone() }),
+                    (None, Some(url)) => match UrlSource::new(url, e.media_type.clone()) {
+                        Ok(source) => Source::Url(source),
+                        // A URL 2.0.4's `URLSource` refuses: no block that neither side could read back.
+                        Err(_) => return false,
+                    },
                     (None, None) => return false,
                 };
                 let block = TextOrData::Data(DataBlock { id: e.block_id.clone(), source, name: None });

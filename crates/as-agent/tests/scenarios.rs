@@ -1165,3 +1165,28 @@ async fn an_overflowing_compression_retry_counts_the_structured_output_tool() {
     assert_eq!(retry.len(), first.len() - dropped, "dropped {} messages", first.len() - retry.len());
     assert_eq!(retry[1], compressed[dropped], "the oldest kept message");
 }
+
+/// A data delta's URL lands in the rebuilt message normalised, as 2.0.4's `URLSource` stores it;
+/// one that is not a URL adds no block (neither side could read it back).
+#[test]
+fn data_delta_urls_are_normalised_when_a_message_is_rebuilt() {
+    use as_agent::{MsgEventExt as _, ToolResultDataDeltaEvent};
+    use as_message::{Role, Source, TextOrBlocks, TextOrData, ToolResultBlock, ToolResultState};
+    let mut m = Msg::new(
+        "Friday",
+        Role::Assistant,
+        vec![ContentBlock::ToolResult(ToolResultBlock::new("c1", "t", "", ToolResultState::Running))],
+    );
+    let delta = |url: &str| -> AgentEvent {
+        ToolResultDataDeltaEvent::new(m.id.clone(), "c1", "b1", "image/png", None, Some(url.to_owned())).into()
+    };
+    let (good, bad) = (delta("HTTP://Example.COM:80/x"), delta("relative/path"));
+    assert!(m.append_event(&good));
+    assert!(!m.append_event(&bad));
+    let ContentBlock::ToolResult(r) = &m.content[0] else { panic!("no result") };
+    let TextOrBlocks::Blocks(blocks) = &r.output else { panic!("no blocks: {:?}", r.output) };
+    assert_eq!(blocks.len(), 1);
+    let TextOrData::Data(d) = &blocks[0] else { panic!("not data") };
+    let Source::Url(u) = &d.source else { panic!("not a URL source") };
+    assert_eq!(u.url, "http://example.com/x");
+}
