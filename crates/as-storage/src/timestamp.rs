@@ -129,7 +129,10 @@ fn within_python_range(t: Timestamp) -> Option<Timestamp> {
 }
 
 fn parse(s: &str) -> Option<Timestamp> {
-    let s = s.trim();
+    // pydantic refuses a datetime string with surrounding whitespace (chrono would skip it).
+    if s.trim() != s {
+        return None;
+    }
     match canonical_naive(s) {
         Some(n) => Some(Timestamp::Naive(n)),
         None => parse_general(s),
@@ -175,7 +178,19 @@ fn parse_any(s: &str) -> Option<Timestamp> {
     if let Ok(n) = s.parse::<f64>() {
         return from_unix(n);
     }
-    let norm = s.replacen(' ', "T", 1);
+    // pydantic takes `T`, `t`, a space or `_` between date and time, `.` or `,` before the
+    // fraction, and `z` for `Z`: spelled the one way chrono reads.
+    let mut norm = s.to_owned();
+    if matches!(norm.as_bytes().get(10), Some(b't' | b' ' | b'_')) {
+        norm.replace_range(10..11, "T");
+    }
+    if norm.as_bytes().get(19) == Some(&b',') {
+        norm.replace_range(19..20, ".");
+    }
+    if norm.ends_with('z') {
+        norm.pop();
+        norm.push('Z');
+    }
     if let Ok(a) = DateTime::parse_from_rfc3339(&norm) {
         return Some(Timestamp::Aware(
             a.with_timezone(&a.offset().fix()).with_nanosecond(a.nanosecond() / 1000 * 1000)?,
@@ -229,6 +244,24 @@ impl JsonSchema for Timestamp {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Spellings AgentScope 2.0.4 (pydantic) reads, written back as it writes them, and the ones it
+    /// refuses (measured with `TypeAdapter(datetime)`).
+    #[test]
+    fn separators_and_whitespace_as_pydantic_reads_them() {
+        for (s, read) in [
+            ("2025-06-01t10:00:00", Some("2025-06-01T10:00:00")),
+            ("2025-06-01_10:00:00", Some("2025-06-01T10:00:00")),
+            ("2025-06-01T10:00:00,5", Some("2025-06-01T10:00:00.500000")),
+            ("2025-06-01t10:00", Some("2025-06-01T10:00:00")),
+            ("2025-06-01T10:00:00,123456+01:00", Some("2025-06-01T10:00:00.123456+01:00")),
+            ("2025-06-01T10:00:00z", Some("2025-06-01T10:00:00Z")),
+            (" 2025-06-01T10:00:00", None),
+            ("2025-06-01T10:00:00 ", None),
+        ] {
+            assert_eq!(s.parse::<Timestamp>().ok().map(|t| t.to_string()), read.map(str::to_owned), "{s:?}");
+        }
+    }
 
     #[test]
     fn canonical_forms_take_the_fast_path_and_agree_with_the_general_reader() {
