@@ -421,6 +421,21 @@ fn hex4(bytes: &[u8], i: usize) -> Option<u32> {
 /// counts it for its recursion limit (an empty `[]` or `{}` adds no level; brackets inside strings
 /// are not counted).
 pub(crate) fn python_depth(json: &[u8]) -> usize {
+    scan_depth(json, false)
+}
+
+/// The deepest array/object nesting in a JSON text (brackets inside strings are not counted).
+pub(crate) fn nesting_depth(json: &[u8]) -> usize {
+    // Few brackets in all: no need to look at strings.
+    let brackets = json.iter().filter(|b| matches!(b, b'{' | b'[')).count();
+    if brackets + MAX_OUTER_DEPTH <= SERDE_JSON_DEPTH_LIMIT {
+        return brackets;
+    }
+    scan_depth(json, true)
+}
+
+/// The deepest nesting of arrays and objects, empty ones counted or not.
+fn scan_depth(json: &[u8], count_empty: bool) -> usize {
     let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
     let mut open: Vec<bool> = Vec::new(); // per open container: whether it counted as a level
     for (i, &b) in json.iter().enumerate() {
@@ -437,46 +452,16 @@ pub(crate) fn python_depth(json: &[u8]) -> usize {
             b'"' => in_string = true,
             b'{' | b'[' => {
                 let close = if b == b'{' { b'}' } else { b']' };
-                let empty =
-                    json.get(i + 1..).and_then(|rest| rest.iter().find(|c| !c.is_ascii_whitespace())) == Some(&close);
-                open.push(!empty);
-                if !empty {
+                let counts = count_empty
+                    || json.get(i + 1..).and_then(|rest| rest.iter().find(|c| !c.is_ascii_whitespace()))
+                        != Some(&close);
+                open.push(counts);
+                if counts {
                     depth += 1;
                     max = max.max(depth);
                 }
             }
             b'}' | b']' if open.pop() == Some(true) => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    max
-}
-
-/// The deepest array/object nesting in a JSON text (brackets inside strings are not counted).
-pub(crate) fn nesting_depth(json: &[u8]) -> usize {
-    // Few brackets in all: no need to look at strings.
-    let brackets = json.iter().filter(|b| matches!(b, b'{' | b'[')).count();
-    if brackets + MAX_OUTER_DEPTH <= SERDE_JSON_DEPTH_LIMIT {
-        return brackets;
-    }
-    let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
-    for &b in json {
-        if in_string {
-            match (escaped, b) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'{' | b'[' => {
-                depth += 1;
-                max = max.max(depth);
-            }
-            b'}' | b']' => depth = depth.saturating_sub(1),
             _ => {}
         }
     }
