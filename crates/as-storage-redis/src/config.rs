@@ -27,7 +27,8 @@ pub enum TtlPolicy {
     Keep,
 }
 
-/// The longest sliding TTL written (100 years); a longer [`TtlPolicy::Sliding`] is cut to it.
+/// The longest sliding TTL written (100 years; also the longest lock expiry); a longer
+/// [`TtlPolicy::Sliding`] is cut to it.
 pub const MAX_KEY_TTL: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
 impl TtlPolicy {
@@ -158,10 +159,6 @@ fn redact_userinfo(url: &str) -> String {
         Some(i) => url.split_at(i + 3),
         None => match url.split_once(':') {
             Some((scheme, _)) if is_redis_scheme(scheme) => url.split_at(scheme.len() + 1),
-            // Another store's URL (`sqlite:/a@b.db`): nothing secret in it.
-            Some((scheme, _)) if ["sqlite", "memory", "file"].contains(&scheme.to_ascii_lowercase().as_str()) => {
-                return url.to_owned();
-            }
             // No scheme (`:pw@host:6379`, `user:pw@host`): whatever precedes an `@` may be a password.
             _ => return url.rfind('@').map_or_else(|| url.to_owned(), |at| format!("***{}", &url[at..])),
         },

@@ -19,7 +19,7 @@ use crate::storage::RedisStorage;
 const MIN_RETRY: Duration = Duration::from_millis(10);
 
 /// The longest lock expiry [`SessionLock::with_ttl`] sets (100 years).
-const MAX_LOCK_TTL: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+const MAX_LOCK_TTL: Duration = crate::MAX_KEY_TTL;
 
 /// AgentScope's lock key prefix (`app/message_bus/_keys.py`).
 pub const DEFAULT_LOCK_PREFIX: &str = "agentscope:session:lock:";

@@ -272,16 +272,18 @@ return 1
 "#;
 
 /// KEYS: record, messages, agent index. ARGV: id, the record's bytes as read ('' when the key held
-/// another Redis type). Deletes a record that cannot be read (so its owner cannot be checked on
-/// it) when the agent's index lists the id, and only while the record is still what the caller
-/// read. Returns 1 (deleted), 0 (not in this agent's index), -1 (the record changed meanwhile).
+/// another Redis type), owner fragment, user, agent. Deletes a record the caller cannot read (so
+/// could not check its owner on it) when the agent's index lists the id, the record is still what
+/// the caller read, and it does not name another owner (`owner_check` on it: ours, or not a
+/// session record at all). Returns 1 (deleted), 0 (not this agent's), -1 (changed meanwhile).
 const DELETE_UNREADABLE: &str = r#"
 if redis.call('SISMEMBER', KEYS[3], ARGV[1]) == 0 then return 0 end
 local t = redis.call('TYPE', KEYS[1])['ok']
 if ARGV[2] == '' then
   if t == 'string' or t == 'none' then return -1 end
-elseif t ~= 'string' or redis.call('GET', KEYS[1]) ~= ARGV[2] then
-  return -1
+else
+  if t ~= 'string' or redis.call('GET', KEYS[1]) ~= ARGV[2] then return -1 end
+  if owner_check(KEYS[1], ARGV[3], ARGV[4], ARGV[5]) == 0 then return 0 end
 end
 redis.call('DEL', KEYS[1], KEYS[2])
 redis.call('SREM', KEYS[3], ARGV[1])
@@ -471,7 +473,7 @@ impl Scripts {
             update: Lua::with_prelude(UPDATE),
             update_inline: Lua::with_prelude(UPDATE_INLINE),
             delete: Lua::with_prelude(DELETE),
-            delete_unreadable: Lua::plain(DELETE_UNREADABLE),
+            delete_unreadable: Lua::with_prelude(DELETE_UNREADABLE),
             upsert_message: Lua::with_prelude(UPSERT_MESSAGE),
             list_messages: Lua::with_prelude(LIST_MESSAGES),
             get_message: Lua::with_prelude(GET_MESSAGE),
@@ -505,7 +507,7 @@ mod tests {
             ("list_messages", &s.list_messages, &["top_level_is", "owner_check"]),
             ("get_message", &s.get_message, &["top_level_is", "owner_check"]),
             ("prune", &s.prune, &[]),
-            ("delete_unreadable", &s.delete_unreadable, &[]),
+            ("delete_unreadable", &s.delete_unreadable, &["top_level_is", "owner_check"]),
             ("import", &s.import, &["check_sets", "token_state", "set_record", "apply_ttl"]),
         ];
         for (script, lua, want) in all {

@@ -796,7 +796,8 @@ impl RedisStorage {
     }
 
     /// Deletes `key`'s unreadable record, its message list and its agent index entry if that
-    /// index lists it and the record is unchanged since read here (see `DELETE_UNREADABLE`; the
+    /// index lists it, the record names no other owner and is unchanged since read here (see
+    /// `DELETE_UNREADABLE`; the
     /// schedule index entry, unknown, is pruned by the next listing of that schedule). 1 deleted,
     /// 0 not this agent's, -1 changed meanwhile.
     async fn delete_unreadable(&self, pool: &Pool, key: &SessionKey, rkey: &str) -> Result<i64, StorageError> {
@@ -813,7 +814,13 @@ impl RedisStorage {
             keys.messages(&key.user_id, &key.session_id),
             keys.session_index(&key.user_id, &key.agent_id),
         ];
-        let args = vec![str_value(key.session_id.clone()), bytes_value(read)];
+        let args = vec![
+            str_value(key.session_id.clone()),
+            bytes_value(read),
+            str_value(owner_fragment(&key.user_id, &key.agent_id)),
+            str_value(key.user_id.clone()),
+            str_value(key.agent_id.clone()),
+        ];
         Self::eval(pool, &self.inner.scripts.delete_unreadable, k, args).await.map_err(|e| map_fred(OP, Some(rkey), e))
     }
 

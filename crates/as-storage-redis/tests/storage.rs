@@ -791,6 +791,14 @@ async fn an_unreadable_record_in_the_agents_index_can_be_deleted() {
         assert!(!r.sismember::<bool, _, _>(index, id).await.unwrap(), "{id}: index entry left");
         assert!(!s.delete_session(&o.session(id)).await.unwrap(), "{id}: deleted twice");
     }
+    // A record this reader cannot decode (a bad timestamp) that names another agent as its owner
+    // stays, even though this agent's index lists it (a stale entry).
+    let theirs = r#"{"id":"theirs","updated_at":"not a time","created_at":"x","user_id":"user-1","agent_id":"agent-2","state":{}}"#;
+    r.set::<(), _, _>("agentscope:user:user-1:session:theirs", theirs, None, None, false).await.unwrap();
+    r.sadd::<(), _, _>(index, "theirs").await.unwrap();
+    let e = s.delete_session(&o.session("theirs")).await.unwrap_err();
+    assert_eq!(e.kind(), StorageErrorKind::Serialization, "{e}");
+    assert!(r.exists::<bool, _>("agentscope:user:user-1:session:theirs").await.unwrap(), "another agent's record went");
     // Another agent's index entry does not let it delete this agent's readable session.
     let rec = s.upsert_session(req(&o)).await.unwrap();
     let other = Owner::new("user-1", "agent-2");
