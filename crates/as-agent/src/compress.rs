@@ -195,7 +195,7 @@ pub(crate) async fn compress(
         Some(s) => state.summary = TextOrBlocks::Text(s),
         // Fallback (upstream 4a121d874): the old summary is kept as it is (text, or blocks with their
         // data blocks); only a session without one gets the note that messages were removed.
-        None if summary_is_empty(&state.summary) => state.summary = TextOrBlocks::Text(TRUNCATION_NOTE.to_owned()),
+        None if state.summary.is_empty() => state.summary = TextOrBlocks::Text(TRUNCATION_NOTE.to_owned()),
         None => {}
     }
     let read_paths: Vec<String> = reserved
@@ -211,14 +211,6 @@ pub(crate) async fn compress(
     state.tool_context.clean_file_cache(Some(&read_paths));
     state.context = reserved;
     Ok(Compressed::Yes)
-}
-
-/// Whether `summary` is falsy in 2.0.4's sense (an empty string or an empty block list).
-fn summary_is_empty(summary: &TextOrBlocks) -> bool {
-    match summary {
-        TextOrBlocks::Text(s) => s.is_empty(),
-        TextOrBlocks::Blocks(b) => b.is_empty(),
-    }
 }
 
 /// §9.3: a tool result over `tool_result_limit` tokens is cut for the context (the events carried it whole).

@@ -56,7 +56,7 @@ pub fn from_json<T: DeserializeOwned>(text: &str) -> Result<T, MessageError> {
     if let Ok(value) = serde_json::from_str::<T>(text) {
         return Ok(value);
     }
-    from_json_slice(text.as_bytes())
+    read_tracked(text.as_bytes())
 }
 
 /// The deepest nesting of non-empty arrays and objects [`from_json`] reads (an empty `[]` or `{}`
@@ -69,11 +69,16 @@ pub fn from_json_slice<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, MessageEr
     if let Ok(value) = serde_json::from_slice::<T>(bytes) {
         return Ok(value);
     }
+    read_tracked(bytes)
+}
+
+/// The read after a failed fast one: with the JSON path of the error, and past serde_json's 128
+/// levels up to [`MAX_JSON_DEPTH`].
+fn read_tracked<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, MessageError> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    // serde_json stops at 128 levels; AgentScope 2.0.4 (pydantic) reads documents nested up to
-    // MAX_JSON_DEPTH, so one Python wrote and reads is read here too (and nothing deeper, which
-    // also bounds the stack the recursive read uses).
-    if crate::read::nesting_depth(bytes) <= MAX_JSON_DEPTH || crate::read::python_depth(bytes) <= MAX_JSON_DEPTH {
+    // AgentScope 2.0.4 (pydantic) reads documents nested up to MAX_JSON_DEPTH, so one Python wrote
+    // and reads is read here too (and nothing deeper, which also bounds the recursive read's stack).
+    if crate::read::python_depth(bytes) <= MAX_JSON_DEPTH {
         de.disable_recursion_limit();
     }
     let value: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {

@@ -37,15 +37,6 @@ use crate::block::{
 use crate::json::{JsonMap, canonicalize_numbers};
 use crate::msg::{Msg, Role, Usage};
 
-/// The deepest nesting the hand-written readers of this workspace reach before handing a subtree to serde
-/// (record, state, context, message, content, block, output). serde_json rejects documents nested deeper
-/// than 128 levels; a subtree read on its own starts at level 0, so [`Cursor::serde`] declines subtrees
-/// nested deeper than `128 - MAX_OUTER_DEPTH`, which the whole-document read might reject.
-const MAX_OUTER_DEPTH: usize = 8;
-
-/// serde_json's nesting limit.
-const SERDE_JSON_DEPTH_LIMIT: usize = 128;
-
 /// A position in JSON text, with reading primitives that decline (`None`) on anything unexpected.
 ///
 /// A declined read may leave the position anywhere; restore it with [`Cursor::set_position`].
@@ -244,19 +235,15 @@ impl<'a> Cursor<'a> {
     }
 
     /// Reads one value of `T` with its serde `Deserialize` impl (serde_json semantics exactly) and
-    /// moves past it. Declines when serde fails, or when the value is nested too deeply to be sure the
-    /// whole-document read would accept it (serde_json's 128-level limit; exact for a cursor at most
-    /// 8 objects/arrays deep into its document, which every reader of this workspace is).
+    /// moves past it. Declines when serde fails, a subtree nested past serde_json's 128 levels
+    /// included: the whole-document read ([`crate::from_json`], up to [`crate::MAX_JSON_DEPTH`])
+    /// then decides. Whatever this accepts, that read accepts too (the hand-written readers hand
+    /// subtrees to serde at most 8 levels deep, and 128 + 8 is within its limit).
     pub fn serde<T: DeserializeOwned>(&mut self) -> Option<T> {
         let rest = self.rest();
         let mut stream = serde_json::Deserializer::from_str(rest).into_iter::<T>();
         let value = stream.next()?.ok()?;
-        let used = stream.byte_offset();
-        let consumed = rest.get(..used)?;
-        if nesting_depth(consumed.as_bytes()) + MAX_OUTER_DEPTH > SERDE_JSON_DEPTH_LIMIT {
-            return None;
-        }
-        self.pos += used;
+        self.pos += stream.byte_offset();
         Some(value)
     }
 
@@ -421,21 +408,6 @@ fn hex4(bytes: &[u8], i: usize) -> Option<u32> {
 /// counts it for its recursion limit (an empty `[]` or `{}` adds no level; brackets inside strings
 /// are not counted).
 pub(crate) fn python_depth(json: &[u8]) -> usize {
-    scan_depth(json, false)
-}
-
-/// The deepest array/object nesting in a JSON text (brackets inside strings are not counted).
-pub(crate) fn nesting_depth(json: &[u8]) -> usize {
-    // Few brackets in all: no need to look at strings.
-    let brackets = json.iter().filter(|b| matches!(b, b'{' | b'[')).count();
-    if brackets + MAX_OUTER_DEPTH <= SERDE_JSON_DEPTH_LIMIT {
-        return brackets;
-    }
-    scan_depth(json, true)
-}
-
-/// The deepest nesting of arrays and objects, empty ones counted or not.
-fn scan_depth(json: &[u8], count_empty: bool) -> usize {
     let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
     let mut open: Vec<bool> = Vec::new(); // per open container: whether it counted as a level
     for (i, &b) in json.iter().enumerate() {
@@ -452,9 +424,8 @@ fn scan_depth(json: &[u8], count_empty: bool) -> usize {
             b'"' => in_string = true,
             b'{' | b'[' => {
                 let close = if b == b'{' { b'}' } else { b']' };
-                let counts = count_empty
-                    || json.get(i + 1..).and_then(|rest| rest.iter().find(|c| !c.is_ascii_whitespace()))
-                        != Some(&close);
+                let counts =
+                    json.get(i + 1..).and_then(|rest| rest.iter().find(|c| !c.is_ascii_whitespace())) != Some(&close);
                 open.push(counts);
                 if counts {
                     depth += 1;
@@ -746,13 +717,16 @@ mod tests {
     }
 
     #[test]
-    fn serde_subparse_moves_past_the_value_and_declines_deep_nesting() {
+    fn serde_subparse_moves_past_the_value_and_declines_past_serde_json_depth() {
         let mut c = Cursor::new(r#"{"a":[1,2]},"next""#);
         let v: serde_json::Value = c.serde().unwrap();
         assert_eq!(v, serde_json::json!({"a": [1, 2]}));
         assert!(c.eat(r#","next""#));
-        let deep = format!("{}{}", "[".repeat(125), "]".repeat(125));
-        assert!(Cursor::new(&deep).serde::<serde_json::Value>().is_none());
+        // Within serde_json's 128 levels a subtree is read (the whole-document read, up to
+        // MAX_JSON_DEPTH, accepts it too); past them the cursor declines and that read decides.
+        let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        assert!(Cursor::new(&deep(125)).serde::<serde_json::Value>().is_some());
+        assert!(Cursor::new(&deep(130)).serde::<serde_json::Value>().is_none());
         let in_string = format!("[\"{}\"]", "[".repeat(200));
         assert!(Cursor::new(&in_string).serde::<serde_json::Value>().is_some());
     }
