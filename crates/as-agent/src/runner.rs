@@ -222,6 +222,20 @@ impl SessionRunner {
                 log_error: None,
             });
         }
+        if let Some(id) = answered_meanwhile(&input, &state) {
+            // The calls this answers were parked when the caller looked, but another writer answered
+            // them before this turn took the lock: it lost a race, its input is not invalid.
+            release(guard, key).await;
+            return Err(AgentError::Storage(as_storage::StorageError::new(
+                as_storage::StorageErrorKind::Conflict,
+                self.storage.backend_name(),
+                "run_turn",
+                format!(
+                    "another process answered tool call {id:?} of session {} meanwhile; this answer was not used",
+                    key.session_id
+                ),
+            )));
+        }
         if let (Some(m), Some(ev)) = (reply_msg.as_mut(), incoming_event(&input)) {
             m.append_event(&ev);
         }
@@ -754,6 +768,23 @@ impl Drop for PendingWrite {
         });
         track(&self.background, task);
     }
+}
+
+/// The first call a confirmation or external result answers that the stored state no longer
+/// waits for because it is already finished (answered by another writer since the caller loaded
+/// the session). A call the state never had is left to the agent (an unexpected event).
+fn answered_meanwhile(input: &ReplyInput, state: &AgentState) -> Option<String> {
+    let ids: Vec<&str> = match input {
+        ReplyInput::Confirm(e) => e.confirm_results.iter().map(|r| r.tool_call.id.as_str()).collect(),
+        ReplyInput::External(e) => e.execution_results.iter().map(|r| r.id.as_str()).collect(),
+        _ => return None,
+    };
+    let finished = |id: &str| {
+        state.context.iter().flat_map(|m| m.content.iter()).any(|b| {
+            matches!(b, as_message::ContentBlock::ToolCall(c) if c.id == id && c.state == as_message::ToolCallState::Finished)
+        })
+    };
+    ids.into_iter().find(|id| finished(id)).map(str::to_owned)
 }
 
 /// Whether `input` is a run with no input (`reply(None)`).

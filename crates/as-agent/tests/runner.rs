@@ -535,8 +535,14 @@ async fn a_run_with_no_input_while_parked_is_a_no_op() {
     let call = as_message::ToolCallBlock::new("c1", "needs_ok", r#"{"text": "a"}"#);
     let confirm =
         UserConfirmResultEvent::new(parked.state.reply_id.clone(), vec![as_agent::ConfirmResult::approve(call)]);
-    let done = turn(&runner, &agent, &k, confirm).await.1.unwrap();
+    let done = turn(&runner, &agent, &k, confirm.clone()).await.1.unwrap();
     assert_eq!(done.status, ReplyStatus::Completed);
+    // The same answer again (another process that saw the call parked, and lost the race): a
+    // conflict, not an invalid input, and nothing written.
+    let before = footprint(&storage, &k).await;
+    let (_, late) = turn(&runner, &agent, &k, confirm).await;
+    assert_eq!(late.unwrap_err().kind(), AgentErrorKind::Conflict);
+    assert_eq!(footprint(&storage, &k).await, before);
 }
 
 /// Fails `on_event` with `error()` at each event of type `at` (by then the reply has changed the state).

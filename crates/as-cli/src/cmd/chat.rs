@@ -594,29 +594,6 @@ fn turn_exit(end: TurnEnd) -> CliResult {
     Ok(())
 }
 
-/// A confirmation the agent refused (exit 5) because calls it answers, parked when this process
-/// loaded the session, no longer wait in the state stored now: another process answered them
-/// between the load and this turn taking the session's lock. The concurrent writer won: exit 4.
-fn answered_elsewhere(mut end: TurnEnd, state: &AgentState, answered: &[ToolCallBlock], key: &SessionKey) -> TurnEnd {
-    if end.status.is_some() || !end.error.as_ref().is_some_and(|e| e.kind() == ExitKind::Invalid) {
-        return end;
-    }
-    let waiting = asking_calls(state, &key.agent_id);
-    if answered.iter().all(|c| waiting.iter().any(|w| w.id == c.id)) {
-        return end;
-    }
-    end.error = Some(CliError::new(
-        ExitKind::Conflict,
-        format!(
-            "another process answered the tool confirmation of session {} meanwhile; this answer was not used \
-             (see where the session stands with `agentscope sessions show --user {} --agent {} --session {} \
-             --summary`)",
-            key.session_id, key.user_id, key.agent_id, key.session_id
-        ),
-    ));
-    end
-}
-
 /// Prints what a parked reply waits for (non-interactive modes).
 fn report_parked(sink: &mut dyn EventSink, state: &AgentState, key: &SessionKey) {
     for call in asking_calls(state, &key.agent_id) {
@@ -681,8 +658,8 @@ async fn drive(
         }
         let answers = vec![answer; calls.len()];
         let input = confirm_input(state, &calls, &answers);
+        // A confirmation another process answered meanwhile ends as a conflict (the runner says so).
         let end = run_turn(agent, handle, state, input, sink).await?;
-        let end = answered_elsewhere(end, state, &calls, &handle.key);
         if end.status == Some(ReplyStatus::Parked) {
             report_parked(sink, state, &handle.key);
         }
@@ -747,7 +724,6 @@ async fn interactive(
             }
         };
         let end = run_turn(agent, handle, state, input, sink).await?;
-        let end = if calls.is_empty() { end } else { answered_elsewhere(end, state, &calls, &handle.key) };
         if let Some(e) = end.error {
             // The turn failed but what it did is saved; a person can try again or quit.
             sink.note(Note::Error, &format!("error: {e}"));
