@@ -89,6 +89,46 @@ pub(crate) fn wrong_type(op: &'static str, rkey: &str) -> StorageError {
     err(StorageErrorKind::Serialization, op, format!("wrong Redis type (key {rkey:?}): not a string"))
 }
 
+/// A non-empty string value as fred returned it from a `GET`. fred checks every bulk string for
+/// UTF-8 as it decodes the reply (valid text arrives as `Value::String`, anything else as
+/// `Value::Bytes`), so [`Fetched::text`] costs no second pass over a large record.
+pub(crate) enum Fetched {
+    /// Text fred found to be UTF-8.
+    Text(fred::bytes_utils::Str),
+    /// Bytes that are not UTF-8.
+    Binary(bytes::Bytes),
+}
+
+impl Fetched {
+    /// `None` for a missing key or an empty string; a reply of another shape is a parse error.
+    pub(crate) fn from_reply(reply: fred::types::Value) -> Result<Option<Self>, FredError> {
+        use fred::types::Value;
+        let fetched = match reply {
+            Value::Null => return Ok(None),
+            Value::String(s) => Self::Text(s),
+            Value::Bytes(b) => Self::Binary(b),
+            other => Self::Binary(other.convert()?),
+        };
+        Ok((!fetched.bytes().is_empty()).then_some(fetched))
+    }
+
+    /// The raw bytes (shared, not copied).
+    pub(crate) fn bytes(&self) -> &bytes::Bytes {
+        match self {
+            Self::Text(s) => s.inner(),
+            Self::Binary(b) => b,
+        }
+    }
+
+    /// The value as text, or a serialization error naming the key.
+    pub(crate) fn text(&self, op: &'static str, key: &str) -> Result<&str, StorageError> {
+        match self {
+            Self::Text(s) => Ok(s),
+            Self::Binary(b) => utf8(op, key, b),
+        }
+    }
+}
+
 /// The value as UTF-8 text, or a serialization error naming the key.
 pub(crate) fn utf8<'a>(op: &'static str, key: &str, bytes: &'a [u8]) -> Result<&'a str, StorageError> {
     std::str::from_utf8(bytes).map_err(|e| {

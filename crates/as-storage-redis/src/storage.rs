@@ -24,7 +24,7 @@ use fred::types::scan::{ScanResult, ScanType, Scanner};
 use serde::Deserialize;
 
 use crate::config::{Connection, RedisStorageConfig, TtlPolicy};
-use crate::error::{BACKEND, bad_record, bad_value, err, map_fred, utf8, wrong_type};
+use crate::error::{BACKEND, Fetched, bad_record, bad_value, err, map_fred, utf8, wrong_type};
 use crate::keys::Keys;
 use crate::scripts::{Lua, Scripts};
 
@@ -336,14 +336,17 @@ impl RedisStorage {
         rkey: &str,
         owner: &Owner,
     ) -> Result<Option<(SessionMeta, Bytes, bool)>, StorageError> {
-        let raw: Option<Bytes> = pool.get(rkey).await.map_err(|e| map_fred(op, Some(rkey), e))?;
-        let Some(raw) = raw.filter(|b| !b.is_empty()) else { return Ok(None) };
-        let text = utf8(op, rkey, &raw)?;
-        let meta: SessionMeta = as_message::from_json(text).map_err(|e| bad_value(op, rkey, e))?;
+        let reply: Value = pool.get(rkey).await.map_err(|e| map_fred(op, Some(rkey), e))?;
+        let Some(fetched) = Fetched::from_reply(reply).map_err(|e| map_fred(op, Some(rkey), e))? else {
+            return Ok(None);
+        };
+        let meta: SessionMeta =
+            as_message::from_json(fetched.text(op, rkey)?).map_err(|e| bad_value(op, rkey, e))?;
+        let raw = fetched.bytes();
         if meta.user_id != owner.user_id || meta.agent_id != owner.agent_id {
             return Ok(None);
         }
-        let (token, exact) = token_for(&raw, &meta);
+        let (token, exact) = token_for(raw, &meta);
         Ok(Some((meta, token, exact)))
     }
 
@@ -620,18 +623,20 @@ impl RedisStorage {
     }
 
     /// The record key of `key` and its non-empty value, if any (after validating the key).
-    async fn fetch_record(&self, op: &'static str, key: &SessionKey) -> Result<Option<(String, Bytes)>, StorageError> {
+    async fn fetch_record(&self, op: &'static str, key: &SessionKey) -> Result<Option<(String, Fetched)>, StorageError> {
         key.validate()?;
         let pool = self.pool_for(op)?;
         let rkey = self.inner.keys.session(&key.user_id, &key.session_id);
-        let raw: Option<Bytes> = pool.get(&rkey).await.map_err(|e| map_fred(op, Some(&rkey), e))?;
-        Ok(raw.filter(|b| !b.is_empty()).map(|raw| (rkey, raw)))
+        let reply: Value = pool.get(&rkey).await.map_err(|e| map_fred(op, Some(&rkey), e))?;
+        let raw = Fetched::from_reply(reply).map_err(|e| map_fred(op, Some(&rkey), e))?;
+        Ok(raw.map(|raw| (rkey, raw)))
     }
 
     async fn get_inner(&self, key: &SessionKey) -> Result<Option<SessionRecord>, StorageError> {
         const OP: &str = "get_session";
-        let Some((rkey, raw)) = self.fetch_record(OP, key).await? else { return Ok(None) };
-        let text = utf8(OP, &rkey, &raw)?;
+        let Some((rkey, fetched)) = self.fetch_record(OP, key).await? else { return Ok(None) };
+        let text = fetched.text(OP, &rkey)?;
+        let raw = fetched.bytes();
         let mut rec: SessionRecord = as_storage::decode_record(text).map_err(|e| bad_value(OP, &rkey, e))?;
         if rec.user_id != key.user_id || rec.agent_id != key.agent_id {
             return Ok(None);
@@ -641,9 +646,9 @@ impl RedisStorage {
         rec.state.session_id.clone_from(&rec.id);
         // Usually the record is still the one this process last wrote or read: the cached
         // canonical envelope is a prefix of it, so the cache entry is already right.
-        if !self.cache_matches(&rkey, &raw) {
+        if !self.cache_matches(&rkey, raw) {
             let meta = rec.meta();
-            let (token, exact) = token_for(&raw, &meta);
+            let (token, exact) = token_for(raw, &meta);
             self.cache_put(rkey, Cached { meta, token, exact });
         }
         Ok(Some(rec))
@@ -651,8 +656,8 @@ impl RedisStorage {
 
     async fn get_raw_inner(&self, key: &SessionKey) -> Result<Option<String>, StorageError> {
         const OP: &str = "get_session_raw";
-        let Some((rkey, raw)) = self.fetch_record(OP, key).await? else { return Ok(None) };
-        let text = utf8(OP, &rkey, &raw)?;
+        let Some((rkey, fetched)) = self.fetch_record(OP, key).await? else { return Ok(None) };
+        let text = fetched.text(OP, &rkey)?;
         let meta: SessionMeta = as_message::from_json(text).map_err(|e| bad_value(OP, &rkey, e))?;
         Ok((meta.user_id == key.user_id && meta.agent_id == key.agent_id).then(|| text.to_owned()))
     }
