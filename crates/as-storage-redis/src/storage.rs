@@ -340,8 +340,7 @@ impl RedisStorage {
         let Some(fetched) = Fetched::from_reply(reply).map_err(|e| map_fred(op, Some(rkey), e))? else {
             return Ok(None);
         };
-        let meta: SessionMeta =
-            as_message::from_json(fetched.text(op, rkey)?).map_err(|e| bad_value(op, rkey, e))?;
+        let meta: SessionMeta = as_message::from_json(fetched.text(op, rkey)?).map_err(|e| bad_value(op, rkey, e))?;
         let raw = fetched.bytes();
         if meta.user_id != owner.user_id || meta.agent_id != owner.agent_id {
             return Ok(None);
@@ -623,7 +622,11 @@ impl RedisStorage {
     }
 
     /// The record key of `key` and its non-empty value, if any (after validating the key).
-    async fn fetch_record(&self, op: &'static str, key: &SessionKey) -> Result<Option<(String, Fetched)>, StorageError> {
+    async fn fetch_record(
+        &self,
+        op: &'static str,
+        key: &SessionKey,
+    ) -> Result<Option<(String, Fetched)>, StorageError> {
         key.validate()?;
         let pool = self.pool_for(op)?;
         let rkey = self.inner.keys.session(&key.user_id, &key.session_id);
