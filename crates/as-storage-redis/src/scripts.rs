@@ -12,7 +12,10 @@
 //!   write the same `updated_at` (and, racing on a counter, the very same bytes), so "the record
 //!   already is what I write" does not prove it was this writer; a replayed update therefore
 //!   reports a conflict (a conditional write's caller re-reads and finds its own state), never a
-//!   false success. A replayed delete reports the session as already gone.
+//!   false success. A replayed `save_turn` (an update carrying messages) is recognised: the
+//!   record holds its value and the log ends with its messages, whose ids no other turn has; it
+//!   reports success without appending them again. A replayed delete reports the session as
+//!   already gone.
 //! * Ownership is checked on the record's envelope: the canonical `"user_id":…,"agent_id":…,`
 //!   fragment at the record's first `"user_id":` within the first 4 KiB, and only when no object
 //!   or array opens before it (so it is the record's own top-level field, never one quoted inside
@@ -159,6 +162,27 @@ end
 "#,
     ),
     (
+        "log_holds",
+        r#"
+-- Whether the log already ends with the turn's messages (`(id, json)` pairs in `ARGV` from `first`
+-- on) exactly as `append_log` leaves them: a run of equal ids collapses into its last message.
+local function log_holds(key, first)
+  local want, prev = {}, nil
+  for i = first, #ARGV - 1, 2 do
+    if prev ~= nil and prev == ARGV[i] then want[#want] = ARGV[i + 1] else want[#want + 1] = ARGV[i + 1] end
+    prev = ARGV[i]
+  end
+  if #want == 0 then return false end
+  local tail = redis.call('LRANGE', key, -#want, -1)
+  if #tail ~= #want then return false end
+  for i = 1, #want do
+    if tail[i] ~= want[i] then return false end
+  end
+  return true
+end
+"#,
+    ),
+    (
         "token_state",
         r#"
 local function token_state(key, token, exact)
@@ -192,10 +216,12 @@ return 1
 /// KEYS: record, messages, agent index, [schedule index]. ARGV: token, exact, id, mode, ttl, value,
 /// then for `save_turn` the first message's needle and `(id, json)` pairs, oldest first.
 /// The update for small records: the value travels in `ARGV` (one command, no staging key).
-/// Returns 1 (written), 0 (missing), -1 (token mismatch: someone else wrote), -2 (the log's last
-/// message is corrupt); nothing is written unless it returns 1.
+/// Returns 1 (written), 2 (already written: a re-sent `save_turn`, see [`UPDATE`]), 0 (missing),
+/// -1 (token mismatch: someone else wrote), -2 (the log's last message is corrupt); nothing is
+/// written unless it returns 1.
 const UPDATE_INLINE: &str = r#"
 local s = token_state(KEYS[1], ARGV[1], ARGV[2])
+if s == -1 and #ARGV > 6 and redis.call('GET', KEYS[1]) == ARGV[6] and log_holds(KEYS[2], 8) then return 2 end
 if s ~= 1 then return s end
 local bad = check_sets(3)
 if bad then return bad end
@@ -216,12 +242,23 @@ return 1
 /// The new record was written to the staging key (same hash slot) just before, in the same
 /// pipeline; the script moves it into place with `RENAME` (O(1)) instead of carrying a large
 /// value through Lua (which costs about 3 ms per MB in Redis 7), then applies the TTL policy.
-/// Returns 1 (written), 0 (missing), -1 (token mismatch: someone else wrote), -2 (the log's last
-/// message is corrupt), -3 (no staged value); nothing is written unless it returns 1.
+/// Returns 1 (written), 2 (already written), 0 (missing), -1 (token mismatch: someone else
+/// wrote), -2 (the log's last message is corrupt), -3 (no staged value); nothing is written
+/// unless it returns 1.
+///
+/// 2: the token no longer matches, but the record holds exactly this write's value and the log
+/// ends with exactly its messages. That is this very `save_turn` run before (a re-sent command
+/// whose reply a dropped connection lost): message ids are generated per message, so another
+/// writer's turn does not end the log with these. Without messages nothing tells a re-send from
+/// a writer that wrote the same bytes (two writers incrementing one counter), so a plain update
+/// still reports -1.
 const UPDATE: &str = r#"
 local s = token_state(KEYS[1], ARGV[1], ARGV[2])
 if s ~= 1 then
+  local mine = s == -1 and #ARGV > 5 and redis.call('GET', KEYS[1]) == redis.call('GET', KEYS[2])
+    and log_holds(KEYS[3], 7)
   redis.call('DEL', KEYS[2])
+  if mine then return 2 end
   return s
 end
 if redis.call('EXISTS', KEYS[2]) == 0 then return -3 end
@@ -495,12 +532,21 @@ mod tests {
             (
                 "update",
                 &s.update,
-                &["check_sets", "token_state", "tail_is", "append_log", "apply_ttl", "add_to_indexes"],
+                &["check_sets", "token_state", "log_holds", "tail_is", "append_log", "apply_ttl", "add_to_indexes"],
             ),
             (
                 "update_inline",
                 &s.update_inline,
-                &["check_sets", "token_state", "tail_is", "append_log", "set_record", "apply_ttl", "add_to_indexes"],
+                &[
+                    "check_sets",
+                    "token_state",
+                    "log_holds",
+                    "tail_is",
+                    "append_log",
+                    "set_record",
+                    "apply_ttl",
+                    "add_to_indexes",
+                ],
             ),
             ("delete", &s.delete, &["check_sets", "top_level_is", "owner_check", "schedule_is"]),
             ("upsert_message", &s.upsert_message, &["top_level_is", "owner_check", "tail_is", "apply_ttl"]),

@@ -392,8 +392,9 @@ impl RedisStorage {
     }
 
     /// Writes `json` over the record if its envelope still matches `token`, and the messages of
-    /// `log` ([`RedisStorage::log_args`]) with it. Returns 1 written, 0 missing, -1 changed
-    /// meanwhile, -2 the log's last message is corrupt (nothing written unless 1).
+    /// `log` ([`RedisStorage::log_args`]) with it. Returns 1 written, 2 already written (this very
+    /// write with a non-empty `log`, re-sent after a lost reply), 0 missing, -1 changed meanwhile,
+    /// -2 the log's last message is corrupt (nothing written unless 1).
     #[allow(clippy::too_many_arguments)]
     async fn cas_write(
         &self,
@@ -604,7 +605,8 @@ impl RedisStorage {
             meta.updated_at = Timestamp::now_after(&old.updated_at);
             let (json, new_token) = self.encode(op, &meta, state)?;
             match self.cas_write(&pool, op, &rkey, &meta, token, exact, json, &log).await? {
-                1 => {
+                // 2: this very save_turn, re-sent after its reply was lost, had already written.
+                1 | 2 => {
                     let rev = meta.revision();
                     self.cache_put(rkey, Cached { meta, token: new_token, exact: false });
                     return Ok(rev);
@@ -1448,6 +1450,31 @@ mod tests {
             let got = store.get_session(&owner.session("s1")).await.unwrap().unwrap();
             assert_eq!(got.updated_at, meta.updated_at);
             assert_eq!(got.state.context.len(), state.context.len());
+        }
+        // A save_turn (an update with messages), inline and staged, sent twice: the replay finds
+        // its own record and messages and reports them written (2), and appends nothing.
+        let sk = owner.session("s1");
+        for turns in [1, 400] {
+            let (old, token, exact) = store.read_meta(&pool, "t", &rkey, &owner).await.unwrap().unwrap();
+            let mut meta = old.clone();
+            meta.updated_at = Timestamp::now_after(&old.updated_at);
+            let state = as_storage::conformance::conversation_state(turns, "replay-turn");
+            let (json, _) = store.encode("t", &meta, &state).unwrap();
+            let msgs = [Msg::user("u", format!("question {turns}")), Msg::assistant("a", format!("answer {turns}"))];
+            let log = store.log_args("t", &msgs).unwrap();
+            let before = store.list_messages(&sk, 0, 0).await.unwrap().len();
+            let first = store.cas_write(&pool, "t", &rkey, &meta, token.clone(), exact, json.clone(), &log).await;
+            assert_eq!(first.unwrap(), 1, "{turns}-turn save_turn");
+            let replay = store.cas_write(&pool, "t", &rkey, &meta, token.clone(), exact, json.clone(), &log).await;
+            assert_eq!(replay.unwrap(), 2, "{turns}-turn save_turn replayed");
+            let logged = store.list_messages(&sk, 0, 0).await.unwrap();
+            assert_eq!(logged.len(), before + 2, "{turns} turns: the replay appended again");
+            assert_eq!(logged[before..].iter().map(|m| m.id.as_str()).collect::<Vec<_>>(), [&msgs[0].id, &msgs[1].id]);
+            // Another turn's messages with the same record bytes are no replay: a conflict.
+            let other = store.log_args("t", &[Msg::user("u", "someone else")]).unwrap();
+            let r = store.cas_write(&pool, "t", &rkey, &meta, token.clone(), exact, json.clone(), &other).await;
+            assert_eq!(r.unwrap(), -1, "{turns}-turn save_turn with other messages");
+            assert_eq!(store.list_messages(&sk, 0, 0).await.unwrap().len(), before + 2);
         }
         // No staging key is left behind by the replayed staged update.
         let keys = crate::testing::raw_command(server.port(), "KEYS *").unwrap();
