@@ -13,8 +13,9 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use crate::id::generate_id;
-use crate::json::{JsonMap, error_at, nested, type_name};
+use crate::json::{JsonMap, ValueSeed, error_at, nested, type_name};
 use crate::permission::PermissionRule;
+use crate::read::Numbers;
 
 /// The `type` tag of a content block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -105,7 +106,8 @@ impl ThinkingBlock {
 
 impl<'de> Deserialize<'de> for ThinkingBlock {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let map = JsonMap::deserialize(d)?;
+        // From the text: the extras are free-form (see `as_message::free_form`).
+        let map = crate::json::object_from(d, Numbers::Raw)?;
         thinking_from_map(map)
     }
 }
@@ -195,7 +197,7 @@ pub enum Source {
 
 impl<'de> Deserialize<'de> for Source {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let map = JsonMap::deserialize(d)?;
+        let map = crate::json::object_from(d, Numbers::Raw)?;
         let kind = match map.get("type") {
             Some(Value::String(t)) => Some(t.clone()),
             Some(other) => return Err(error_at("type", format!("expected a string, got {}", type_name(other)))),
@@ -634,9 +636,11 @@ impl<'de, T: Tagged<'de>> Visitor<'de> for TaggedVisitor<T> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<T, A::Error> {
+        // Values are buffered from their text (`ValueSeed`): serde_json's `Value` reader would take an
+        // object with one of its private marker keys (in a tool result's metadata) for a number.
         let first = match map.next_key::<FirstKey>()? {
             None => return T::from_buffered(JsonMap::new()),
-            Some(FirstKey::Type) => match map.next_value::<Value>()? {
+            Some(FirstKey::Type) => match map.next_value_seed(ValueSeed(Numbers::Raw))? {
                 Value::String(tag) => return T::from_tag(&tag, map),
                 other => {
                     let mut buf = JsonMap::new();
@@ -646,13 +650,14 @@ impl<'de, T: Tagged<'de>> Visitor<'de> for TaggedVisitor<T> {
             },
             Some(FirstKey::Other(k)) => {
                 let mut buf = JsonMap::new();
-                let v = map.next_value::<Value>()?;
+                let v = map.next_value_seed(ValueSeed(Numbers::Raw))?;
                 buf.insert(k, v);
                 buf
             }
         };
         let mut buf = first;
-        while let Some((k, v)) = map.next_entry::<String, Value>()? {
+        while let Some(k) = map.next_key::<String>()? {
+            let v = map.next_value_seed(ValueSeed(Numbers::Raw))?;
             buf.insert(k, v);
         }
         T::from_buffered(buf)

@@ -1,11 +1,16 @@
 //! JSON helpers shared by every wire type: the canonical writer, the path-reporting reader,
 //! and pydantic-style lax number coercion.
 
-use serde::de::{DeserializeOwned, Error as _};
+use std::borrow::Cow;
+use std::cell::Cell;
+use std::fmt;
+
+use serde::de::{DeserializeOwned, DeserializeSeed, Error as _, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use crate::error::{MessageError, MessageErrorKind};
+use crate::read::Numbers;
 
 /// A free-form JSON object whose key order and number text are preserved
 /// (`metadata`, `middle_context`, `parameters`, thinking extras).
@@ -52,8 +57,10 @@ thread_local! {
 /// assert!(err.message().contains("content"), "{err}");
 /// ```
 pub fn from_json<T: DeserializeOwned>(text: &str) -> Result<T, MessageError> {
-    // `from_str` skips the per-string UTF-8 check that bytes need.
-    if let Ok(value) = serde_json::from_str::<T>(text) {
+    // `from_str` skips the per-string UTF-8 check that bytes need. Free-form values inside are read
+    // at most SERDE_SUBTREE_DEPTH deep here (serde_json stops at 128), so nothing deeper than
+    // MAX_JSON_DEPTH in all is accepted; a deeper one is for the whole-document read to decide.
+    if let Ok(value) = with_subtree_depth(crate::read::SERDE_SUBTREE_DEPTH, || serde_json::from_str::<T>(text)) {
         return Ok(value);
     }
     read_tracked(text.as_bytes())
@@ -66,7 +73,7 @@ pub const MAX_JSON_DEPTH: usize = 200;
 /// Reads a wire type from JSON bytes (see [`from_json`]).
 pub fn from_json_slice<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, MessageError> {
     // Fast path: no path tracking. Only a failed read is read again to find where it failed.
-    if let Ok(value) = serde_json::from_slice::<T>(bytes) {
+    if let Ok(value) = with_subtree_depth(crate::read::SERDE_SUBTREE_DEPTH, || serde_json::from_slice::<T>(bytes)) {
         return Ok(value);
     }
     read_tracked(bytes)
@@ -78,10 +85,16 @@ fn read_tracked<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, MessageError> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
     // AgentScope 2.0.4 (pydantic) reads documents nested up to MAX_JSON_DEPTH, so one Python wrote
     // and reads is read here too (and nothing deeper, which also bounds the recursive read's stack).
-    if crate::read::python_depth(bytes) <= MAX_JSON_DEPTH {
+    // Free-form values are read from their text (serde_json skips it without counting levels), so
+    // their own limit keeps a deeper document refused: within one that fits, they may be as deep as
+    // it; otherwise they get what serde_json's 128 levels leave (as in `from_json`'s first try).
+    let subtree_depth = if crate::read::python_depth(bytes) <= MAX_JSON_DEPTH {
         de.disable_recursion_limit();
-    }
-    let value: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        MAX_JSON_DEPTH
+    } else {
+        crate::read::SERDE_SUBTREE_DEPTH
+    };
+    let value: T = with_subtree_depth(subtree_depth, || serde_path_to_error::deserialize(&mut de)).map_err(|e| {
         let path = display_path(e.path());
         let inner = e.into_inner();
         split_nested(path, inner.to_string())
@@ -171,6 +184,146 @@ pub(crate) fn type_name(v: &Value) -> &'static str {
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     }
+}
+
+thread_local! {
+    /// How deep a free-form value read inside a serde read may be (see [`with_subtree_depth`]).
+    static SUBTREE_DEPTH: Cell<usize> = const { Cell::new(MAX_JSON_DEPTH) };
+}
+
+/// Runs `read` with free-form values read at most `depth` levels deep (levels of non-empty arrays and
+/// objects), then restores the previous limit. Outside any such call the limit is [`MAX_JSON_DEPTH`].
+pub(crate) fn with_subtree_depth<R>(depth: usize, read: impl FnOnce() -> R) -> R {
+    struct Restore(usize);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            SUBTREE_DEPTH.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(SUBTREE_DEPTH.with(|c| c.replace(depth)));
+    read()
+}
+
+/// serde_json's name for a raw value (feature `raw_value`, the protocol of
+/// `serde_json::value::RawValue`): a serde_json deserializer asked for a newtype struct of this name
+/// hands over the next value's JSON text instead of reading it (the writer knows it too).
+const RAW_TOKEN: &str = "$serde_json::private::RawValue";
+
+/// The next value of a deserializer as JSON text, or as a value when the deserializer cannot give
+/// its text (not serde_json's) or gave a map instead (built here without serde_json's `Value` reader).
+enum JsonText<'de> {
+    Text(Cow<'de, str>),
+    Value(Value),
+}
+
+/// A string, borrowed from the input when the deserializer can lend it.
+struct Text;
+
+impl<'de> Visitor<'de> for Text {
+    type Value = Cow<'de, str>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string")
+    }
+    fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(Cow::Borrowed(v))
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Cow::Owned(v.to_owned()))
+    }
+    fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Self::Value, E> {
+        Ok(Cow::Owned(v))
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Text {
+    type Value = Cow<'de, str>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+fn json_text<'de, D: Deserializer<'de>>(d: D, numbers: Numbers) -> Result<JsonText<'de>, D::Error> {
+    struct Raw(Numbers);
+    impl<'de> Visitor<'de> for Raw {
+        type Value = JsonText<'de>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("any JSON value")
+        }
+        // serde_json's raw value is one entry: its marker key and the text. Any other map comes from a
+        // deserializer that reads newtype structs as their content: its entries are read one by one.
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let Some(first) = map.next_key_seed(Text)? else {
+                return Ok(JsonText::Value(Value::Object(JsonMap::new())));
+            };
+            if first == RAW_TOKEN {
+                return map.next_value_seed(Text).map(JsonText::Text);
+            }
+            let mut object = JsonMap::new();
+            object.insert(first.into_owned(), map.next_value_seed(ValueSeed(self.0))?);
+            while let Some(k) = map.next_key::<String>()? {
+                let v = map.next_value_seed(ValueSeed(self.0))?;
+                object.insert(k, v);
+            }
+            Ok(JsonText::Value(Value::Object(object)))
+        }
+        fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            Value::deserialize(d).map(JsonText::Value)
+        }
+    }
+    d.deserialize_newtype_struct(RAW_TOKEN, Raw(numbers))
+}
+
+/// Reads the next value of a serde deserializer with the free-form reader ([`crate::read::Cursor::value`])
+/// on its JSON text, not with serde_json's `Value` reader, which takes an object with one of its private
+/// marker keys for a number or raw JSON. Numbers as `numbers` says; at most as deep as
+/// [`with_subtree_depth`] allows.
+pub(crate) fn value_from<'de, D: Deserializer<'de>>(d: D, numbers: Numbers) -> Result<Value, D::Error> {
+    match json_text(d, numbers)? {
+        JsonText::Text(text) => {
+            let depth = SUBTREE_DEPTH.with(Cell::get);
+            crate::read::parse_value(&text, numbers, depth).map_err(D::Error::custom)
+        }
+        JsonText::Value(mut v) => {
+            if numbers == Numbers::Canonical {
+                check_number_digits(&v).map_err(D::Error::custom)?;
+                canonicalize_numbers(&mut v);
+            }
+            Ok(v)
+        }
+    }
+}
+
+/// A [`DeserializeSeed`] for [`value_from`].
+#[derive(Clone, Copy)]
+pub(crate) struct ValueSeed(pub(crate) Numbers);
+
+impl<'de> DeserializeSeed<'de> for ValueSeed {
+    type Value = Value;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        value_from(d, self.0)
+    }
+}
+
+/// A free-form object: its keys as strings, each value with [`value_from`] (a duplicate key keeps its
+/// first position and its last value, as in a Python dict). Anything else is refused as serde_json's
+/// map reader refuses it ("invalid type: sequence, expected a map").
+pub(crate) fn object_from<'de, D: Deserializer<'de>>(d: D, numbers: Numbers) -> Result<JsonMap, D::Error> {
+    struct Object(Numbers);
+    impl<'de> Visitor<'de> for Object {
+        type Value = JsonMap;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a map")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<JsonMap, A::Error> {
+            let mut object = JsonMap::new();
+            while let Some(k) = map.next_key::<String>()? {
+                let v = map.next_value_seed(ValueSeed(self.0))?;
+                object.insert(k, v);
+            }
+            Ok(object)
+        }
+    }
+    d.deserialize_map(Object(numbers))
 }
 
 /// A type's serde-derived deserializer under another name (see [`deserialize_map_only`]).
@@ -378,12 +531,31 @@ pub fn check_number_digits(v: &Value) -> Result<(), String> {
 pub mod free_form {
     use super::*;
 
-    /// Deserializes a free-form object (`null` is rejected, as in pydantic).
+    /// Deserializes a free-form object (`null` is rejected, as in pydantic) from its JSON text, as
+    /// [`crate::read::Cursor::value`] reads it: an object with a key that serde_json reserves for
+    /// itself (`$serde_json::private::Number`) stays an object, as in Python.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<JsonMap, D::Error> {
-        let mut map = JsonMap::deserialize(d)?;
-        map.values().try_for_each(check_number_digits).map_err(D::Error::custom)?;
-        map.values_mut().for_each(canonicalize_numbers);
-        Ok(map)
+        object_from(d, Numbers::Canonical)
+    }
+
+    /// Reads free-form JSON text (an object, e.g. a tool call's `input`) as Python's `json.loads`
+    /// reads it and pydantic writes it back: see [`crate::read::Cursor::value`]. Prefer it to
+    /// `serde_json::from_str::<JsonMap>`, whose `Value` reader takes an object with one of serde_json's
+    /// private marker keys for a number or raw JSON.
+    ///
+    /// ```
+    /// let m = as_message::free_form::from_str(r#"{"a": {"$serde_json::private::Number": "1"}, "b": 1E2}"#)?;
+    /// assert_eq!(as_message::to_json(&m), r#"{"a":{"$serde_json::private::Number":"1"},"b":100.0}"#);
+    /// assert!(as_message::free_form::from_str("[1]").is_err());
+    /// # Ok::<(), as_message::MessageError>(())
+    /// ```
+    pub fn from_str(text: &str) -> Result<JsonMap, MessageError> {
+        let invalid = |m: String| MessageError::new(MessageErrorKind::InvalidJson, "", m);
+        match crate::read::parse_value(text, Numbers::Canonical, MAX_JSON_DEPTH) {
+            Ok(Value::Object(map)) => Ok(map),
+            Ok(other) => Err(invalid(format!("expected a JSON object, got {}", type_name(&other)))),
+            Err(e) => Err(invalid(e.to_string())),
+        }
     }
 }
 
@@ -399,7 +571,7 @@ pub mod lax_int {
 
     /// Deserializes a lax integer.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
-        let v = Value::deserialize(d)?;
+        let v = value_from(d, Numbers::Raw)?;
         coerce(&v).ok_or_else(|| D::Error::custom(format!("expected an integer, got {}", describe(&v))))
     }
 
@@ -481,7 +653,7 @@ pub mod lax_float {
 
     /// Deserializes a lax float.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-        let v = Value::deserialize(d)?;
+        let v = value_from(d, Numbers::Raw)?;
         let f = match &v {
             // As pydantic: a number beyond f64's range is infinite (`1e400`), one with more digits
             // than Python reads is refused.

@@ -1,11 +1,16 @@
 //! A fast reader for the canonical JSON form (what [`crate::to_json`] and pydantic's `model_dump_json`
 //! write: compact, declaration field order, no whitespace), with exact fallback to the serde readers.
 //!
-//! A [`Cursor`] walks the text with a few primitives (literals, strings, integers) and hands any
-//! subtree it does not read by hand to serde ([`Cursor::serde`]), so every value it returns is the value
-//! [`crate::from_json`] returns for the same text. Reading never reports errors: every method returns
-//! `None` ("declined") on anything unexpected, and the caller then reads the whole document with
+//! A [`Cursor`] walks the text with a few primitives (literals, strings, integers, free-form values) and
+//! hands any subtree it does not read by hand to serde ([`Cursor::serde`]), so every value it returns is
+//! the value [`crate::from_json`] returns for the same text. Reading never reports errors: every method
+//! returns `None` ("declined") on anything unexpected, and the caller then reads the whole document with
 //! [`crate::from_json`], which produces the value or the exact error.
+//!
+//! Free-form JSON (metadata, `middle_context`, thinking extras) is read by [`Cursor::value`] on every
+//! path (the serde impls read such values from their text with it too): serde_json's own `Value`
+//! reader takes an object with one of its private marker keys (`$serde_json::private::Number`) for a
+//! number, where Python keeps an ordinary dict.
 //!
 //! [`msg`] and [`content_block`] read the canonical shapes of [`Msg`] and [`ContentBlock`] by hand; an
 //! object whose keys are not exactly the canonical sequence is re-read from its start by its own serde
@@ -34,8 +39,30 @@ use serde_json::Value;
 use crate::block::{
     ContentBlock, TextBlock, TextOrBlocks, ToolCallBlock, ToolCallState, ToolResultBlock, ToolResultState,
 };
-use crate::json::{JsonMap, canonicalize_numbers};
+use crate::json::JsonMap;
 use crate::msg::{Msg, Role, Usage};
+
+mod value;
+pub(crate) use value::{Numbers, ValueError};
+
+/// The deepest nesting [`Cursor::value`] reads: [`crate::MAX_JSON_DEPTH`] less the 8 levels the
+/// hand-written readers can be inside (record, state, context, message, content, block, ...), so a
+/// value it reads is never deeper than the whole-document read ([`crate::from_json`]) allows.
+const CURSOR_VALUE_DEPTH: usize = crate::MAX_JSON_DEPTH - 8;
+
+/// The deepest free-form value a serde read limited to serde_json's 128 levels reads inside
+/// ([`Cursor::serde`], the first try of [`crate::from_json`]): with the 8 levels a hand-written reader
+/// can be inside, never deeper than [`crate::MAX_JSON_DEPTH`] in all. A deeper one fails that read,
+/// and the whole-document read decides.
+pub(crate) const SERDE_SUBTREE_DEPTH: usize = crate::MAX_JSON_DEPTH - 128 - 8;
+
+/// Reads `text` as exactly one JSON value (whitespace around it allowed) with the free-form reader
+/// of [`Cursor::value`], numbers as `numbers` says, at most `max_depth` levels deep.
+pub(crate) fn parse_value(text: &str, numbers: Numbers, max_depth: usize) -> Result<Value, ValueError> {
+    let mut c = Cursor::new(text);
+    let v = value::read(&mut c, numbers, max_depth)?;
+    if c.is_at_end() { Ok(v) } else { Err(ValueError::Syntax) }
+}
 
 /// A position in JSON text, with reading primitives that decline (`None`) on anything unexpected.
 ///
@@ -237,18 +264,19 @@ impl<'a> Cursor<'a> {
     /// Reads one value of `T` with its serde `Deserialize` impl (serde_json semantics exactly) and
     /// moves past it. Declines when serde fails, a subtree nested past serde_json's 128 levels
     /// included: the whole-document read ([`crate::from_json`], up to [`crate::MAX_JSON_DEPTH`])
-    /// then decides. Whatever this accepts, that read accepts too (the hand-written readers hand
-    /// subtrees to serde at most 8 levels deep, and 128 + 8 is within its limit).
+    /// then decides. Whatever this accepts, that read accepts too: the hand-written readers hand
+    /// subtrees to serde at most 8 levels deep, serde_json reads at most 128 more, and free-form
+    /// values inside are read here at most 64 levels deep (8 + 128 + 64 = 200).
     pub fn serde<T: DeserializeOwned>(&mut self) -> Option<T> {
         let rest = self.rest();
         let mut stream = serde_json::Deserializer::from_str(rest).into_iter::<T>();
-        let value = stream.next()?.ok()?;
+        let value = crate::json::with_subtree_depth(SERDE_SUBTREE_DEPTH, || stream.next())?.ok()?;
         self.pos += stream.byte_offset();
         Some(value)
     }
 
-    /// Reads a free-form object as [`crate::free_form::deserialize`] does (numbers canonicalised);
-    /// `{}` is read without serde.
+    /// Reads a free-form object as [`crate::free_form::deserialize`] does (numbers canonicalised,
+    /// a duplicate key's last value in its first position); `{}` and flat objects are read directly.
     #[inline]
     pub fn free_form(&mut self) -> Option<JsonMap> {
         if self.eat("{}") {
@@ -259,11 +287,40 @@ impl<'a> Cursor<'a> {
             return Some(map);
         }
         self.set_position(start);
-        let mut map = self.serde::<JsonMap>()?;
-        // A number Python cannot read: decline, and the full reader reports the error.
-        map.values().try_for_each(crate::json::check_number_digits).ok()?;
-        map.values_mut().for_each(canonicalize_numbers);
-        Some(map)
+        match self.value()? {
+            Value::Object(map) => Some(map),
+            _ => None,
+        }
+    }
+
+    /// Reads one free-form JSON value from the text itself, as Python reads it and pydantic writes it
+    /// back: numbers canonicalised (see [`crate::canonicalize_numbers`]), a duplicate key's last value
+    /// in its first position (a Python dict), and an object with one of serde_json's private marker
+    /// keys (`$serde_json::private::Number`, `…RawValue`) kept as the object it is (serde_json's own
+    /// `Value` reader takes it for a number or raw JSON). Whitespace between tokens is allowed.
+    ///
+    /// Declines (the position is then unspecified) on invalid JSON, a number with more than
+    /// [`crate::MAX_NUMBER_DIGITS`] integer digits, or more than 192 levels of non-empty arrays and
+    /// objects ([`crate::MAX_JSON_DEPTH`] less what the readers of a state or record can be inside):
+    /// the whole-document read ([`crate::from_json`]) then decides.
+    ///
+    /// ```
+    /// let mut c = as_message::read::Cursor::new(r#"{"$serde_json::private::Number":"1","x":1.50}"#);
+    /// let v = c.value().expect("valid JSON");
+    /// assert_eq!(serde_json::to_string(&v)?, r#"{"$serde_json::private::Number":"1","x":1.5}"#);
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    pub fn value(&mut self) -> Option<Value> {
+        value::read(self, Numbers::Canonical, CURSOR_VALUE_DEPTH).ok()
+    }
+
+    /// Skips JSON whitespace.
+    #[inline]
+    pub(crate) fn skip_whitespace(&mut self) {
+        let bytes = self.text.as_bytes();
+        while bytes.get(self.pos).is_some_and(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r')) {
+            self.pos += 1;
+        }
     }
 
     /// A non-empty object of distinct keys whose values are strings, plain integers, booleans or

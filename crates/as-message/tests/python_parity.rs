@@ -1,0 +1,197 @@
+//! Messages read as AgentScope Python 2.0.4 reads them. Every expected value below was produced by
+//! the real package (agentscope==2.0.4 on pydantic 2.14.4), not written by hand:
+//! `Msg.model_validate_json(input).model_dump_json()`, or `None` where pydantic refuses the input.
+//! Every read path must give those bytes (or refuse), and what it writes must read back unchanged.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers outside #[test] fns
+
+use as_message::read::{Cursor, fast_or_from_json, msg};
+use as_message::{Msg, from_json, from_json_slice, to_json};
+
+/// (input, what Python writes after reading it, or `None` when it refuses it).
+type Case = (&'static str, Option<&'static str>);
+
+/// One way of reading a message; `Ok(None)` means "declined, another reader decides".
+type Reader = fn(&str) -> Result<Option<Msg>, String>;
+
+const FROM_JSON: (&str, Reader) = ("from_json", |s| from_json::<Msg>(s).map(Some).map_err(|e| e.to_string()));
+const FROM_SLICE: (&str, Reader) =
+    ("from_json_slice", |s| from_json_slice::<Msg>(s.as_bytes()).map(Some).map_err(|e| e.to_string()));
+const FAST: (&str, Reader) = ("fast_or_from_json", |s| fast_or_from_json(s, msg).map(Some).map_err(|e| e.to_string()));
+/// The hand-written reader alone: it may decline, but what it reads must be right.
+const CURSOR: (&str, Reader) = ("cursor", |s| {
+    let mut c = Cursor::new(s);
+    Ok(msg(&mut c).filter(|_| c.is_at_end()))
+});
+/// The serde impls alone (what a caller of `serde_json::from_str` gets).
+const SERDE: (&str, Reader) = ("serde_json", |s| serde_json::from_str::<Msg>(s).map(Some).map_err(|e| e.to_string()));
+
+fn check(cases: &[Case], readers: &[(&str, Reader)]) {
+    for &(input, want) in cases {
+        for &(name, read) in readers {
+            match (read(input), want) {
+                (Ok(Some(m)), Some(out)) => {
+                    assert_eq!(to_json(&m), out, "{name} on {input}");
+                    // The derived serialization (any serializer but `to_json`'s) writes the same bytes.
+                    assert_eq!(serde_json::to_string(&m).unwrap(), out, "{name}: serde_json::to_string");
+                    assert_eq!(to_json(&from_json::<Msg>(out).unwrap()), out, "{name}: written bytes read back");
+                }
+                (Ok(None), _) | (Err(_), None) => {}
+                (Ok(Some(m)), None) => panic!("{name} accepted {input} (Python refuses it): {}", to_json(&m)),
+                (Err(e), Some(_)) => panic!("{name} refused {input} (Python reads it): {e}"),
+            }
+        }
+        if want.is_some() {
+            assert!(from_json::<Msg>(input).is_ok(), "some reader must read {input}");
+        }
+    }
+}
+
+/// An object in free-form data whose key is one of serde_json's private markers
+/// (`$serde_json::private::Number`, `…RawValue`) is an ordinary object to Python; serde_json's `Value`
+/// reader took it for a number or raw JSON (or refused the message).
+#[test]
+fn marker_keys_in_free_form_data_are_ordinary_keys() {
+    check(MARKERS, &[FROM_JSON, FROM_SLICE, FAST, CURSOR, SERDE]);
+}
+
+const MARKERS: &[Case] = &[
+    // Free-form metadata holding objects with serde_json's private marker keys.
+    (
+        r#"{"name":"u","content":[],"role":"user","id":"m","metadata":{"x":{"$serde_json::private::Number":"123"}},"created_at":"t","finished_at":null,"usage":null}"#,
+        Some(
+            r#"{"name":"u","content":[],"role":"user","id":"m","metadata":{"x":{"$serde_json::private::Number":"123"}},"created_at":"t","finished_at":null,"usage":null}"#,
+        ),
+    ),
+    (
+        r#"{"name":"u","content":[],"role":"user","id":"m","metadata":{"x":{"$serde_json::private::Number":"abc"}},"created_at":"t","finished_at":null,"usage":null}"#,
+        Some(
+            r#"{"name":"u","content":[],"role":"user","id":"m","metadata":{"x":{"$serde_json::private::Number":"abc"}},"created_at":"t","finished_at":null,"usage":null}"#,
+        ),
+    ),
+    (
+        r#"{"name":"u","content":[],"role":"user","id":"m","metadata":{"x":[{"$serde_json::private::Number":"1.50"}]},"created_at":"t","finished_at":null,"usage":null}"#,
+        Some(
+            r#"{"name":"u","content":[],"role":"user","id":"m","metadata":{"x":[{"$serde_json::private::Number":"1.50"}]},"created_at":"t","finished_at":null,"usage":null}"#,
+        ),
+    ),
+    (
+        r#"{"name":"u","content":[],"role":"user","id":"m","metadata":{"x":{"$serde_json::private::RawValue":"{\"a\":1}"}},"created_at":"t","finished_at":null,"usage":null}"#,
+        Some(
+            r#"{"name":"u","content":[],"role":"user","id":"m","metadata":{"x":{"$serde_json::private::RawValue":"{\"a\":1}"}},"created_at":"t","finished_at":null,"usage":null}"#,
+        ),
+    ),
+    (
+        r#"{"name":"u","content":[],"role":"user","id":"m","metadata":{"x":{"$serde_json::private::Number":"1","y":2}},"created_at":"t","finished_at":null,"usage":null}"#,
+        Some(
+            r#"{"name":"u","content":[],"role":"user","id":"m","metadata":{"x":{"$serde_json::private::Number":"1","y":2}},"created_at":"t","finished_at":null,"usage":null}"#,
+        ),
+    ),
+    (
+        r#"{"name":"u","content":[],"role":"user","id":"m","metadata":{"$serde_json::private::Number":"123"},"created_at":"t","finished_at":null,"usage":null}"#,
+        Some(
+            r#"{"name":"u","content":[],"role":"user","id":"m","metadata":{"$serde_json::private::Number":"123"},"created_at":"t","finished_at":null,"usage":null}"#,
+        ),
+    ),
+    (
+        r#"{"name":"u","content":[],"role":"user","id":"m","metadata":{"$serde_json::private::RawValue":"[1,2]"},"created_at":"t","finished_at":null,"usage":null}"#,
+        Some(
+            r#"{"name":"u","content":[],"role":"user","id":"m","metadata":{"$serde_json::private::RawValue":"[1,2]"},"created_at":"t","finished_at":null,"usage":null}"#,
+        ),
+    ),
+    // Not canonical (key order, whitespace): read by serde.
+    (
+        r#"{"role":"user","name":"u","content":[],"id":"m","created_at":"t","metadata":{ "x" : { "$serde_json::private::Number" : "9e9" } , "y":1E2}}"#,
+        Some(
+            r#"{"name":"u","content":[],"role":"user","id":"m","metadata":{"x":{"$serde_json::private::Number":"9e9"},"y":100.0},"created_at":"t","finished_at":null,"usage":null}"#,
+        ),
+    ),
+    // Tool result metadata, with `type` first (streamed) and last (buffered).
+    (
+        r#"{"name":"a","content":[{"type":"tool_result","id":"c","name":"n","output":"o","state":"success","metadata":{"x":{"$serde_json::private::Number":"123"}}}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        Some(
+            r#"{"name":"a","content":[{"type":"tool_result","id":"c","name":"n","output":"o","state":"success","metadata":{"x":{"$serde_json::private::Number":"123"}}}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        ),
+    ),
+    (
+        r#"{"name":"a","content":[{"id":"c","name":"n","output":"o","state":"success","metadata":{"$serde_json::private::Number":"123"},"type":"tool_result"}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        Some(
+            r#"{"name":"a","content":[{"type":"tool_result","id":"c","name":"n","output":"o","state":"success","metadata":{"$serde_json::private::Number":"123"}}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        ),
+    ),
+    (
+        r#"{"name":"a","content":[{"id":"c","name":"n","output":"o","state":"success","metadata":{"x":{"$serde_json::private::RawValue":"7"}},"type":"tool_result"}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        Some(
+            r#"{"name":"a","content":[{"type":"tool_result","id":"c","name":"n","output":"o","state":"success","metadata":{"x":{"$serde_json::private::RawValue":"7"}}}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        ),
+    ),
+    // Thinking extras.
+    (
+        r#"{"name":"a","content":[{"type":"thinking","thinking":"t","id":"c","sig":{"$serde_json::private::Number":"123"}}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        Some(
+            r#"{"name":"a","content":[{"type":"thinking","thinking":"t","id":"c","sig":{"$serde_json::private::Number":"123"}}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        ),
+    ),
+    (
+        r#"{"name":"a","content":[{"type":"thinking","thinking":"t","id":"c","$serde_json::private::Number":"123"}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        Some(
+            r#"{"name":"a","content":[{"type":"thinking","thinking":"t","id":"c","$serde_json::private::Number":"123"}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        ),
+    ),
+    (
+        r#"{"name":"a","content":[{"thinking":"t","id":"c","sig":{"$serde_json::private::Number":"abc"},"type":"thinking"}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        Some(
+            r#"{"name":"a","content":[{"type":"thinking","thinking":"t","id":"c","sig":{"$serde_json::private::Number":"abc"}}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        ),
+    ),
+    // Typed fields: an object is not a number, whatever its key.
+    (
+        r#"{"name":"a","content":[],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":{"input_tokens":{"$serde_json::private::Number":"5"},"output_tokens":1}}"#,
+        None,
+    ),
+    (
+        r#"{"name":"a","content":[{"type":"text","text":{"$serde_json::private::RawValue":"\"x\""},"id":"b"}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        None,
+    ),
+];
+
+/// Free-form values are read from their text on every path, within pydantic's nesting limit for the
+/// whole document (200 levels of non-empty containers): `metadata` (level 2 of a message) holding
+/// 198 arrays around a number is read by Python 2.0.4, 199 are refused (measured).
+#[test]
+fn free_form_nesting_stops_where_python_stops() {
+    let doc = |n: usize| {
+        let nested = format!("{}1{}", "[".repeat(n), "]".repeat(n));
+        format!(r#"{{"name":"u","content":[],"role":"user","id":"m","metadata":{{"a":{nested}}},"created_at":"t"}}"#)
+    };
+    // On a thread with a tokio worker's stack (2 MiB): the deep reads are recursive.
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || {
+            for (n, python_reads) in [(64, true), (130, true), (198, true), (199, false), (100_000, false)] {
+                let text = doc(n);
+                for (name, read) in [FROM_JSON, FROM_SLICE, FAST, CURSOR] {
+                    match read(&text) {
+                        Ok(Some(m)) => {
+                            assert!(python_reads, "{name} read {n} levels");
+                            assert_eq!(
+                                to_json(&m),
+                                text.replace(
+                                    r#""created_at":"t"}"#,
+                                    r#""created_at":"t","finished_at":null,"usage":null}"#
+                                )
+                            );
+                        }
+                        Ok(None) => assert_eq!(name, "cursor"),
+                        Err(e) => {
+                            assert!(!python_reads, "{name} refused {n} levels: {e}");
+                            assert!(e.contains("recursion limit"), "{name}: {e}");
+                        }
+                    }
+                }
+            }
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+}

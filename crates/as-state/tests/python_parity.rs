@@ -1,0 +1,151 @@
+//! States read as AgentScope Python 2.0.4 reads them. Every expected value below was produced by the
+//! real package (agentscope==2.0.4 on pydantic 2.14.4), not written by hand:
+//! `AgentState.model_validate_json(input).model_dump_json()`, or `None` where pydantic refuses it.
+//! Every read path must give those bytes (or refuse), and what it writes must read back unchanged.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers outside #[test] fns
+
+use as_message::read::Cursor;
+use as_message::{from_json, to_json};
+use as_state::AgentState;
+use as_state::read::read_state;
+
+/// (input, what Python writes after reading it, or `None` when it refuses it).
+type Case = (&'static str, Option<&'static str>);
+
+/// One way of reading a state; `Ok(None)` means "declined, another reader decides".
+type Reader = fn(&str) -> Result<Option<AgentState>, String>;
+
+const FROM_JSON: (&str, Reader) = ("from_json", |s| from_json::<AgentState>(s).map(Some).map_err(|e| e.to_string()));
+const STATE_FROM_JSON: (&str, Reader) =
+    ("state_from_json", |s| as_state::state_from_json(s).map(Some).map_err(|e| e.to_string()));
+/// The hand-written reader alone: it may decline, but what it reads must be right.
+const CURSOR: (&str, Reader) = ("cursor", |s| {
+    let mut c = Cursor::new(s);
+    Ok(read_state(&mut c).filter(|_| c.is_at_end()))
+});
+/// The serde impls alone (what a caller of `serde_json::from_str` gets).
+const SERDE: (&str, Reader) =
+    ("serde_json", |s| serde_json::from_str::<AgentState>(s).map(Some).map_err(|e| e.to_string()));
+
+fn check(cases: &[Case], readers: &[(&str, Reader)]) {
+    for &(input, want) in cases {
+        for &(name, read) in readers {
+            match (read(input), want) {
+                (Ok(Some(s)), Some(out)) => {
+                    assert_eq!(to_json(&s), out, "{name} on {input}");
+                    assert_eq!(serde_json::to_string(&s).unwrap(), out, "{name}: serde_json::to_string");
+                    assert_eq!(to_json(&from_json::<AgentState>(out).unwrap()), out, "{name}: written bytes read back");
+                }
+                (Ok(None), _) | (Err(_), None) => {}
+                (Ok(Some(s)), None) => panic!("{name} accepted {input} (Python refuses it): {}", to_json(&s)),
+                (Err(e), Some(_)) => panic!("{name} refused {input} (Python reads it): {e}"),
+            }
+        }
+        if want.is_some() {
+            assert!(as_state::state_from_json(input).is_ok(), "some reader must read {input}");
+        }
+    }
+}
+
+/// An object in free-form data whose key is one of serde_json's private markers
+/// (`$serde_json::private::Number`, `…RawValue`) is an ordinary object to Python; serde_json's `Value`
+/// reader took it for a number or raw JSON (or refused the state). A typed number is never an object.
+#[test]
+fn marker_keys_in_free_form_data_are_ordinary_keys() {
+    check(MARKERS, &[FROM_JSON, STATE_FROM_JSON, CURSOR, SERDE]);
+}
+
+const MARKERS: &[Case] = &[
+    // Free-form maps of a state: `middle_context`, a task's `metadata`, a message's `metadata`.
+    (
+        r#"{"session_id":"s","summary":"","context":[],"reply_id":"r","cur_iter":0,"permission_context":{"mode":"default","working_directories":{},"allow_rules":{},"deny_rules":{},"ask_rules":{}},"tool_context":{"max_cache_files":100,"max_cache_bytes":25000.0,"read_file_cache":[],"activated_groups":[]},"tasks_context":{"tasks":[]},"middle_context":{"mw":{"$serde_json::private::Number":"7"},"raw":{"$serde_json::private::RawValue":"{}"}}}"#,
+        Some(
+            r#"{"session_id":"s","summary":"","context":[],"reply_id":"r","cur_iter":0,"permission_context":{"mode":"default","working_directories":{},"allow_rules":{},"deny_rules":{},"ask_rules":{}},"tool_context":{"max_cache_files":100,"max_cache_bytes":25000.0,"read_file_cache":[],"activated_groups":[]},"tasks_context":{"tasks":[]},"middle_context":{"mw":{"$serde_json::private::Number":"7"},"raw":{"$serde_json::private::RawValue":"{}"}}}"#,
+        ),
+    ),
+    (
+        r#"{"session_id":"s","summary":"","context":[],"reply_id":"r","cur_iter":0,"permission_context":{"mode":"default","working_directories":{},"allow_rules":{},"deny_rules":{},"ask_rules":{}},"tool_context":{"max_cache_files":100,"max_cache_bytes":25000.0,"read_file_cache":[],"activated_groups":[]},"tasks_context":{"tasks":[]},"middle_context":{"$serde_json::private::Number":"not a number"}}"#,
+        Some(
+            r#"{"session_id":"s","summary":"","context":[],"reply_id":"r","cur_iter":0,"permission_context":{"mode":"default","working_directories":{},"allow_rules":{},"deny_rules":{},"ask_rules":{}},"tool_context":{"max_cache_files":100,"max_cache_bytes":25000.0,"read_file_cache":[],"activated_groups":[]},"tasks_context":{"tasks":[]},"middle_context":{"$serde_json::private::Number":"not a number"}}"#,
+        ),
+    ),
+    (
+        r#"{"session_id":"s","summary":"","context":[],"reply_id":"r","cur_iter":0,"permission_context":{"mode":"default","working_directories":{},"allow_rules":{},"deny_rules":{},"ask_rules":{}},"tool_context":{"max_cache_files":100,"max_cache_bytes":25000.0,"read_file_cache":[],"activated_groups":[]},"tasks_context":{"tasks":[{"subject":"s","description":"d","metadata":{"n":[{"$serde_json::private::Number":"1"}]},"created_at":"t","state":"pending","id":"i","owner":null,"blocks":[],"blocked_by":[]}]},"middle_context":{}}"#,
+        Some(
+            r#"{"session_id":"s","summary":"","context":[],"reply_id":"r","cur_iter":0,"permission_context":{"mode":"default","working_directories":{},"allow_rules":{},"deny_rules":{},"ask_rules":{}},"tool_context":{"max_cache_files":100,"max_cache_bytes":25000.0,"read_file_cache":[],"activated_groups":[]},"tasks_context":{"tasks":[{"subject":"s","description":"d","metadata":{"n":[{"$serde_json::private::Number":"1"}]},"created_at":"t","state":"pending","id":"i","owner":null,"blocks":[],"blocked_by":[]}]},"middle_context":{}}"#,
+        ),
+    ),
+    (
+        r#"{"session_id":"s","summary":"","context":[{"name":"u","content":[],"role":"user","id":"m","metadata":{"k":{"$serde_json::private::Number":"123"}},"created_at":"t","finished_at":null,"usage":null}],"reply_id":"r","cur_iter":0,"permission_context":{"mode":"default","working_directories":{},"allow_rules":{},"deny_rules":{},"ask_rules":{}},"tool_context":{"max_cache_files":100,"max_cache_bytes":25000.0,"read_file_cache":[],"activated_groups":[]},"tasks_context":{"tasks":[]},"middle_context":{}}"#,
+        Some(
+            r#"{"session_id":"s","summary":"","context":[{"name":"u","content":[],"role":"user","id":"m","metadata":{"k":{"$serde_json::private::Number":"123"}},"created_at":"t","finished_at":null,"usage":null}],"reply_id":"r","cur_iter":0,"permission_context":{"mode":"default","working_directories":{},"allow_rules":{},"deny_rules":{},"ask_rules":{}},"tool_context":{"max_cache_files":100,"max_cache_bytes":25000.0,"read_file_cache":[],"activated_groups":[]},"tasks_context":{"tasks":[]},"middle_context":{}}"#,
+        ),
+    ),
+    // Not canonical: read by serde.
+    (
+        r#"{"reply_id":"r","session_id":"s","middle_context":{"a":{"$serde_json::private::Number":"1e2"}},"tasks_context":{"tasks":[{"subject":"s","description":"d","created_at":"t","id":"i","metadata":{"$serde_json::private::Number":"2"}}]}}"#,
+        Some(
+            r#"{"session_id":"s","summary":"","context":[],"reply_id":"r","cur_iter":0,"permission_context":{"mode":"default","working_directories":{},"allow_rules":{},"deny_rules":{},"ask_rules":{}},"tool_context":{"max_cache_files":100,"max_cache_bytes":25000.0,"read_file_cache":[],"activated_groups":[]},"tasks_context":{"tasks":[{"subject":"s","description":"d","metadata":{"$serde_json::private::Number":"2"},"created_at":"t","state":"pending","id":"i","owner":null,"blocks":[],"blocked_by":[]}]},"middle_context":{"a":{"$serde_json::private::Number":"1e2"}}}"#,
+        ),
+    ),
+    // Typed numbers: an object is not a number, whatever its key.
+    (r#"{"session_id":"s","reply_id":"r","cur_iter":{"$serde_json::private::Number":"3"}}"#, None),
+    (
+        r#"{"session_id":"s","reply_id":"r","tool_context":{"max_cache_files":{"$serde_json::private::Number":"30"}}}"#,
+        None,
+    ),
+    (
+        r#"{"session_id":"s","reply_id":"r","tool_context":{"max_cache_bytes":{"$serde_json::private::Number":"30000.0"}}}"#,
+        None,
+    ),
+    (
+        r#"{"session_id":"s","reply_id":"r","tool_context":{"read_file_cache":[{"lines":[],"updated_at":{"$serde_json::private::Number":"1.5"},"bytes":0.1,"file_path":"/a"}]}}"#,
+        None,
+    ),
+];
+
+/// Free-form values are read from their text on every path, within pydantic's nesting limit for the
+/// whole document (200 levels of non-empty containers), measured with Python 2.0.4: `middle_context`
+/// (level 2) holding 198 arrays around a number is read, 199 are refused; a message's `metadata`
+/// (level 4) holding 196 is read, 197 are refused.
+#[test]
+fn free_form_nesting_stops_where_python_stops() {
+    let nested = |n: usize| format!("{}1{}", "[".repeat(n), "]".repeat(n));
+    let middle = |n: usize| format!(r#"{{"session_id":"s","reply_id":"r","middle_context":{{"a":{}}}}}"#, nested(n));
+    let in_msg = |n: usize| {
+        let msg = format!(
+            r#"{{"name":"u","content":[],"role":"user","id":"m","metadata":{{"a":{}}},"created_at":"t"}}"#,
+            nested(n)
+        );
+        format!(r#"{{"session_id":"s","reply_id":"r","context":[{msg}]}}"#)
+    };
+    let cases = [
+        (middle(198), true),
+        (middle(199), false),
+        (in_msg(100), true),
+        (in_msg(196), true),
+        (in_msg(197), false),
+        (middle(100_000), false),
+    ];
+    // On a thread with a tokio worker's stack (2 MiB): the deep reads are recursive.
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || {
+            for (text, python_reads) in cases {
+                for (name, read) in [FROM_JSON, STATE_FROM_JSON, CURSOR] {
+                    match read(&text) {
+                        Ok(Some(_)) => assert!(python_reads, "{name} read {}", &text[..80]),
+                        Ok(None) => assert_eq!(name, "cursor"),
+                        Err(e) => {
+                            assert!(!python_reads, "{name} refused {}: {e}", &text[..80]);
+                            assert!(e.contains("recursion limit"), "{name}: {e}");
+                        }
+                    }
+                }
+            }
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+}
