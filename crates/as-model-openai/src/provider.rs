@@ -456,47 +456,157 @@ impl Driver {
     }
 }
 
-/// Inlines local `$ref`s (`#/$defs/X`, `#/definitions/X`) and drops `$defs`, as 2.0.4's OpenAI model does before
-/// sending tool schemas. Recursive references stop after 16 levels (left as `{}`).
+/// The most JSON values [`inline_refs`] produces; a schema whose flattened form would be larger is
+/// sent as it is.
+pub const MAX_INLINED_VALUES: usize = 100_000;
+
+/// Inlines local `$ref`s and drops the `$defs` / `definitions` sections, as 2.0.4's
+/// `_flatten_json_schema` does before `OpenAIChatModel` sends tool schemas (the goldens in
+/// `tests/goldens/flatten-json-schema.json` were made with it):
+///
+/// * both root sections are read and merged (`definitions` wins a name both have); a schema
+///   without an object-valued section is returned as it is;
+/// * a `$ref` of the form `#/$defs/…` or `#/definitions/…` names the definition by its last path
+///   segment. It is replaced by the definition, flattened, with the `$ref` object's other keys
+///   (flattened) set on it; a reference to a definition already being expanded on the way there
+///   becomes `{"type": "object", "description": "(circular: Name)"}`. A `$ref` object that cannot be
+///   resolved (unknown name, remote URL, not a string) is left as it is, untouched;
+/// * elsewhere, keys named `$defs` / `definitions` are dropped.
+///
+/// Two deliberate differences: the keys of a `properties` object are parameter names, so a
+/// parameter called `definitions`, `$defs` or `$ref` is kept and walked (2.0.4 drops the first
+/// two and leaves the whole `properties` object unresolved for the third); and a schema whose
+/// flattened form would hold more than [`MAX_INLINED_VALUES`] values (references that fan out
+/// without recursion, `A` using `B` twice, `B` using `C` twice, …) is sent unflattened, with a
+/// warning, instead of growing without bound.
 pub fn inline_refs(schema: &Value) -> Value {
-    // Only the root's definitions: a schema without them is sent as it is (a parameter may be
-    // named `definitions`).
-    let Some(defs) = schema.get("$defs").or_else(|| schema.get("definitions")).cloned() else {
+    let Value::Object(root) = schema else { return schema.clone() };
+    let sections = ["$defs", "definitions"].map(|k| root.get(k).and_then(Value::as_object));
+    if sections.iter().all(Option::is_none) {
         return schema.clone();
-    };
-    fn walk(v: &Value, defs: &Value, depth: usize) -> Value {
-        match v {
-            Value::Object(m) => {
-                if let Some(r) = m.get("$ref").and_then(Value::as_str) {
-                    let name = r.strip_prefix("#/$defs/").or_else(|| r.strip_prefix("#/definitions/"));
-                    if let Some(target) = name.and_then(|n| defs.get(n)) {
-                        if depth >= 16 {
-                            return Value::Object(JsonMap::new());
-                        }
-                        let mut resolved = walk(target, defs, depth + 1);
-                        if let Value::Object(rm) = &mut resolved {
-                            for (k, x) in m {
-                                if k != "$ref" {
-                                    rm.insert(k.clone(), walk(x, defs, depth));
-                                }
-                            }
-                        }
-                        return resolved;
-                    }
-                }
-                Value::Object(m.iter().map(|(k, x)| (k.clone(), walk(x, defs, depth))).collect())
-            }
-            Value::Array(a) => Value::Array(a.iter().map(|x| walk(x, defs, depth)).collect()),
-            other => other.clone(),
+    }
+    let mut defs = JsonMap::new();
+    for section in sections.into_iter().flatten() {
+        for (name, def) in section {
+            defs.insert(name.clone(), def.clone());
         }
     }
-    let Value::Object(root) = schema else { return schema.clone() };
     let kept: JsonMap = root
         .iter()
-        .filter(|(k, _)| *k != "$defs" && *k != "definitions")
+        .filter(|(k, v)| !(matches!(k.as_str(), "$defs" | "definitions") && v.is_object()))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    walk(&Value::Object(kept), &defs, 0)
+    if defs.is_empty() {
+        return Value::Object(kept);
+    }
+    let mut flattener = Flattener { defs: &defs, visiting: Vec::new(), budget: MAX_INLINED_VALUES };
+    match flattener.schema(&Value::Object(kept)) {
+        Some(flat) => flat,
+        None => {
+            tracing::warn!(
+                limit = MAX_INLINED_VALUES,
+                "a tool schema's inlined form is too large; sent with its $defs and $refs as they are"
+            );
+            schema.clone()
+        }
+    }
+}
+
+/// The walk of [`inline_refs`]; `None`: over the budget.
+struct Flattener<'a> {
+    defs: &'a JsonMap,
+    /// The definitions being expanded on the way to the current value.
+    visiting: Vec<&'a str>,
+    /// Values that may still be produced.
+    budget: usize,
+}
+
+impl<'a> Flattener<'a> {
+    fn spend(&mut self) -> Option<()> {
+        self.budget = self.budget.checked_sub(1)?;
+        Some(())
+    }
+
+    /// A value in schema position.
+    fn schema(&mut self, v: &Value) -> Option<Value> {
+        self.spend()?;
+        let m = match v {
+            Value::Array(a) => return a.iter().map(|x| self.schema(x)).collect::<Option<Vec<_>>>().map(Value::Array),
+            Value::Object(m) => m,
+            other => return Some(other.clone()),
+        };
+        if let Some(r) = m.get("$ref") {
+            return self.reference(r, m);
+        }
+        let mut out = JsonMap::new();
+        for (k, x) in m {
+            match k.as_str() {
+                "$defs" | "definitions" => {}
+                "properties" => {
+                    out.insert(k.clone(), self.properties(x)?);
+                }
+                _ => {
+                    out.insert(k.clone(), self.schema(x)?);
+                }
+            }
+        }
+        Some(Value::Object(out))
+    }
+
+    /// The value of `properties`: its keys are parameter names, each value a schema.
+    fn properties(&mut self, v: &Value) -> Option<Value> {
+        let Value::Object(m) = v else { return self.schema(v) };
+        self.spend()?;
+        let mut out = JsonMap::new();
+        for (k, x) in m {
+            out.insert(k.clone(), self.schema(x)?);
+        }
+        Some(Value::Object(out))
+    }
+
+    /// An object `m` holding `"$ref": r`.
+    fn reference(&mut self, r: &Value, m: &JsonMap) -> Option<Value> {
+        let local = r.as_str().filter(|r| r.starts_with("#/$defs/") || r.starts_with("#/definitions/"));
+        let Some(path) = local else { return self.copy(m) };
+        let name = path.rsplit('/').next().unwrap_or(path);
+        if self.visiting.contains(&name) {
+            self.spend()?;
+            return Some(json!({"type": "object", "description": format!("(circular: {name})")}));
+        }
+        let Some((name, def)) = self.defs.get_key_value(name) else { return self.copy(m) };
+        self.visiting.push(name.as_str());
+        let resolved = self.with_siblings(def, m);
+        self.visiting.pop();
+        resolved
+    }
+
+    /// The definition `def`, flattened, with the other keys of the `$ref` object `m` set on it.
+    fn with_siblings(&mut self, def: &Value, m: &JsonMap) -> Option<Value> {
+        let mut resolved = self.schema(def)?;
+        if let Value::Object(rm) = &mut resolved {
+            for (k, x) in m {
+                if k != "$ref" {
+                    let x = self.schema(x)?;
+                    rm.insert(k.clone(), x);
+                }
+            }
+        }
+        Some(resolved)
+    }
+
+    /// `m` as it is (a reference left unresolved), counted against the budget.
+    fn copy(&mut self, m: &JsonMap) -> Option<Value> {
+        fn count(v: &Value) -> usize {
+            match v {
+                Value::Array(a) => 1 + a.iter().map(count).sum::<usize>(),
+                Value::Object(m) => 1 + m.values().map(count).sum::<usize>(),
+                _ => 1,
+            }
+        }
+        let v = Value::Object(m.clone());
+        self.budget = self.budget.checked_sub(count(&v))?;
+        Some(v)
+    }
 }
 
 macro_rules! preset_type {
