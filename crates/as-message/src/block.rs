@@ -7,8 +7,8 @@
 use schemars::JsonSchema;
 use std::fmt;
 
-use serde::de::value::MapAccessDeserializer;
-use serde::de::{Error as _, MapAccess, SeqAccess, Visitor};
+use serde::de::value::{BorrowedStrDeserializer, MapAccessDeserializer, StrDeserializer, StringDeserializer};
+use serde::de::{DeserializeSeed, Error as _, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
@@ -641,7 +641,7 @@ impl<'de, T: Tagged<'de>> Visitor<'de> for TaggedVisitor<T> {
         let first = match map.next_key::<FirstKey>()? {
             None => return T::from_buffered(JsonMap::new()),
             Some(FirstKey::Type) => match map.next_value_seed(ValueSeed(Numbers::Raw))? {
-                Value::String(tag) => return T::from_tag(&tag, map),
+                Value::String(tag) => return T::from_tag(&tag, AfterTag(map)),
                 other => {
                     let mut buf = JsonMap::new();
                     buf.insert("type".to_owned(), other);
@@ -662,6 +662,65 @@ impl<'de, T: Tagged<'de>> Visitor<'de> for TaggedVisitor<T> {
         }
         T::from_buffered(buf)
     }
+}
+
+/// The keys after a leading `"type": tag`, refusing a second `type`. pydantic reads the last one, which
+/// may name another block type, so this read fails and the whole-document read, which reads repeated
+/// keys as pydantic does (see `as_message::from_json`), decides.
+struct AfterTag<A>(A);
+
+impl<'de, A: MapAccess<'de>> MapAccess<'de> for AfterTag<A> {
+    type Error = A::Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, A::Error> {
+        self.0.next_key_seed(NotType(seed))
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, A::Error> {
+        self.0.next_value_seed(seed)
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        self.0.size_hint()
+    }
+}
+
+/// A key that is not `type`, handed to the key reader `K`.
+struct NotType<K>(K);
+
+impl<'de, K: DeserializeSeed<'de>> DeserializeSeed<'de> for NotType<K> {
+    type Value = K::Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<K::Value, D::Error> {
+        d.deserialize_identifier(self)
+    }
+}
+
+impl<'de, K: DeserializeSeed<'de>> Visitor<'de> for NotType<K> {
+    type Value = K::Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a key")
+    }
+
+    fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<K::Value, E> {
+        not_type(v)?;
+        self.0.deserialize(BorrowedStrDeserializer::new(v))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<K::Value, E> {
+        not_type(v)?;
+        self.0.deserialize(StrDeserializer::new(v))
+    }
+
+    fn visit_string<E: serde::de::Error>(self, v: String) -> Result<K::Value, E> {
+        not_type(&v)?;
+        self.0.deserialize(StringDeserializer::new(v))
+    }
+}
+
+fn not_type<E: serde::de::Error>(key: &str) -> Result<(), E> {
+    if key == "type" { Err(E::duplicate_field("type")) } else { Ok(()) }
 }
 
 fn content_block_from_map<E: serde::de::Error>(map: JsonMap) -> Result<ContentBlock, E> {

@@ -79,16 +79,37 @@ pub fn from_json_slice<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, MessageEr
     read_tracked(bytes)
 }
 
-/// The read after a failed fast one: with the JSON path of the error, and past serde_json's 128
-/// levels up to [`MAX_JSON_DEPTH`].
+/// The read after a failed fast one: with the JSON path of the error, past serde_json's 128 levels
+/// up to [`MAX_JSON_DEPTH`], and with repeated keys read as pydantic reads them.
+///
+/// A repeated key is not an error to pydantic: the last value counts (in the first key's position, as
+/// in a Python dict), in typed objects (`{"type":"text",…,"type":"tool_call"}` is a tool call) as in
+/// free-form ones. serde's derived readers refuse a repeated field (or, for a block's `type`, read the
+/// first), so the document is first read as a value by the free-form reader (which keeps the last
+/// value and every number's text) and that value, written again, is what serde reads.
 fn read_tracked<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, MessageError> {
-    let mut de = serde_json::Deserializer::from_slice(bytes);
     // AgentScope 2.0.4 (pydantic) reads documents nested up to MAX_JSON_DEPTH, so one Python wrote
     // and reads is read here too (and nothing deeper, which also bounds the recursive read's stack).
+    let fits = crate::read::python_depth(bytes) <= MAX_JSON_DEPTH;
+    if fits
+        && let Ok(text) = std::str::from_utf8(bytes)
+        && let Ok(value) = crate::read::parse_value(text, Numbers::Raw, MAX_JSON_DEPTH)
+        && let Ok(deduplicated) = serde_json::to_string(&value)
+    {
+        return read_serde(deduplicated.as_bytes(), fits);
+    }
+    // Not JSON (or too deep): serde's error.
+    read_serde(bytes, fits)
+}
+
+/// serde's read of a whole document, reporting the JSON path of an error; `fits`: the document is
+/// within [`MAX_JSON_DEPTH`].
+fn read_serde<T: DeserializeOwned>(bytes: &[u8], fits: bool) -> Result<T, MessageError> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
     // Free-form values are read from their text (serde_json skips it without counting levels), so
     // their own limit keeps a deeper document refused: within one that fits, they may be as deep as
     // it; otherwise they get what serde_json's 128 levels leave (as in `from_json`'s first try).
-    let subtree_depth = if crate::read::python_depth(bytes) <= MAX_JSON_DEPTH {
+    let subtree_depth = if fits {
         de.disable_recursion_limit();
         MAX_JSON_DEPTH
     } else {

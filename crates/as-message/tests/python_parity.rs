@@ -195,3 +195,121 @@ fn free_form_nesting_stops_where_python_stops() {
         .join()
         .unwrap();
 }
+
+/// A repeated key is read as pydantic reads it: the last value counts, in typed objects (a repeated
+/// `type` decides the block) as in free-form maps (where it keeps the first key's position, as a
+/// Python dict does). serde's derived readers refused a repeated field, or read the first `type`.
+/// (`serde_json::from_str` alone still refuses a repeated typed field: only the crate's readers.)
+#[test]
+fn repeated_keys_keep_the_last_value() {
+    check(DUPLICATES, &[FROM_JSON, FROM_SLICE, FAST, CURSOR]);
+}
+
+const DUPLICATES: &[Case] = &[
+    // A repeated key of a typed object: the last value counts.
+    (
+        r#"{"name":"a","name":"b","content":[],"role":"user","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        Some(
+            r#"{"name":"b","content":[],"role":"user","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        ),
+    ),
+    (
+        r#"{"name":5,"content":[],"role":"user","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null,"name":"late"}"#,
+        Some(
+            r#"{"name":"late","content":[],"role":"user","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        ),
+    ),
+    (
+        r#"{"name":"a","content":[],"role":"user","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null,"name":5}"#,
+        None,
+    ),
+    (
+        r#"{"name":"a","content":[{"type":"text","text":"x","id":"1"}],"role":"user","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null,"content":[]}"#,
+        Some(
+            r#"{"name":"a","content":[],"role":"user","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        ),
+    ),
+    (
+        r#"{"name":"a","content":[],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":{"input_tokens":1,"output_tokens":2,"input_tokens":7}}"#,
+        Some(
+            r#"{"name":"a","content":[],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":{"input_tokens":7,"output_tokens":2}}"#,
+        ),
+    ),
+    (
+        r#"{"name":"a","content":[],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null,"role":"user"}"#,
+        Some(
+            r#"{"name":"a","content":[],"role":"user","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        ),
+    ),
+    (
+        r#"{"name":"a","content":[{"type":"tool_call","id":"c","name":"Bash","input":"{}","state":"pending","suggested_rules":[]}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null,"role":"user"}"#,
+        None,
+    ),
+    // A repeated `type` decides the block: the last one.
+    (
+        r#"{"name":"a","content":[{"type":"text","text":"x","id":"1","type":"tool_call","name":"Bash","input":"{}"}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        Some(
+            r#"{"name":"a","content":[{"type":"tool_call","id":"1","name":"Bash","input":"{}","state":"pending","suggested_rules":[]}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        ),
+    ),
+    (
+        r#"{"name":"a","content":[{"text":"x","type":"tool_call","id":"1","name":"Bash","input":"{}","type":"text"}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        Some(
+            r#"{"name":"a","content":[{"type":"text","text":"x","id":"1"}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        ),
+    ),
+    (
+        r#"{"name":"a","content":[{"type":"thinking","thinking":"t","id":"1","type":"text","text":"x"}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        Some(
+            r#"{"name":"a","content":[{"type":"text","text":"x","id":"1"}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        ),
+    ),
+    (
+        r#"{"name":"a","content":[{"type":"text","text":"x","id":"1","type":"bogus"}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        None,
+    ),
+    (
+        r#"{"name":"a","content":[{"type":"bogus","text":"x","id":"1","type":"text"}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        Some(
+            r#"{"name":"a","content":[{"type":"text","text":"x","id":"1"}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        ),
+    ),
+    (
+        r#"{"name":"a","content":[{"type":"tool_result","id":"c","name":"n","output":[{"type":"text","text":"o","id":"t","type":"data","source":{"type":"url","url":"https://a.b","media_type":"text/html"}}],"state":"success","metadata":{}}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        Some(
+            r#"{"name":"a","content":[{"type":"tool_result","id":"c","name":"n","output":[{"type":"data","id":"t","source":{"type":"url","url":"https://a.b/","media_type":"text/html"},"name":null}],"state":"success","metadata":{}}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        ),
+    ),
+    (
+        r#"{"name":"a","content":[{"type":"data","id":"d","source":{"type":"base64","data":"AA==","media_type":"image/png","type":"url","url":"https://a.b"},"name":null}],"role":"user","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        Some(
+            r#"{"name":"a","content":[{"type":"data","id":"d","source":{"type":"url","url":"https://a.b/","media_type":"image/png"},"name":null}],"role":"user","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        ),
+    ),
+    // Repeated keys inside a block.
+    (
+        r#"{"name":"a","content":[{"type":"tool_call","id":"c","name":"Read","input":"{}","state":"pending","suggested_rules":[],"state":"finished","name":"Bash"}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        Some(
+            r#"{"name":"a","content":[{"type":"tool_call","id":"c","name":"Bash","input":"{}","state":"finished","suggested_rules":[]}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        ),
+    ),
+    (
+        r#"{"name":"a","content":[{"type":"thinking","thinking":"a","sig":1,"id":"c","sig":{"k":2},"thinking":"b"}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        Some(
+            r#"{"name":"a","content":[{"type":"thinking","thinking":"b","id":"c","sig":{"k":2}}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        ),
+    ),
+    (
+        r#"{"name":"a","content":[{"type":"tool_result","id":"c","name":"n","output":"o","state":"success","metadata":{"a":1,"b":2,"a":3},"metadata":{"z":1,"y":2,"z":0}}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        Some(
+            r#"{"name":"a","content":[{"type":"tool_result","id":"c","name":"n","output":"o","state":"success","metadata":{"z":0,"y":2}}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        ),
+    ),
+    // Free-form maps: the last value in the first position, at every level.
+    (
+        r#"{"name":"a","content":[],"role":"user","id":"m","metadata":{"a":1,"b":{"x":1,"y":2,"x":[3]},"a":{"c":1}},"created_at":"t","finished_at":null,"usage":null}"#,
+        Some(
+            r#"{"name":"a","content":[],"role":"user","id":"m","metadata":{"a":{"c":1},"b":{"x":[3],"y":2}},"created_at":"t","finished_at":null,"usage":null}"#,
+        ),
+    ),
+];

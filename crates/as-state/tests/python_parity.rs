@@ -149,3 +149,85 @@ fn free_form_nesting_stops_where_python_stops() {
         .join()
         .unwrap();
 }
+
+/// A repeated key is read as pydantic reads it: the last value counts, in typed objects (a repeated
+/// `type` decides the block) as in free-form maps and keyed rules (where it keeps the first key's
+/// position, as a Python dict does). serde's derived readers refused a repeated field, or read the
+/// first `type`. (`serde_json::from_str` alone still refuses a repeated typed field.)
+#[test]
+fn repeated_keys_keep_the_last_value() {
+    check(DUPLICATES, &[FROM_JSON, STATE_FROM_JSON, CURSOR]);
+}
+
+const DUPLICATES: &[Case] = &[
+    // A repeated key of a typed object: the last value counts.
+    (
+        r#"{"session_id":"a","session_id":"s","reply_id":"r","cur_iter":1,"cur_iter":4}"#,
+        Some(
+            r#"{"session_id":"s","summary":"","context":[],"reply_id":"r","cur_iter":4,"permission_context":{"mode":"default","working_directories":{},"allow_rules":{},"deny_rules":{},"ask_rules":{}},"tool_context":{"max_cache_files":100,"max_cache_bytes":25000.0,"read_file_cache":[],"activated_groups":[]},"tasks_context":{"tasks":[]},"middle_context":{}}"#,
+        ),
+    ),
+    (
+        r#"{"session_id":"s","reply_id":"r","context":[{"name":"u","content":[],"role":"user","id":"m","metadata":{},"created_at":"t"}],"context":[]}"#,
+        Some(
+            r#"{"session_id":"s","summary":"","context":[],"reply_id":"r","cur_iter":0,"permission_context":{"mode":"default","working_directories":{},"allow_rules":{},"deny_rules":{},"ask_rules":{}},"tool_context":{"max_cache_files":100,"max_cache_bytes":25000.0,"read_file_cache":[],"activated_groups":[]},"tasks_context":{"tasks":[]},"middle_context":{}}"#,
+        ),
+    ),
+    (
+        r#"{"session_id":"s","reply_id":"r","summary":"old","summary":[{"type":"text","text":"new","id":"b"}]}"#,
+        Some(
+            r#"{"session_id":"s","summary":[{"type":"text","text":"new","id":"b"}],"context":[],"reply_id":"r","cur_iter":0,"permission_context":{"mode":"default","working_directories":{},"allow_rules":{},"deny_rules":{},"ask_rules":{}},"tool_context":{"max_cache_files":100,"max_cache_bytes":25000.0,"read_file_cache":[],"activated_groups":[]},"tasks_context":{"tasks":[]},"middle_context":{}}"#,
+        ),
+    ),
+    (
+        r#"{"session_id":"s","reply_id":"r","tool_context":{"max_cache_files":5,"max_cache_bytes":20000.0,"max_cache_files":7,"activated_groups":["a"],"activated_groups":[]}}"#,
+        Some(
+            r#"{"session_id":"s","summary":"","context":[],"reply_id":"r","cur_iter":0,"permission_context":{"mode":"default","working_directories":{},"allow_rules":{},"deny_rules":{},"ask_rules":{}},"tool_context":{"max_cache_files":7,"max_cache_bytes":20000.0,"read_file_cache":[],"activated_groups":[]},"tasks_context":{"tasks":[]},"middle_context":{}}"#,
+        ),
+    ),
+    (
+        r#"{"session_id":"s","reply_id":"r","tool_context":{"read_file_cache":[{"lines":["x"],"updated_at":1.5,"bytes":0.1,"file_path":"/a","file_path":"/b"}]}}"#,
+        Some(
+            r#"{"session_id":"s","summary":"","context":[],"reply_id":"r","cur_iter":0,"permission_context":{"mode":"default","working_directories":{},"allow_rules":{},"deny_rules":{},"ask_rules":{}},"tool_context":{"max_cache_files":100,"max_cache_bytes":25000.0,"read_file_cache":[{"lines":["x"],"updated_at":1.5,"bytes":0.1,"file_path":"/b"}],"activated_groups":[]},"tasks_context":{"tasks":[]},"middle_context":{}}"#,
+        ),
+    ),
+    (
+        r#"{"session_id":"s","reply_id":"r","permission_context":{"mode":"explore","mode":"bypass","allow_rules":{"Bash":[],"Read":[{"tool_name":"Read","rule_content":null,"behavior":"allow","source":"session"}],"Bash":[{"tool_name":"Bash","rule_content":"git:*","behavior":"allow","source":"session","source":"userSettings"}]}}}"#,
+        Some(
+            r#"{"session_id":"s","summary":"","context":[],"reply_id":"r","cur_iter":0,"permission_context":{"mode":"bypass","working_directories":{},"allow_rules":{"Bash":[{"tool_name":"Bash","rule_content":"git:*","behavior":"allow","source":"userSettings"}],"Read":[{"tool_name":"Read","rule_content":null,"behavior":"allow","source":"session"}]},"deny_rules":{},"ask_rules":{}},"tool_context":{"max_cache_files":100,"max_cache_bytes":25000.0,"read_file_cache":[],"activated_groups":[]},"tasks_context":{"tasks":[]},"middle_context":{}}"#,
+        ),
+    ),
+    (
+        r#"{"session_id":"s","reply_id":"r","tasks_context":{"tasks":[{"subject":"a","description":"d","metadata":{"k":1,"j":2,"k":3},"created_at":"t","state":"pending","state":"completed","id":"i","blocks":["x"],"blocks":[]}]}}"#,
+        Some(
+            r#"{"session_id":"s","summary":"","context":[],"reply_id":"r","cur_iter":0,"permission_context":{"mode":"default","working_directories":{},"allow_rules":{},"deny_rules":{},"ask_rules":{}},"tool_context":{"max_cache_files":100,"max_cache_bytes":25000.0,"read_file_cache":[],"activated_groups":[]},"tasks_context":{"tasks":[{"subject":"a","description":"d","metadata":{"k":3,"j":2},"created_at":"t","state":"completed","id":"i","owner":null,"blocks":[],"blocked_by":[]}]},"middle_context":{}}"#,
+        ),
+    ),
+    (
+        r#"{"session_id":"s","reply_id":"r","cur_iter":"x","cur_iter":2}"#,
+        Some(
+            r#"{"session_id":"s","summary":"","context":[],"reply_id":"r","cur_iter":2,"permission_context":{"mode":"default","working_directories":{},"allow_rules":{},"deny_rules":{},"ask_rules":{}},"tool_context":{"max_cache_files":100,"max_cache_bytes":25000.0,"read_file_cache":[],"activated_groups":[]},"tasks_context":{"tasks":[]},"middle_context":{}}"#,
+        ),
+    ),
+    (r#"{"session_id":"s","reply_id":"r","cur_iter":2,"cur_iter":"x"}"#, None),
+    // Free-form maps: the last value in the first position, at every level.
+    (
+        r#"{"session_id":"s","reply_id":"r","middle_context":{"a":1,"b":{"x":1,"y":2,"x":[3]},"a":{"c":1}},"middle_context":{"z":{"q":1,"q":2},"a":0}}"#,
+        Some(
+            r#"{"session_id":"s","summary":"","context":[],"reply_id":"r","cur_iter":0,"permission_context":{"mode":"default","working_directories":{},"allow_rules":{},"deny_rules":{},"ask_rules":{}},"tool_context":{"max_cache_files":100,"max_cache_bytes":25000.0,"read_file_cache":[],"activated_groups":[]},"tasks_context":{"tasks":[]},"middle_context":{"z":{"q":2},"a":0}}"#,
+        ),
+    ),
+    // Blocks in a state, canonical but for a repeated key.
+    (
+        r#"{"session_id":"s","summary":"","context":[{"name":"Friday","content":[{"type":"text","text":"x","id":"1","type":"tool_call","name":"Bash","input":"{}"}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}],"reply_id":"r","cur_iter":0,"permission_context":{"mode":"default","working_directories":{},"allow_rules":{},"deny_rules":{},"ask_rules":{}},"tool_context":{"max_cache_files":100,"max_cache_bytes":25000.0,"read_file_cache":[],"activated_groups":[]},"tasks_context":{"tasks":[]},"middle_context":{}}"#,
+        Some(
+            r#"{"session_id":"s","summary":"","context":[{"name":"Friday","content":[{"type":"tool_call","id":"1","name":"Bash","input":"{}","state":"pending","suggested_rules":[]}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}],"reply_id":"r","cur_iter":0,"permission_context":{"mode":"default","working_directories":{},"allow_rules":{},"deny_rules":{},"ask_rules":{}},"tool_context":{"max_cache_files":100,"max_cache_bytes":25000.0,"read_file_cache":[],"activated_groups":[]},"tasks_context":{"tasks":[]},"middle_context":{}}"#,
+        ),
+    ),
+    (
+        r#"{"session_id":"s","summary":[{"type":"text","text":"x","id":"1","type":"data","source":{"type":"url","url":"https://a.b","media_type":"text/html"}}],"context":[],"reply_id":"r","cur_iter":0,"permission_context":{"mode":"default","working_directories":{},"allow_rules":{},"deny_rules":{},"ask_rules":{}},"tool_context":{"max_cache_files":100,"max_cache_bytes":25000.0,"read_file_cache":[],"activated_groups":[]},"tasks_context":{"tasks":[]},"middle_context":{}}"#,
+        Some(
+            r#"{"session_id":"s","summary":[{"type":"data","id":"1","source":{"type":"url","url":"https://a.b/","media_type":"text/html"},"name":null}],"context":[],"reply_id":"r","cur_iter":0,"permission_context":{"mode":"default","working_directories":{},"allow_rules":{},"deny_rules":{},"ask_rules":{}},"tool_context":{"max_cache_files":100,"max_cache_bytes":25000.0,"read_file_cache":[],"activated_groups":[]},"tasks_context":{"tasks":[]},"middle_context":{}}"#,
+        ),
+    ),
+];
