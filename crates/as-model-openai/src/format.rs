@@ -387,47 +387,176 @@ fn read_file_url(url: &str, root: Option<&std::path::Path>) -> Option<Vec<u8>> {
     }
 }
 
-/// Unsupported media in a tool result: a URL is described inline; base64 data is written to a temporary file whose
-/// path is described.
+/// Unsupported media in a tool result, described in the tool message as 2.0.4's
+/// `convert_tool_result_to_string` does (by the main type: `application/pdf` is "A(n) application
+/// file"): a URL is named; base64 data is saved to a file (see [`save_locally`]) whose path is named.
 fn describe_unsupported(d: &DataBlock) -> String {
     let mt = media_type(d);
-    let location = match &d.source {
-        Source::Url(u) => u.url.clone(),
-        Source::Base64(b) => match write_temp(b.data.as_str(), mt) {
-            Some(p) => p,
-            None => {
-                return format!(
-                    "<system-reminder>A(n) {mt} file is returned but cannot be presented.</system-reminder>"
-                );
+    let main = mt.split('/').next().unwrap_or_default();
+    match &d.source {
+        Source::Url(u) => format!(
+            "<system-reminder>A(n) {main} file is returned and can be accessed at the URL: {}.</system-reminder>",
+            u.url
+        ),
+        Source::Base64(b) => match save_locally(b.data.as_str(), mt) {
+            Some(path) => {
+                format!("<system-reminder>A(n) {main} file is returned and saved locally at: {path}.</system-reminder>")
             }
+            // 2.0.4 fails the whole call here (undecodable data, an unwritable temp directory).
+            None => format!(
+                "<system-reminder>A(n) {main} file is returned but could not be saved locally.</system-reminder>"
+            ),
         },
-    };
-    format!("<system-reminder>A(n) {mt} file is returned and saved at '{location}'.</system-reminder>")
+    }
 }
 
-/// Writes the decoded data to `agentscope-<content uuid>.<ext>` in the temp directory, once: the
-/// name comes from the bytes (a name-based UUID), so formatting the same history again (every
-/// reasoning step does) finds the file in place instead of writing a new one, and the prompt
-/// text stays the same. The file is written under a fresh name and renamed into place (a rename
-/// replaces a planted symlink instead of writing through it); an existing file is used only when
-/// it holds exactly these bytes.
-fn write_temp(data_b64: &str, media_type: &str) -> Option<String> {
+/// The extension 2.0.4 gives a saved file: `mimetypes.guess_extension` over Python's built-in table
+/// (the media type lower-cased, parameters not stripped; none when unknown). Python also reads the
+/// system's `/etc/mime.types`, which can add extensions for other types; only the built-in table is
+/// reproduced, so the name does not depend on the machine.
+fn extension_of(media_type: &str) -> &'static str {
+    MIME_EXTENSIONS.iter().find(|(t, _)| t.eq_ignore_ascii_case(media_type)).map_or("", |(_, e)| e)
+}
+
+/// Python 3.11's built-in `mimetypes` table, inverted as `guess_extension` does (the first
+/// extension listed for a type).
+const MIME_EXTENSIONS: &[(&str, &str)] = &[
+    ("application/javascript", ".js"),
+    ("application/json", ".json"),
+    ("application/manifest+json", ".webmanifest"),
+    ("application/msword", ".doc"),
+    ("application/n-quads", ".nq"),
+    ("application/n-triples", ".nt"),
+    ("application/octet-stream", ".bin"),
+    ("application/oda", ".oda"),
+    ("application/pdf", ".pdf"),
+    ("application/pkcs7-mime", ".p7c"),
+    ("application/postscript", ".ps"),
+    ("application/trig", ".trig"),
+    ("application/vnd.apple.mpegurl", ".m3u"),
+    ("application/vnd.ms-excel", ".xls"),
+    ("application/vnd.ms-powerpoint", ".ppt"),
+    ("application/wasm", ".wasm"),
+    ("application/x-bcpio", ".bcpio"),
+    ("application/x-cpio", ".cpio"),
+    ("application/x-csh", ".csh"),
+    ("application/x-dvi", ".dvi"),
+    ("application/x-gtar", ".gtar"),
+    ("application/x-hdf", ".hdf"),
+    ("application/x-hdf5", ".h5"),
+    ("application/x-latex", ".latex"),
+    ("application/x-mif", ".mif"),
+    ("application/x-netcdf", ".cdf"),
+    ("application/x-pkcs12", ".p12"),
+    ("application/x-pn-realaudio", ".ram"),
+    ("application/x-python-code", ".pyc"),
+    ("application/x-sh", ".sh"),
+    ("application/x-shar", ".shar"),
+    ("application/x-shockwave-flash", ".swf"),
+    ("application/x-sv4cpio", ".sv4cpio"),
+    ("application/x-sv4crc", ".sv4crc"),
+    ("application/x-tar", ".tar"),
+    ("application/x-tcl", ".tcl"),
+    ("application/x-tex", ".tex"),
+    ("application/x-texinfo", ".texi"),
+    ("application/x-troff", ".roff"),
+    ("application/x-troff-man", ".man"),
+    ("application/x-troff-me", ".me"),
+    ("application/x-troff-ms", ".ms"),
+    ("application/x-ustar", ".ustar"),
+    ("application/x-wais-source", ".src"),
+    ("application/xml", ".xsl"),
+    ("application/zip", ".zip"),
+    ("audio/3gpp", ".3gp"),
+    ("audio/3gpp2", ".3g2"),
+    ("audio/aac", ".aac"),
+    ("audio/basic", ".au"),
+    ("audio/mpeg", ".mp3"),
+    ("audio/opus", ".opus"),
+    ("audio/x-aiff", ".aif"),
+    ("audio/x-pn-realaudio", ".ra"),
+    ("audio/x-wav", ".wav"),
+    ("image/avif", ".avif"),
+    ("image/bmp", ".bmp"),
+    ("image/gif", ".gif"),
+    ("image/heic", ".heic"),
+    ("image/heif", ".heif"),
+    ("image/ief", ".ief"),
+    ("image/jpeg", ".jpg"),
+    ("image/png", ".png"),
+    ("image/svg+xml", ".svg"),
+    ("image/tiff", ".tiff"),
+    ("image/vnd.microsoft.icon", ".ico"),
+    ("image/x-cmu-raster", ".ras"),
+    ("image/x-portable-anymap", ".pnm"),
+    ("image/x-portable-bitmap", ".pbm"),
+    ("image/x-portable-graymap", ".pgm"),
+    ("image/x-portable-pixmap", ".ppm"),
+    ("image/x-rgb", ".rgb"),
+    ("image/x-xbitmap", ".xbm"),
+    ("image/x-xpixmap", ".xpm"),
+    ("image/x-xwindowdump", ".xwd"),
+    ("message/rfc822", ".eml"),
+    ("text/css", ".css"),
+    ("text/csv", ".csv"),
+    ("text/html", ".html"),
+    ("text/n3", ".n3"),
+    ("text/plain", ".txt"),
+    ("text/richtext", ".rtx"),
+    ("text/tab-separated-values", ".tsv"),
+    ("text/vtt", ".vtt"),
+    ("text/x-python", ".py"),
+    ("text/x-setext", ".etx"),
+    ("text/x-sgml", ".sgm"),
+    ("text/x-vcard", ".vcf"),
+    ("text/xml", ".xml"),
+    ("video/mp4", ".mp4"),
+    ("video/mpeg", ".mpeg"),
+    ("video/quicktime", ".mov"),
+    ("video/webm", ".webm"),
+    ("video/x-msvideo", ".avi"),
+    ("video/x-sgi-movie", ".movie"),
+];
+
+/// Saves base64 data returned by a tool in a media type the model does not take, and returns the
+/// file's path (`None` when the data is not base64 or the file cannot be written).
+///
+/// Where 2.0.4 writes a new `tempfile.NamedTemporaryFile` (`<temp dir>/tmpXXXXXXXX<ext>`, mode
+/// 0600, never deleted) each time the history is formatted, this writes
+/// `<temp dir>/agentscope-<uuid of the bytes><ext>` once: the temp directory is the same
+/// (`std::env::temp_dir()`, `TMPDIR` first, as Python's `tempfile.gettempdir()`), the extension is
+/// Python's ([`extension_of`]), and the name comes from the bytes (a name-based UUID), so formatting
+/// the same history again (every reasoning step does) finds the file in place instead of writing a
+/// new one, and the prompt text stays the same. The file is written owner-only (0600, as Python's)
+/// under a fresh name and renamed into place (a rename replaces a planted symlink instead of writing
+/// through it); an existing file is used only when it holds exactly these bytes.
+fn save_locally(data_b64: &str, media_type: &str) -> Option<String> {
     let bytes = base64::engine::general_purpose::STANDARD.decode(data_b64).ok()?;
-    let ext =
-        media_type.rsplit('/').next().unwrap_or("bin").chars().filter(char::is_ascii_alphanumeric).collect::<String>();
     let name = uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, &bytes).simple();
-    let path = std::env::temp_dir().join(format!("agentscope-{name}.{ext}"));
+    let dir = std::env::temp_dir();
+    let path = dir.join(format!("agentscope-{name}{}", extension_of(media_type)));
     let in_place = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file() && m.len() == bytes.len() as u64)
         && std::fs::read(&path).is_ok_and(|old| old == bytes);
     if !in_place {
-        let fresh = std::env::temp_dir().join(format!(".agentscope-{}.tmp", uuid::Uuid::new_v4().simple()));
-        if let Err(e) = std::fs::write(&fresh, &bytes).and_then(|()| std::fs::rename(&fresh, &path)) {
+        let fresh = dir.join(format!(".agentscope-{}.tmp", uuid::Uuid::new_v4().simple()));
+        if let Err(e) = write_owner_only(&fresh, &bytes).and_then(|()| std::fs::rename(&fresh, &path)) {
             let _ = std::fs::remove_file(&fresh);
             tracing::warn!(path = %path.display(), error = %e, "cannot save unsupported media to a temporary file");
             return None;
         }
     }
     Some(path.display().to_string())
+}
+
+/// Creates `path` (which must not exist) readable and writable by its owner only, and writes `bytes`.
+fn write_owner_only(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(path)?;
+    file.write_all(bytes)
 }
 
 #[cfg(test)]
@@ -469,16 +598,23 @@ mod tests {
     fn unsupported_media_is_saved_once_under_a_name_from_its_bytes() {
         let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
         let data = format!("agentscope-test-{}", uuid::Uuid::new_v4());
-        let first = write_temp(&b64(data.as_bytes()), "audio/wav").unwrap();
-        let again = write_temp(&b64(data.as_bytes()), "audio/wav").unwrap();
+        let first = save_locally(&b64(data.as_bytes()), "audio/x-wav").unwrap();
+        let again = save_locally(&b64(data.as_bytes()), "audio/x-wav").unwrap();
         assert_eq!(first, again, "the same bytes, the same file (and the same prompt text)");
         assert!(first.ends_with(".wav"), "{first}");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = std::fs::metadata(&first).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600, "owner only, as Python's NamedTemporaryFile");
+        }
         assert_eq!(std::fs::read(&first).unwrap(), data.as_bytes());
-        let other = write_temp(&b64(b"other bytes"), "audio/wav").unwrap();
+        let other = save_locally(&b64(format!("other {data}").as_bytes()), "audio/x-wav").unwrap();
         assert_ne!(first, other);
+        let _ = std::fs::remove_file(&other);
         // A file planted under the name with other bytes is replaced, never trusted.
         std::fs::write(&first, b"planted").unwrap();
-        assert_eq!(write_temp(&b64(data.as_bytes()), "audio/wav").unwrap(), first);
+        assert_eq!(save_locally(&b64(data.as_bytes()), "audio/x-wav").unwrap(), first);
         assert_eq!(std::fs::read(&first).unwrap(), data.as_bytes());
         let _ = std::fs::remove_file(&first);
     }

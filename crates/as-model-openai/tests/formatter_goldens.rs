@@ -75,3 +75,54 @@ fn thinking_is_dropped_without_reasoning_content_and_empty_messages_are_skipped(
         r#"[{"role":"assistant","name":"a","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]}]"#
     );
 }
+
+/// Media a formatter does not take, returned by a tool: described as 2.0.4 describes it (by its main
+/// type; a URL named, base64 data saved to a file in the temp directory whose path is named). Made
+/// with the real 2.0.4 formatters by `tests/goldens/unsupported_media.py`, which records each
+/// (random) saved path as `{saved}` followed by its extension.
+#[test]
+fn unsupported_media_in_tool_results_golden() {
+    let path = format!("{}/tests/goldens/unsupported-media.json", env!("CARGO_MANIFEST_DIR"));
+    let cases: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(cases.len(), 2);
+    let prefix = format!("{}/agentscope-", std::env::temp_dir().display());
+    for case in cases {
+        let opts = match case["formatter"].as_str().unwrap() {
+            "openai" => FormatterOptions::openai(),
+            "dashscope" => FormatterOptions::dashscope(false),
+            other => panic!("{other}"),
+        };
+        let input: Vec<Msg> = as_message::from_value(case["input"].clone()).unwrap();
+        let got = serde_json::to_string_pretty(&Value::Array(ChatFormatter::new(opts).format(&input))).unwrap();
+        // Each saved path: `<temp dir>/agentscope-<32 hex digits>`, then the extension.
+        let mut normalized = String::new();
+        let mut saved = Vec::new();
+        let mut rest = got.as_str();
+        while let Some(at) = rest.find(&prefix) {
+            normalized.push_str(&rest[..at]);
+            let name_end = at + prefix.len() + 32;
+            let ext_len = rest[name_end..].find(".</system-reminder>").unwrap();
+            saved.push(rest[at..name_end + ext_len].to_owned());
+            normalized.push_str("{saved}");
+            rest = &rest[name_end..];
+        }
+        normalized.push_str(rest);
+        let want = serde_json::to_string_pretty(&case["output"]).unwrap();
+        assert_eq!(normalized, want, "{}", case["formatter"]);
+        // The files hold the tool's bytes.
+        let datas: Vec<Vec<u8>> = case["input"][1]["content"][1]["output"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|b| b["source"]["data"].as_str())
+            .map(|d| base64::Engine::decode(&base64::engine::general_purpose::STANDARD, d).unwrap())
+            .collect();
+        assert_eq!(saved.len(), datas.len());
+        for (p, bytes) in saved.iter().zip(&datas) {
+            assert_eq!(&std::fs::read(p).unwrap(), bytes, "{p}");
+        }
+        for p in &saved {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
