@@ -16,6 +16,22 @@
 //! assert_eq!(back, reply);
 //! # Ok::<(), as_message::MessageError>(())
 //! ```
+//!
+//! # Reading as pydantic reads
+//!
+//! [`from_json`] (and the fast readers in [`read`]) read what AgentScope 2.0.4's pydantic reads, as it
+//! reads it: a repeated key's last value counts (in the first key's position in free-form maps, as in
+//! a Python dict); `NaN`, `Infinity` and `-Infinity` are read (in free-form data, and written back
+//! as `null`, as pydantic writes them); free-form objects whose keys are serde_json's private markers
+//! (`$serde_json::private::Number`) stay objects; documents are read up to [`MAX_JSON_DEPTH`] levels.
+//! Reading the types with `serde_json::from_str` directly skips the first two (serde_json refuses a
+//! repeated field and non-finite tokens), and reading free-form text as a `serde_json::Value` or
+//! [`JsonMap`] (with serde_json or [`from_json`]) misreads the markers: use [`free_form::from_str`].
+//!
+//! ## Known differences from AgentScope 2.0.4
+//!
+//! * `NaN` in a float field (`ReadCacheEntry::updated_at`, `bytes` in `as-state`) is refused;
+//!   pydantic reads it and writes `null`, which it then refuses itself.
 
 mod block;
 mod error;

@@ -297,7 +297,8 @@ impl<'a> Cursor<'a> {
     /// back: numbers canonicalised (see [`crate::canonicalize_numbers`]), a duplicate key's last value
     /// in its first position (a Python dict), and an object with one of serde_json's private marker
     /// keys (`$serde_json::private::Number`, `…RawValue`) kept as the object it is (serde_json's own
-    /// `Value` reader takes it for a number or raw JSON). Whitespace between tokens is allowed.
+    /// `Value` reader takes it for a number or raw JSON). Whitespace between tokens is allowed, and
+    /// Python's `NaN`, `Infinity` and `-Infinity` are read as `null` (what pydantic writes for them).
     ///
     /// Declines (the position is then unspecified) on invalid JSON, a number with more than
     /// [`crate::MAX_NUMBER_DIGITS`] integer digits, or more than 192 levels of non-empty arrays and

@@ -313,3 +313,92 @@ const DUPLICATES: &[Case] = &[
         ),
     ),
 ];
+
+/// `NaN`, `Infinity` and `-Infinity` (Python's `json` spellings) in free-form data are read, and
+/// written back as `null` as pydantic writes a non-finite float; serde_json refused the document.
+/// Other spellings, and integer or string fields holding one, are refused as pydantic refuses them.
+#[test]
+fn non_finite_floats_in_free_form_data_are_read() {
+    check(NON_FINITE, &[FROM_JSON, FROM_SLICE, FAST, CURSOR]);
+}
+
+const NON_FINITE: &[Case] = &[
+    // Python's non-finite floats in free-form data are read, and written back as null.
+    (
+        r#"{"name":"u","content":[],"role":"user","id":"m","metadata":{"a":NaN,"b":Infinity,"c":-Infinity},"created_at":"t","finished_at":null,"usage":null}"#,
+        Some(
+            r#"{"name":"u","content":[],"role":"user","id":"m","metadata":{"a":null,"b":null,"c":null},"created_at":"t","finished_at":null,"usage":null}"#,
+        ),
+    ),
+    (
+        r#"{"name":"u","content":[],"role":"user","id":"m","metadata":{"a":[NaN ,Infinity , -Infinity],"b":{"c":[{"d":NaN}]}},"created_at":"t","finished_at":null,"usage":null}"#,
+        Some(
+            r#"{"name":"u","content":[],"role":"user","id":"m","metadata":{"a":[null,null,null],"b":{"c":[{"d":null}]}},"created_at":"t","finished_at":null,"usage":null}"#,
+        ),
+    ),
+    (
+        r#"{"role":"user","name":"u","content":[],"id":"m","created_at":"t","metadata":{ "x" : NaN }}"#,
+        Some(
+            r#"{"name":"u","content":[],"role":"user","id":"m","metadata":{"x":null},"created_at":"t","finished_at":null,"usage":null}"#,
+        ),
+    ),
+    (
+        r#"{"name":"a","content":[{"type":"tool_result","id":"c","name":"n","output":"o","state":"success","metadata":{"ratio":NaN,"max":Infinity}}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        Some(
+            r#"{"name":"a","content":[{"type":"tool_result","id":"c","name":"n","output":"o","state":"success","metadata":{"ratio":null,"max":null}}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        ),
+    ),
+    (
+        r#"{"name":"a","content":[{"id":"c","name":"n","output":"o","state":"success","metadata":{"ratio":-Infinity},"type":"tool_result"}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        Some(
+            r#"{"name":"a","content":[{"type":"tool_result","id":"c","name":"n","output":"o","state":"success","metadata":{"ratio":null}}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        ),
+    ),
+    (
+        r#"{"name":"a","content":[{"type":"thinking","thinking":"t","id":"c","score":NaN,"range":[-Infinity,Infinity]}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        Some(
+            r#"{"name":"a","content":[{"type":"thinking","thinking":"t","id":"c","score":null,"range":[null,null]}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        ),
+    ),
+    // Only those three spellings, and not in typed fields that refuse them.
+    (
+        r#"{"name":"u","content":[],"role":"user","id":"m","metadata":{"a":-NaN},"created_at":"t","finished_at":null,"usage":null}"#,
+        None,
+    ),
+    (
+        r#"{"name":"u","content":[],"role":"user","id":"m","metadata":{"a":+Infinity},"created_at":"t","finished_at":null,"usage":null}"#,
+        None,
+    ),
+    (
+        r#"{"name":"u","content":[],"role":"user","id":"m","metadata":{"a":nan},"created_at":"t","finished_at":null,"usage":null}"#,
+        None,
+    ),
+    (
+        r#"{"name":"u","content":[],"role":"user","id":"m","metadata":{"a":inf},"created_at":"t","finished_at":null,"usage":null}"#,
+        None,
+    ),
+    (
+        r#"{"name":"u","content":[],"role":"user","id":"m","metadata":{"a":Infinityx},"created_at":"t","finished_at":null,"usage":null}"#,
+        None,
+    ),
+    (
+        r#"{"name":"u","content":[],"role":"user","id":"m","metadata":{"a":- Infinity},"created_at":"t","finished_at":null,"usage":null}"#,
+        None,
+    ),
+    (
+        r#"{"name":NaN,"content":[],"role":"user","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        None,
+    ),
+    (
+        r#"{"name":"u","content":[],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":{"input_tokens":NaN,"output_tokens":1}}"#,
+        None,
+    ),
+    (
+        r#"{"name":"u","content":[],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":{"input_tokens":1,"output_tokens":Infinity}}"#,
+        None,
+    ),
+    (
+        r#"{"name":"u","content":[],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":{"input_tokens":1,"output_tokens":-Infinity}}"#,
+        None,
+    ),
+];

@@ -92,6 +92,10 @@ pub(crate) fn read(c: &mut Cursor<'_>, numbers: Numbers, max_depth: usize) -> Re
             b'n' => literal(c, "null", Value::Null)?,
             b't' => literal(c, "true", Value::Bool(true))?,
             b'f' => literal(c, "false", Value::Bool(false))?,
+            // Python's `json` (and pydantic's parser) also read these three, as floats.
+            b'N' => literal(c, "NaN", Value::Null)?,
+            b'I' => literal(c, "Infinity", infinity(numbers, ""))?,
+            b'-' if c.eat("-Infinity") => infinity(numbers, "-"),
             _ => number(c, numbers)?,
         };
         // Hand the finished value to the containers it completes.
@@ -127,6 +131,17 @@ pub(crate) fn read(c: &mut Cursor<'_>, numbers: Numbers, max_depth: usize) -> Re
                 None => return Err(ValueError::Syntax),
             };
         }
+    }
+}
+
+/// `Infinity` (`sign` `""`) or `-Infinity` (`"-"`): `null` as pydantic writes a non-finite float
+/// back; for typed fields a number too large for an `f64`, which the lax float reader reads as an
+/// infinity (as pydantic does) and the integer reader refuses (as pydantic does). A `NaN` has no such
+/// number: it is `null` (see the crate docs' known differences).
+fn infinity(numbers: Numbers, sign: &str) -> Value {
+    match numbers {
+        Numbers::Canonical => Value::Null,
+        Numbers::Raw => format!("{sign}1e999").parse::<Number>().map_or(Value::Null, Value::Number),
     }
 }
 
@@ -247,6 +262,12 @@ mod tests {
         for bad in
             ["", "[", "[1,]", "{\"a\"}", "{\"a\":1,}", "01", "1.", ".5", "1e", "-", "nul", "[1 2]", "{1:2}", "\"\\x\""]
         {
+            assert_eq!(canonical(bad), Err(ValueError::Syntax), "{bad:?}");
+        }
+        // Python's non-finite floats: `null` when written back; for typed fields, infinities stay numbers.
+        assert_eq!(canonical("[NaN, Infinity,-Infinity]").as_deref(), Ok("[null,null,null]"));
+        assert_eq!(raw("[NaN, Infinity,-Infinity]").as_deref(), Ok("[null,1e+999,-1e+999]"));
+        for bad in ["-NaN", "+Infinity", "nan", "inf", "Infinityx", "[Infinity1]", "- Infinity", "-Inf", "NaN0"] {
             assert_eq!(canonical(bad), Err(ValueError::Syntax), "{bad:?}");
         }
         let huge = format!("[1{}]", "0".repeat(4300));
