@@ -230,6 +230,10 @@ impl Default for Parameters {
     }
 }
 
+/// The default [`OpenAiCompatibleConfig::finish_grace`]: the usage chunk follows the finish reason at
+/// once on a working server.
+pub const DEFAULT_FINISH_GRACE: Duration = Duration::from_secs(2);
+
 /// Everything an [`crate::OpenAiCompatibleModel`] needs.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
@@ -262,6 +266,11 @@ pub struct OpenAiCompatibleConfig {
     /// Longest silence allowed between two stream reads (default 600 s, as above: some providers
     /// send nothing while the model reasons).
     pub idle_timeout: Duration,
+    /// Longest wait, once a stream has sent its finish reason, for the usage chunk and `[DONE]`
+    /// (default 2 s; the idle timeout when that is shorter). A server that then goes silent without
+    /// closing the stream has still answered: the stream ends successfully when the usage chunk
+    /// arrives or this grace period passes, instead of waiting out the idle timeout and failing.
+    pub finish_grace: Duration,
     /// Provider-level retries of retryable errors, before the first chunk.
     pub retry: RetryPolicy,
     /// The largest response body accepted, in bytes (default 64 MiB), streamed or not; more is an
@@ -290,6 +299,7 @@ impl OpenAiCompatibleConfig {
             connect_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(600),
             idle_timeout: Duration::from_secs(600),
+            finish_grace: DEFAULT_FINISH_GRACE,
             retry: RetryPolicy::default(),
             max_response_bytes: 4 * crate::DEFAULT_MAX_EVENT_BYTES,
             local_files: None,
@@ -370,6 +380,12 @@ impl OpenAiCompatibleConfig {
         self.connect_timeout = connect;
         self.request_timeout = request;
         self.idle_timeout = idle;
+        self
+    }
+
+    /// Sets the longest wait after a stream's finish reason (see [`Self::finish_grace`]).
+    pub fn with_finish_grace(mut self, grace: Duration) -> Self {
+        self.finish_grace = grace;
         self
     }
 

@@ -11,7 +11,9 @@
 //! * Streaming parses SSE incrementally, accumulates tool-call argument deltas by `index`, maps usage
 //!   (`prompt_tokens`, `completion_tokens`, `cached_tokens`) and finish reasons. A stream that breaks, is cut
 //!   mid-event, sends a malformed event or goes silent longer than the idle timeout yields a typed error and its
-//!   partial response reads as interrupted (see `as_model`'s crate docs).
+//!   partial response reads as interrupted (see `as_model`'s crate docs). Once the finish reason has come, the
+//!   answer is whole: the stream ends at the usage chunk after it, or when the server then stays silent for
+//!   [`OpenAiCompatibleConfig::finish_grace`], without waiting for `[DONE]` or the connection's close.
 //! * Credentials: [`ApiKey`] never prints (`Debug` is redacted, no `Display`/`Serialize`); error messages echoing
 //!   the key are redacted; the key is never part of a request body, a response or state.
 //!
@@ -55,7 +57,7 @@ mod sse;
 #[cfg(feature = "test-utils")]
 pub mod test_server;
 
-pub use config::{ApiKey, Flavor, OpenAiCompatibleConfig, Parameters, Preset};
+pub use config::{ApiKey, DEFAULT_FINISH_GRACE, Flavor, OpenAiCompatibleConfig, Parameters, Preset};
 pub use format::{ChatFormatter, FormatterOptions, MAX_LOCAL_FILE_BYTES, MediaIdFactory, shortuuid};
 pub use parse::{ReasoningField, StreamState};
 pub use provider::{

@@ -292,7 +292,9 @@ impl ChatModel for OpenAiCompatibleModel {
             queue: VecDeque::new(),
             done: false,
             saw_done: false,
+            usage_requested: true,
             idle: self.config.idle_timeout,
+            finish_grace: self.config.finish_grace,
             received: 0,
             max_bytes: self.config.max_response_bytes,
             provider: self.config.provider,
@@ -336,7 +338,12 @@ struct Driver {
     queue: VecDeque<Result<ChatChunk>>,
     done: bool,
     saw_done: bool,
+    /// Whether the request asked for a usage chunk (`stream_options.include_usage`): the response is
+    /// whole once it follows the finish reason.
+    usage_requested: bool,
     idle: Duration,
+    /// The longest wait after the finish reason (see [`OpenAiCompatibleConfig::finish_grace`]).
+    finish_grace: Duration,
     /// Body bytes read so far, and the most allowed: a server that never ends the stream cannot grow
     /// the accumulated response without bound.
     received: usize,
@@ -376,7 +383,14 @@ impl Driver {
             return;
         }
         match self.state.parse_event(data) {
-            Ok(c) => self.queue.push_back(Ok(c)),
+            Ok(c) => {
+                // The usage chunk at or after the finish reason is the last one the protocol sends:
+                // the response is whole even if the server neither sends `[DONE]` nor closes.
+                if self.usage_requested && c.usage.is_some() && self.state.saw_finish() {
+                    self.done = true;
+                }
+                self.queue.push_back(Ok(c));
+            }
             Err(e) => {
                 self.done = true;
                 self.queue.push_back(Err(e));
@@ -385,7 +399,19 @@ impl Driver {
     }
 
     async fn step(&mut self) {
-        match tokio::time::timeout(self.idle, self.body.next()).await {
+        // After the finish reason only the usage chunk and `[DONE]` may follow: wait for them at
+        // most the grace period, then take the response as whole.
+        let finished = self.state.saw_finish();
+        let wait = if finished { self.idle.min(self.finish_grace) } else { self.idle };
+        match tokio::time::timeout(wait, self.body.next()).await {
+            Err(_) if finished => {
+                tracing::debug!(
+                    provider = self.provider,
+                    grace_ms = wait.as_millis() as u64,
+                    "nothing after the finish reason within the grace period; the response is whole"
+                );
+                self.done = true;
+            }
             Err(_) => {
                 self.fail(ModelErrorKind::Timeout, format!("the stream was silent for {:.3}s", self.idle.as_secs_f64()))
             }

@@ -804,3 +804,89 @@ async fn a_base_url_with_a_query_keeps_it_after_the_path_and_hides_its_values_in
     assert!(!e.to_string().contains("sk-in-query"), "{e}");
     assert!(e.to_string().contains("key=***"), "{e}");
 }
+
+/// A server that sends its whole answer and then neither sends `[DONE]` nor closes the stream: the
+/// stream ends successfully at the usage chunk that follows the finish reason, or, without one,
+/// after the finish grace period (at most the idle timeout). Before the finish reason, silence is
+/// still an idle timeout.
+#[tokio::test]
+async fn a_finished_stream_the_server_keeps_open_completes() {
+    let usage_and_finish = {
+        let mut c = chunk::finish("stop");
+        c["usage"] = chunk::usage(7, 2)["usage"].clone();
+        c
+    };
+    let long = Duration::from_secs(30);
+    let short = Duration::from_millis(200);
+    // (name, chunks before the server hangs, idle timeout, finish grace, expected: Ok((text, usage)) or the error)
+    type Expect = Result<(&'static str, Option<(u64, u64)>), ModelErrorKind>;
+    let cases: Vec<(&str, Vec<serde_json::Value>, Duration, Duration, Expect)> = vec![
+        (
+            "finish then usage, short idle timeout",
+            vec![chunk::text("whole"), chunk::finish("stop"), chunk::usage(3, 1)],
+            Duration::from_millis(300),
+            long,
+            Ok(("whole", Some((3, 1)))),
+        ),
+        (
+            "usage on the finish chunk, long grace",
+            vec![chunk::text("whole"), usage_and_finish],
+            Duration::from_secs(5),
+            long,
+            Ok(("whole", Some((7, 2)))),
+        ),
+        (
+            "a usage chunk before the finish is not the last one",
+            vec![chunk::usage(1, 0), chunk::text("whole"), chunk::finish("stop"), chunk::usage(3, 1)],
+            Duration::from_secs(5),
+            long,
+            Ok(("whole", Some((3, 1)))),
+        ),
+        (
+            "finish without usage: the grace period",
+            vec![chunk::text("whole"), chunk::finish("stop")],
+            Duration::from_secs(5),
+            short,
+            Ok(("whole", None)),
+        ),
+        (
+            "finish without usage: the grace period is at most the idle timeout",
+            vec![chunk::text("whole"), chunk::finish("length")],
+            Duration::from_millis(300),
+            long,
+            Ok(("whole", None)),
+        ),
+        (
+            "no finish: an idle timeout",
+            vec![chunk::text("part")],
+            Duration::from_millis(300),
+            short,
+            Err(ModelErrorKind::Timeout),
+        ),
+    ];
+    for (name, chunks, idle, grace, expect) in cases {
+        let s = server().await;
+        let steps: Vec<SseStep> = chunks.iter().map(|c| SseStep::Data(c.to_string())).chain([SseStep::Hang]).collect();
+        s.push(MockReply::sse_steps(steps));
+        let cfg =
+            config(&s).with_timeouts(Duration::from_secs(2), Duration::from_secs(5), idle).with_finish_grace(grace);
+        let m = model(cfg);
+        let stream = m.stream(ChatRequest::new(vec![Msg::user("user", "Hi")])).await.unwrap();
+        let handle = stream.handle();
+        let got = stream.collect().await;
+        match (got, expect) {
+            (Ok(r), Ok((text, usage))) => {
+                assert_eq!(r.text(), text, "{name}");
+                assert!(!r.is_interrupted(), "{name}");
+                assert_eq!(r.usage.map(|u| (u.input_tokens, u.output_tokens)), usage, "{name}");
+                assert!(!handle.snapshot().is_interrupted(), "{name}");
+            }
+            (Err(e), Err(kind)) => {
+                assert_eq!(e.kind(), kind, "{name}: {e}");
+                assert!(handle.snapshot().is_interrupted(), "{name}");
+            }
+            (got, expect) => panic!("{name}: got {got:?}, expected {expect:?}"),
+        }
+        assert_eq!(s.requests().len(), 1, "{name}: not re-sent");
+    }
+}
