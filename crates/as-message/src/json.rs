@@ -590,10 +590,20 @@ fn is_integer_literal(n: &serde_json::Number) -> bool {
 pub mod lax_int {
     use super::*;
 
-    /// Deserializes a lax integer.
+    /// Deserializes a lax integer. An integer that does not fit an `i64` is refused with an
+    /// "integer out of range" error (AgentScope Python reads integers of any size: a known difference).
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
         let v = value_from(d, Numbers::Raw)?;
-        coerce(&v).ok_or_else(|| D::Error::custom(format!("expected an integer, got {}", describe(&v))))
+        coerce(&v).ok_or_else(|| {
+            if out_of_range(&v) {
+                D::Error::custom(format!(
+                    "integer out of range: {} does not fit in 64 bits (AgentScope Python reads integers of any size)",
+                    describe(&v)
+                ))
+            } else {
+                D::Error::custom(format!("expected an integer, got {}", describe(&v)))
+            }
+        })
     }
 
     pub(crate) fn coerce(v: &Value) -> Option<i64> {
@@ -615,10 +625,35 @@ pub mod lax_int {
         }
     }
 
+    /// Whether pydantic reads `v` as an integer that [`coerce`] cannot hold: an integer literal, or a
+    /// string [`from_str`] would read, with at most [`MAX_NUMBER_DIGITS`] digits (pydantic refuses
+    /// floats past 2^63 itself, and Python any integer with more digits).
+    fn out_of_range(v: &Value) -> bool {
+        let digits = match v {
+            Value::Number(n) if is_integer_literal(n) => n.as_str().trim_start_matches('-').len(),
+            Value::String(s) => match int_shape(s) {
+                Some((_, whole)) => whole.bytes().filter(u8::is_ascii_digit).count(),
+                None => return false,
+            },
+            _ => return false,
+        };
+        coerce(v).is_none() && digits <= MAX_NUMBER_DIGITS
+    }
+
     /// pydantic's integer from a string: surrounding whitespace, an optional sign, decimal digits
     /// with single `_` between them, and optionally `.` followed by zeros only (`"1_000.0"` is
     /// 1000; `"1e3"`, `"1."`, `"1.5"`, `"0x10"` are not integers). Never through a float.
     pub(crate) fn from_str(s: &str) -> Option<i64> {
+        let (negative, whole) = int_shape(s)?;
+        let mut value: i128 = 0;
+        for c in whole.bytes().filter(u8::is_ascii_digit) {
+            value = value.checked_mul(10)?.checked_add(i128::from(c - b'0'))?;
+        }
+        i64::try_from(if negative { -value } else { value }).ok()
+    }
+
+    /// A string pydantic reads as an integer (see [`from_str`]): its sign and its digits (with `_`).
+    fn int_shape(s: &str) -> Option<(bool, &str)> {
         let t = s.trim();
         let (negative, unsigned) = match t.as_bytes().first()? {
             b'-' => (true, t.get(1..)?),
@@ -637,14 +672,7 @@ pub mod lax_int {
             && b.last().is_some_and(u8::is_ascii_digit)
             && b.iter().all(|c| c.is_ascii_digit() || *c == b'_')
             && !whole.contains("__");
-        if !well_formed {
-            return None;
-        }
-        let mut value: i128 = 0;
-        for c in b.iter().filter(|c| c.is_ascii_digit()) {
-            value = value.checked_mul(10)?.checked_add(i128::from(c - b'0'))?;
-        }
-        i64::try_from(if negative { -value } else { value }).ok()
+        well_formed.then_some((negative, whole))
     }
 
     pub(crate) fn describe(v: &Value) -> String {

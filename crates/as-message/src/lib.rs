@@ -30,6 +30,10 @@
 //!
 //! ## Known differences from AgentScope 2.0.4
 //!
+//! * Integer fields are `i64` ([`Usage`]'s token counts here, `AgentState::cur_iter` and
+//!   `ToolContext::max_cache_files` in `as-state`); Python's are unbounded. An integer beyond 64 bits
+//!   (Python reads up to 4300 digits) is refused with an error at the field's path whose message starts
+//!   with `integer out of range`, so a record holding one cannot be read here.
 //! * `NaN` in a float field (`ReadCacheEntry::updated_at`, `bytes` in `as-state`) is refused;
 //!   pydantic reads it and writes `null`, which it then refuses itself.
 

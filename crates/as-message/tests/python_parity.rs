@@ -402,3 +402,56 @@ const NON_FINITE: &[Case] = &[
         None,
     ),
 ];
+
+/// A known difference (see the crate docs): pydantic reads integers of any size; `Usage`'s fields are
+/// `i64`, so a larger integer is refused with an error naming the field and saying why (it said
+/// "expected an integer"). The middle column is what Python writes for the input.
+#[test]
+fn integers_past_64_bits_are_an_error_naming_the_field() {
+    for &((input, python), path) in BIG_INTEGERS {
+        assert!(python.is_some(), "Python reads {input}");
+        for e in [from_json::<Msg>(input).unwrap_err(), fast_or_from_json(input, msg).unwrap_err()] {
+            assert_eq!(e.path(), path, "{e}");
+            assert!(e.message().starts_with("integer out of range: "), "{e}");
+        }
+    }
+}
+
+const BIG_INTEGERS: &[(Case, &str)] = &[
+    (
+        (
+            r#"{"name":"a","content":[],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":{"input_tokens":9223372036854775808,"output_tokens":1}}"#,
+            Some(
+                r#"{"name":"a","content":[],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":{"input_tokens":9223372036854775808,"output_tokens":1}}"#,
+            ),
+        ),
+        "usage.input_tokens",
+    ),
+    (
+        (
+            r#"{"name":"a","content":[],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":{"input_tokens":1,"output_tokens":-9223372036854775809}}"#,
+            Some(
+                r#"{"name":"a","content":[],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":{"input_tokens":1,"output_tokens":-9223372036854775809}}"#,
+            ),
+        ),
+        "usage.output_tokens",
+    ),
+    (
+        (
+            r#"{"name":"a","content":[],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":{"input_tokens":"99999999999999999999","output_tokens":1}}"#,
+            Some(
+                r#"{"name":"a","content":[],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":{"input_tokens":99999999999999999999,"output_tokens":1}}"#,
+            ),
+        ),
+        "usage.input_tokens",
+    ),
+    (
+        (
+            r#"{"name":"a","content":[],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":{"input_tokens":1,"output_tokens":" 1_000_000_000_000_000_000_000 "}}"#,
+            Some(
+                r#"{"name":"a","content":[],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":{"input_tokens":1,"output_tokens":1000000000000000000000}}"#,
+            ),
+        ),
+        "usage.output_tokens",
+    ),
+];

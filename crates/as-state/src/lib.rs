@@ -19,6 +19,11 @@
 //! Reading a state, prefer [`state_from_json`]: it reads the canonical form by hand and falls back
 //! to the tolerant serde reader (`as_message::from_json`) for anything else, with the same value or
 //! the same error either way. Writing, `as_message::to_json` already takes the hand-written path.
+//!
+//! Reading follows AgentScope 2.0.4's pydantic (repeated keys, `NaN`/`Infinity`, free-form data; see
+//! `as_message`'s crate docs), with its known differences: `cur_iter` and `max_cache_files` are `i64`,
+//! so a larger integer (which Python reads) is an `integer out of range` error at that field, and
+//! `NaN` in a read-cache entry's `updated_at` or `bytes` is refused.
 
 pub mod read;
 mod state;

@@ -310,3 +310,47 @@ fn nan_in_a_float_field_is_refused() {
     let e = as_state::state_from_json(text).unwrap_err();
     assert_eq!(e.path(), "tool_context.read_file_cache[0].updated_at", "{e}");
 }
+
+/// A known difference (see the crate docs): pydantic reads integers of any size; `cur_iter` and
+/// `max_cache_files` are `i64`, so a larger integer is refused with an error naming the field and
+/// saying why (it said "expected an integer"). The middle column is what Python writes for the input.
+#[test]
+fn integers_past_64_bits_are_an_error_naming_the_field() {
+    for &((input, python), path) in BIG_INTEGERS {
+        assert!(python.is_some(), "Python reads {input}");
+        for e in [from_json::<AgentState>(input).unwrap_err(), as_state::state_from_json(input).unwrap_err()] {
+            assert_eq!(e.path(), path, "{e}");
+            assert!(e.message().starts_with("integer out of range: "), "{e}");
+        }
+    }
+}
+
+const BIG_INTEGERS: &[(Case, &str)] = &[
+    (
+        (
+            r#"{"session_id":"s","reply_id":"r","cur_iter":9223372036854775808}"#,
+            Some(
+                r#"{"session_id":"s","summary":"","context":[],"reply_id":"r","cur_iter":9223372036854775808,"permission_context":{"mode":"default","working_directories":{},"allow_rules":{},"deny_rules":{},"ask_rules":{}},"tool_context":{"max_cache_files":100,"max_cache_bytes":25000.0,"read_file_cache":[],"activated_groups":[]},"tasks_context":{"tasks":[]},"middle_context":{}}"#,
+            ),
+        ),
+        "cur_iter",
+    ),
+    (
+        (
+            r#"{"session_id":"s","reply_id":"r","cur_iter":"-99999999999999999999"}"#,
+            Some(
+                r#"{"session_id":"s","summary":"","context":[],"reply_id":"r","cur_iter":-99999999999999999999,"permission_context":{"mode":"default","working_directories":{},"allow_rules":{},"deny_rules":{},"ask_rules":{}},"tool_context":{"max_cache_files":100,"max_cache_bytes":25000.0,"read_file_cache":[],"activated_groups":[]},"tasks_context":{"tasks":[]},"middle_context":{}}"#,
+            ),
+        ),
+        "cur_iter",
+    ),
+    (
+        (
+            r#"{"session_id":"s","reply_id":"r","tool_context":{"max_cache_files":99999999999999999999999}}"#,
+            Some(
+                r#"{"session_id":"s","summary":"","context":[],"reply_id":"r","cur_iter":0,"permission_context":{"mode":"default","working_directories":{},"allow_rules":{},"deny_rules":{},"ask_rules":{}},"tool_context":{"max_cache_files":99999999999999999999999,"max_cache_bytes":25000.0,"read_file_cache":[],"activated_groups":[]},"tasks_context":{"tasks":[]},"middle_context":{}}"#,
+            ),
+        ),
+        "tool_context.max_cache_files",
+    ),
+];
