@@ -51,6 +51,14 @@ fn retry_after_at(headers: &reqwest::header::HeaderMap, now: std::time::SystemTi
         .map(|s| Duration::from_secs_f64(s.min(max)))
 }
 
+/// The server's retry hint on an HTTP error answer, read where the `openai` SDK (which 2.0.4 calls)
+/// honours it: on the statuses it retries, 408, 409, 429 and 5xx (`_should_retry`), from
+/// `retry-after-ms` then `retry-after` (see [`retry_after`], clamped to [`MAX_RETRY_AFTER`]).
+/// 429 also carries it in [`ModelErrorKind::RateLimited`].
+pub(crate) fn retry_hint(status: u16, headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    matches!(status, 408 | 409 | 429 | 500..=599).then(|| retry_after(headers)).flatten()
+}
+
 /// Maps a non-success HTTP answer.
 pub(crate) fn from_status(
     provider: &'static str,
@@ -184,6 +192,27 @@ mod tests {
         assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
         h.insert("retry-after-ms", HeaderValue::from_static("250"));
         assert_eq!(retry_after(&h), Some(Duration::from_millis(250)));
+    }
+
+    #[test]
+    fn the_retry_hint_is_read_on_the_statuses_the_sdk_retries() {
+        let mut h = HeaderMap::new();
+        h.insert("retry-after", HeaderValue::from_static("2"));
+        for (status, hint) in [
+            (408, true),
+            (409, true),
+            (429, true),
+            (500, true),
+            (503, true),
+            (599, true),
+            (400, false),
+            (404, false),
+            (422, false),
+            (200, false),
+        ] {
+            assert_eq!(retry_hint(status, &h), hint.then_some(Duration::from_secs(2)), "{status}");
+        }
+        assert_eq!(retry_hint(503, &HeaderMap::new()), None);
     }
 
     #[test]

@@ -890,3 +890,41 @@ async fn a_finished_stream_the_server_keeps_open_completes() {
         assert_eq!(s.requests().len(), 1, "{name}: not re-sent");
     }
 }
+
+/// The server's `retry-after` / `retry-after-ms` is waited before the provider-level retry on every
+/// status the `openai` SDK honours it for (408, 429, 5xx; 409 is not retried here), not only on 429;
+/// one beyond `max_retry_after` (60 s by default) fails the call at once, as for a 429.
+#[tokio::test]
+async fn retry_after_is_honoured_on_408_and_5xx_too() {
+    // (status, header, value, expected: Some(least wait before the successful retry) or None: failed at once)
+    let cases: Vec<(u16, &str, &str, Option<Duration>)> = vec![
+        (503, "retry-after", "0.3", Some(Duration::from_millis(300))),
+        (500, "retry-after-ms", "300", Some(Duration::from_millis(300))),
+        (502, "retry-after", "0.3", Some(Duration::from_millis(300))),
+        (408, "retry-after", "0.3", Some(Duration::from_millis(300))),
+        (429, "retry-after-ms", "300", Some(Duration::from_millis(300))),
+        (503, "retry-after", "120", None),
+        (503, "x-no-hint", "1", Some(Duration::ZERO)),
+    ];
+    for (status, header, value, expect) in cases {
+        let s = server().await;
+        s.push(MockReply::error(status, "try later", None).with_header(header, value));
+        s.push(MockReply::sse([chunk::text("ok"), chunk::finish("stop")]));
+        let m = model(config(&s).with_retry(RetryPolicy::new(1, Duration::from_millis(10))));
+        let t = Instant::now();
+        let r = m.call(ChatRequest::new(vec![Msg::user("user", "Hi")])).await;
+        let name = format!("{status} {header}: {value}");
+        match expect {
+            Some(least) => {
+                assert_eq!(r.unwrap().text(), "ok", "{name}");
+                assert!(t.elapsed() >= least, "{name}: retried after {:?}", t.elapsed());
+                assert_eq!(s.requests().len(), 2, "{name}");
+            }
+            None => {
+                let e = r.unwrap_err();
+                assert_eq!(e.status(), Some(status), "{name}");
+                assert_eq!(s.requests().len(), 1, "{name}: not retried");
+            }
+        }
+    }
+}
