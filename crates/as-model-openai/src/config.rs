@@ -234,8 +234,10 @@ impl Default for Parameters {
 /// once on a working server.
 pub const DEFAULT_FINISH_GRACE: Duration = Duration::from_secs(2);
 
-/// Everything an [`crate::OpenAiCompatibleModel`] needs.
-#[derive(Clone, Debug)]
+/// Everything an [`crate::OpenAiCompatibleModel`] needs. `Debug` shows no credential: the key is
+/// redacted, and so are the user info, query values and fragment of the base URL (a gateway may take
+/// its key there).
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct OpenAiCompatibleConfig {
     /// Provider name for errors and logs.
@@ -280,6 +282,49 @@ pub struct OpenAiCompatibleConfig {
     /// The directory whose files `file://` media URLs in messages may name (read and sent inline);
     /// `None` (default) reads none. See [`crate::FormatterOptions::local_files`].
     pub local_files: Option<std::path::PathBuf>,
+}
+
+impl fmt::Debug for OpenAiCompatibleConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Self {
+            provider,
+            flavor,
+            base_url,
+            api_key,
+            organization,
+            model,
+            stream,
+            parameters,
+            send_reasoning_content,
+            context_size,
+            connect_timeout,
+            request_timeout,
+            idle_timeout,
+            finish_grace,
+            retry,
+            max_response_bytes,
+            local_files,
+        } = self;
+        f.debug_struct("OpenAiCompatibleConfig")
+            .field("provider", provider)
+            .field("flavor", flavor)
+            .field("base_url", &crate::error::masked_url(base_url))
+            .field("api_key", api_key)
+            .field("organization", organization)
+            .field("model", model)
+            .field("stream", stream)
+            .field("parameters", parameters)
+            .field("send_reasoning_content", send_reasoning_content)
+            .field("context_size", context_size)
+            .field("connect_timeout", connect_timeout)
+            .field("request_timeout", request_timeout)
+            .field("idle_timeout", idle_timeout)
+            .field("finish_grace", finish_grace)
+            .field("retry", retry)
+            .field("max_response_bytes", max_response_bytes)
+            .field("local_files", local_files)
+            .finish()
+    }
 }
 
 impl OpenAiCompatibleConfig {
@@ -434,6 +479,26 @@ mod tests {
         assert!(!dbg.contains("sk-very-secret"), "{dbg}");
         assert!(dbg.contains("ApiKey([REDACTED])"));
         assert_eq!(c.endpoint(), "https://dashscope.aliyuncs.com/compatible-mode/v1/chat/completions");
+    }
+
+    #[test]
+    fn debug_masks_credentials_in_the_base_url() {
+        for (base, shown) in [
+            ("https://user:hunter2@gw.example/v1?key=sk-gateway-secret", "\"https://***:***@gw.example/v1?key=***\""),
+            ("https://gw.example/v1?api-version=2024-10&key=sk-q", "\"https://gw.example/v1?api-version=***&key=***\""),
+            ("https://api.openai.com/v1", "\"https://api.openai.com/v1\""),
+        ] {
+            let c = OpenAiCompatibleConfig::custom(base, "m").with_api_key(ApiKey::new("sk-very-secret"));
+            for dbg in [format!("{c:?}"), format!("{c:#?}")] {
+                for secret in ["hunter2", "sk-gateway-secret", "sk-q", "2024-10", "sk-very-secret", "user:"] {
+                    assert!(!dbg.contains(secret), "{secret} in {dbg}");
+                }
+                assert!(dbg.contains(shown), "{dbg}");
+                assert!(dbg.contains("ApiKey([REDACTED])") && dbg.contains("model: \"m\""), "{dbg}");
+            }
+            // The config itself is untouched: the request goes to the real URL.
+            assert_eq!(c.base_url, base);
+        }
     }
 
     #[test]

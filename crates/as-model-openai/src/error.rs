@@ -136,17 +136,63 @@ pub(crate) fn from_transport(provider: &'static str, e: reqwest::Error, secret: 
     } else {
         ModelErrorKind::Transport
     };
-    // A gateway key may travel in the query (`?key=…`): the URL in the message shows no value.
+    // A gateway key may travel in the query (`?key=…`) or the user info: the URL in the message
+    // shows neither.
     let e = match e.url().cloned() {
-        Some(mut url) if url.query().is_some() => {
-            let names: Vec<String> = url.query_pairs().map(|(name, _)| format!("{name}=***")).collect();
-            url.set_query(Some(&names.join("&")));
-            e.with_url(url)
+        Some(mut url) => {
+            if mask_url(&mut url) {
+                e.with_url(url)
+            } else {
+                e
+            }
         }
-        _ => e,
+        None => e,
     };
     let msg = redact(&e.to_string(), secret);
     ModelError::new(kind, provider, msg)
+}
+
+/// Hides what in a URL may be a credential: the user name and password become `***`, each query
+/// value becomes `***` (names are kept: `?api-version=***&key=***`; a part without `=` is all
+/// value), and so does a fragment. Whether anything was hidden.
+pub(crate) fn mask_url(url: &mut url::Url) -> bool {
+    let mut masked = false;
+    if !url.username().is_empty() {
+        masked |= url.set_username("***").is_ok();
+    }
+    if url.password().is_some() {
+        masked |= url.set_password(Some("***")).is_ok();
+    }
+    if let Some(query) = url.query() {
+        let parts: Vec<String> = query
+            .split('&')
+            .map(|part| match part.split_once('=') {
+                Some((name, _)) => format!("{name}=***"),
+                None => "***".to_owned(),
+            })
+            .collect();
+        url.set_query(Some(&parts.join("&")));
+        masked = true;
+    }
+    if url.fragment().is_some() {
+        url.set_fragment(Some("***"));
+        masked = true;
+    }
+    masked
+}
+
+/// A configured URL for `Debug` output, masked as [`mask_url`] does; text that is not such a URL
+/// is shown only when it has no `@`, `?` or `#` (which could hide a credential).
+pub(crate) fn masked_url(text: &str) -> String {
+    match url::Url::parse(text.trim()) {
+        Ok(mut url) if !url.cannot_be_a_base() => {
+            mask_url(&mut url);
+            url.to_string()
+        }
+        // Not a URL, or one with no authority (`user:pw@host` reads as scheme `user`).
+        _ if text.contains(['@', '?', '#']) => "***".to_owned(),
+        _ => text.to_owned(),
+    }
 }
 
 /// Replaces any occurrence of the secret.
@@ -213,6 +259,27 @@ mod tests {
             assert_eq!(retry_hint(status, &h), hint.then_some(Duration::from_secs(2)), "{status}");
         }
         assert_eq!(retry_hint(503, &HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn urls_are_masked() {
+        for (url, masked) in [
+            ("https://user:hunter2@gw.example/v1?key=sk-gateway-secret", "https://***:***@gw.example/v1?key=***"),
+            ("https://sk-token@gw.example/v1", "https://***@gw.example/v1"),
+            ("https://:pw@gw.example/v1", "https://:***@gw.example/v1"),
+            (
+                "https://gw.example/v1?api-version=2024-10&key=k&sk-bare#tok",
+                "https://gw.example/v1?api-version=***&key=***&***#***",
+            ),
+            ("https://api.openai.com/v1", "https://api.openai.com/v1"),
+            ("http://localhost:11434/v1", "http://localhost:11434/v1"),
+            ("gw.example/v1", "gw.example/v1"),
+            ("user:pw@gw.example/v1", "***"),
+            ("gw.example/v1?key=secret", "***"),
+            ("localhost:8000/v1", "localhost:8000/v1"),
+        ] {
+            assert_eq!(masked_url(url), masked, "{url}");
+        }
     }
 
     #[test]

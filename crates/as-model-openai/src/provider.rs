@@ -26,12 +26,21 @@ use crate::sse::SseParser;
 /// DeepSeek, Ollama, vLLM, ...).
 ///
 /// HTTP is done with `reqwest` directly and responses are parsed with this crate's own serde types (see the crate
-/// docs for why not `async-openai`).
-#[derive(Debug)]
+/// docs for why not `async-openai`). `Debug` shows the config as its own `Debug` does (no
+/// credential).
 pub struct OpenAiCompatibleModel {
     config: OpenAiCompatibleConfig,
     client: reqwest::Client,
     formatter: ChatFormatter,
+}
+
+impl std::fmt::Debug for OpenAiCompatibleModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiCompatibleModel")
+            .field("config", &self.config)
+            .field("formatter", &self.formatter)
+            .finish_non_exhaustive()
+    }
 }
 
 impl OpenAiCompatibleModel {
@@ -724,6 +733,18 @@ async fn read_body(mut resp: reqwest::Response, limit: usize) -> std::result::Re
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn debug_shows_no_credential() {
+        let config = OpenAiCompatibleConfig::custom("https://user:hunter2@gw.example/v1?key=sk-gateway-secret", "m")
+            .with_api_key(crate::ApiKey::new("sk-very-secret"));
+        let model = OpenAiCompatibleModel::new(config).unwrap();
+        let dbg = format!("{model:?}");
+        for secret in ["hunter2", "sk-gateway-secret", "sk-very-secret"] {
+            assert!(!dbg.contains(secret), "{secret} in {dbg}");
+        }
+        assert!(dbg.contains(r#"base_url: "https://***:***@gw.example/v1?key=***""#), "{dbg}");
+    }
 
     #[test]
     fn refs_are_inlined() {

@@ -797,12 +797,16 @@ async fn a_base_url_with_a_query_keeps_it_after_the_path_and_hides_its_values_in
     assert_eq!(reqs[0].query.as_deref(), Some("api-version=2024-10&key=sk-in-query"));
     // Nothing listens there: a transport error, whose message shows no query value.
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let closed = format!("http://127.0.0.1:{port}/v1?key=sk-in-query");
-    let m = model(config(&s).with_base_url(closed).with_retry(RetryPolicy::none()));
-    let e = m.call(ChatRequest::new(vec![Msg::user("user", "Hi")])).await.unwrap_err();
-    assert_eq!(e.kind(), ModelErrorKind::Transport, "{e}");
-    assert!(!e.to_string().contains("sk-in-query"), "{e}");
-    assert!(e.to_string().contains("key=***"), "{e}");
+    for closed in [
+        format!("http://127.0.0.1:{port}/v1?key=sk-in-query"),
+        format!("http://user:hunter2@127.0.0.1:{port}/v1?key=sk-in-query"),
+    ] {
+        let m = model(config(&s).with_base_url(closed).with_retry(RetryPolicy::none()));
+        let e = m.call(ChatRequest::new(vec![Msg::user("user", "Hi")])).await.unwrap_err();
+        assert_eq!(e.kind(), ModelErrorKind::Transport, "{e}");
+        assert!(!e.to_string().contains("sk-in-query") && !e.to_string().contains("hunter2"), "{e}");
+        assert!(e.to_string().contains("key=***"), "{e}");
+    }
 }
 
 /// A server that sends its whole answer and then neither sends `[DONE]` nor closes the stream: the
