@@ -73,7 +73,9 @@ pub(crate) fn from_status(
     let message = redact(&message, secret);
     let code = err.get("code").and_then(Value::as_str).unwrap_or_default();
     let kind = kind_of_status(status, code, &message, &err, || retry_after(headers));
-    ModelError::new(kind, provider, message).with_status(status)
+    // 429 carries its hint in its kind; 408 and 5xx beside it (for the agent's retry policy).
+    let hint = if matches!(kind, ModelErrorKind::RateLimited { .. }) { None } else { retry_hint(status, headers) };
+    ModelError::new(kind, provider, message).with_status(status).with_retry_after(hint)
 }
 
 /// The kind of an HTTP error answer (`code`: the error object's string code, if any).
@@ -259,6 +261,18 @@ mod tests {
             assert_eq!(retry_hint(status, &h), hint.then_some(Duration::from_secs(2)), "{status}");
         }
         assert_eq!(retry_hint(503, &HeaderMap::new()), None);
+    }
+
+    /// The error itself carries the hint on the statuses whose kind is retryable, so the agent's
+    /// retry policy (`RetryPolicy::delay_for`) waits it too, not only the provider's own retries.
+    #[test]
+    fn the_mapped_error_carries_the_retry_hint() {
+        let mut h = HeaderMap::new();
+        h.insert("retry-after", HeaderValue::from_static("2"));
+        for (status, hint) in [(408, true), (429, true), (500, true), (503, true), (409, false), (400, false)] {
+            let e = from_status("openai", status, &h, "{}", None);
+            assert_eq!(e.retry_after(), hint.then_some(Duration::from_secs(2)), "{status}: {e}");
+        }
     }
 
     #[test]

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{Flavor, OpenAiCompatibleConfig, Preset};
-use crate::error::{from_status, from_transport, retry_hint};
+use crate::error::{from_status, from_transport};
 use crate::format::{ChatFormatter, FormatterOptions};
 use crate::parse::{ReasoningField, StreamState};
 use crate::sse::SseParser;
@@ -180,25 +180,18 @@ impl OpenAiCompatibleModel {
                 () = cancel.cancelled() => return Ok(None),
                 r = tokio::time::timeout(c.request_timeout, self.response_or_error(rb)) => r,
             };
-            let (err, hint) = match outcome {
-                Err(_) => (
-                    ModelError::new(
-                        ModelErrorKind::Timeout,
-                        c.provider,
-                        format!("no response within {:.3}s", c.request_timeout.as_secs_f64()),
-                    ),
-                    None,
+            let err = match outcome {
+                Err(_) => ModelError::new(
+                    ModelErrorKind::Timeout,
+                    c.provider,
+                    format!("no response within {:.3}s", c.request_timeout.as_secs_f64()),
                 ),
                 Ok(Ok(resp)) => return Ok(Some(resp)),
-                Ok(Err(failed)) => failed,
+                Ok(Err(err)) => err,
             };
-            // The server's hint on a 408 or 5xx (the error kind carries it only for a 429) counts as
-            // the policy counts a 429's: waited instead of `retry_delay`, and beyond
-            // `max_retry_after` the call fails now.
-            let delay = match (c.retry.delay_for(attempt, &err), hint) {
-                (Some(_), Some(h)) if c.retry.honor_retry_after => (h <= c.retry.max_retry_after).then_some(h),
-                (delay, _) => delay,
-            };
+            // The server's hint (a 429's in its kind, a 408's or 5xx's beside it) is waited instead
+            // of `retry_delay`; beyond `max_retry_after` the call fails now.
+            let delay = c.retry.delay_for(attempt, &err);
             match delay {
                 Some(delay) => {
                     tracing::warn!(provider = c.provider, attempt, error = %err, delay_ms = delay.as_millis() as u64, "retrying");
@@ -213,13 +206,10 @@ impl OpenAiCompatibleModel {
         }
     }
 
-    /// The response, or the error with the server's retry hint (see [`retry_hint`]).
-    async fn response_or_error(
-        &self,
-        rb: reqwest::RequestBuilder,
-    ) -> std::result::Result<reqwest::Response, (ModelError, Option<Duration>)> {
+    /// The response, or the error (with the server's retry hint, see [`crate::error::retry_hint`]).
+    async fn response_or_error(&self, rb: reqwest::RequestBuilder) -> Result<reqwest::Response> {
         let provider = self.config.provider;
-        let resp = rb.send().await.map_err(|e| (from_transport(provider, e, self.secret()), None))?;
+        let resp = rb.send().await.map_err(|e| from_transport(provider, e, self.secret()))?;
         let status = resp.status();
         if status.is_success() {
             return Ok(resp);
@@ -230,8 +220,7 @@ impl OpenAiCompatibleModel {
             Ok(Body::Whole(b)) | Ok(Body::Truncated(b)) => String::from_utf8_lossy(&b).into_owned(),
             Err(_) => String::new(),
         };
-        let hint = retry_hint(status.as_u16(), &headers);
-        Err((from_status(provider, status.as_u16(), &headers, &body, self.secret()), hint))
+        Err(from_status(provider, status.as_u16(), &headers, &body, self.secret()))
     }
 
     fn reasoning_field(&self) -> ReasoningField {

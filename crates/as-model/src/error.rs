@@ -61,6 +61,8 @@ pub struct ModelError {
     provider: &'static str,
     status: Option<u16>,
     message: String,
+    /// The server's retry hint on an error of another kind than `RateLimited` (e.g. a 503).
+    retry_hint: Option<Duration>,
     #[source]
     source: Option<Box<dyn std::error::Error + Send + Sync>>,
 }
@@ -68,7 +70,15 @@ pub struct ModelError {
 impl ModelError {
     /// Builds an error.
     pub fn new(kind: ModelErrorKind, provider: &'static str, message: impl Into<String>) -> Self {
-        Self { kind, provider, status: None, message: message.into(), source: None }
+        Self { kind, provider, status: None, message: message.into(), retry_hint: None, source: None }
+    }
+
+    /// Records the server's retry hint (`Retry-After`) on an error that is not
+    /// [`ModelErrorKind::RateLimited`] (which carries its own), e.g. a 503 or a 408. The hint is
+    /// kept only on a retryable error ([`ModelError::is_retryable`]).
+    pub fn with_retry_after(mut self, hint: Option<Duration>) -> Self {
+        self.retry_hint = hint.filter(|_| self.is_retryable());
+        self
     }
 
     /// Records the HTTP status the provider answered with.
@@ -103,11 +113,12 @@ impl ModelError {
         &self.message
     }
 
-    /// The server's retry hint, for [`ModelErrorKind::RateLimited`].
+    /// The server's retry hint: [`ModelErrorKind::RateLimited`]'s, or one recorded with
+    /// [`ModelError::with_retry_after`] on another retryable error.
     pub fn retry_after(&self) -> Option<Duration> {
         match self.kind {
             ModelErrorKind::RateLimited { retry_after } => retry_after,
-            _ => None,
+            _ => self.retry_hint,
         }
     }
 
@@ -148,5 +159,23 @@ mod tests {
         assert_eq!(e.retry_after(), None);
         assert!(ModelError::new(ModelErrorKind::ServerError, "x", "").is_retryable());
         assert!(!ModelError::new(ModelErrorKind::ContextLengthExceeded, "x", "").is_retryable());
+    }
+
+    #[test]
+    fn a_retry_hint_rides_on_retryable_errors_only() {
+        let two = Some(Duration::from_secs(2));
+        for (kind, kept) in [
+            (ModelErrorKind::ServerError, true),
+            (ModelErrorKind::Timeout, true),
+            (ModelErrorKind::Transport, true),
+            (ModelErrorKind::Provider, false),
+            (ModelErrorKind::Auth, false),
+        ] {
+            let e = ModelError::new(kind, "x", "").with_retry_after(two);
+            assert_eq!(e.retry_after(), if kept { two } else { None }, "{kind}");
+        }
+        // RateLimited's own hint wins over a recorded one.
+        let e = ModelError::new(ModelErrorKind::RateLimited { retry_after: None }, "x", "").with_retry_after(two);
+        assert_eq!(e.retry_after(), None);
     }
 }
