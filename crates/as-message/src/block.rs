@@ -1,8 +1,10 @@
 //! Content blocks (`agentscope.message._block`).
 //!
 //! Blocks serialize with their `type` tag first, then their fields in declaration order.
-//! Reading dispatches on `type`; a block without `type` is tried against each kind in
-//! AgentScope's union order (text, thinking, hint, tool_call, tool_result, data), as pydantic does.
+//! Reading dispatches on `type`; a block without `type` is read as pydantic 2's smart union reads it:
+//! against each kind in AgentScope's union order (text, thinking, hint, tool_call, tool_result, data),
+//! the kind whose declared fields the object sets most (nested blocks' fields counted) winning, then
+//! the most exact (no enum, no URL), then the earlier.
 
 use schemars::JsonSchema;
 use std::fmt;
@@ -209,8 +211,19 @@ impl<'de> Deserialize<'de> for Source {
             Some(other) => {
                 Err(error_at("type", format!("unknown source type {other:?}, expected \"base64\" or \"url\"")))
             }
-            None if map.contains_key("data") => nested(Value::Object(map)).map(Source::Base64),
-            None => nested(Value::Object(map)).map(Source::Url),
+            // pydantic's smart union: the member that validates best (see `smart_union`); when none
+            // does, the error of the one the keys point to.
+            None => {
+                let base64 = nested::<_, D::Error>(Value::Object(map.clone())).map(Source::Base64);
+                let url = nested::<_, D::Error>(Value::Object(map.clone())).map(Source::Url);
+                let fallback_is_base64 = map.contains_key("data");
+                let candidates = [base64, url].into_iter().filter_map(Result::ok).map(|s| (source_score(&s, &map), s));
+                match smart_union(candidates) {
+                    Some(source) => Ok(source),
+                    None if fallback_is_base64 => nested(Value::Object(map)).map(Source::Base64),
+                    None => nested(Value::Object(map)).map(Source::Url),
+                }
+            }
         }
     }
 }
@@ -284,11 +297,16 @@ fn text_or_data_from_map<E: serde::de::Error>(map: JsonMap) -> Result<TextOrData
             Err(error_at("type", format!("block type {t:?} is not allowed here, expected \"text\" or \"data\"")))
         }
         Some(other) => Err(error_at("type", format!("expected a string, got {}", type_name(other)))),
+        // pydantic's smart union: the member that validates best (see `smart_union`); when none does,
+        // the error of the one the keys point to.
         None => {
-            if map.contains_key("text") {
-                nested(Value::Object(map)).map(TextOrData::Text)
-            } else {
-                nested(Value::Object(map)).map(TextOrData::Data)
+            let text = nested::<_, E>(Value::Object(map.clone())).map(TextOrData::Text);
+            let data = nested::<_, E>(Value::Object(map.clone())).map(TextOrData::Data);
+            let candidates = [text, data].into_iter().filter_map(Result::ok).map(|b| (text_or_data_score(&b, &map), b));
+            match smart_union(candidates) {
+                Some(block) => Ok(block),
+                None if map.contains_key("text") => nested(Value::Object(map)).map(TextOrData::Text),
+                None => nested(Value::Object(map)).map(TextOrData::Data),
             }
         }
     }
@@ -742,7 +760,7 @@ fn content_block_from_map<E: serde::de::Error>(map: JsonMap) -> Result<ContentBl
     match kind {
         Some(k) => block_of_kind(k, map),
         None => {
-            // pydantic smart-mode union: the first member that validates wins.
+            // pydantic's smart union over the members in AgentScope's order (see `smart_union`).
             let order = [
                 BlockType::Text,
                 BlockType::Thinking,
@@ -751,14 +769,140 @@ fn content_block_from_map<E: serde::de::Error>(map: JsonMap) -> Result<ContentBl
                 BlockType::ToolResult,
                 BlockType::Data,
             ];
-            for k in order {
-                if let Ok(b) = block_of_kind::<E>(k, map.clone()) {
-                    return Ok(b);
-                }
+            let candidates = order
+                .into_iter()
+                .filter_map(|k| block_of_kind::<E>(k, map.clone()).ok())
+                .map(|b| (block_score(&b, &map), b));
+            smart_union(candidates).ok_or_else(|| {
+                E::custom(
+                    "the object matches no content block type (text, thinking, hint, tool_call, tool_result, data)",
+                )
+            })
+        }
+    }
+}
+
+/// How well a union member matched an object, as pydantic 2's smart union ranks the members that
+/// validate (pydantic-core's `validate_smart`): by how many declared fields the input set (the
+/// fields of nested models counted too, extra keys not), then by exactness; the earlier member
+/// wins a tie.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Score {
+    fields: usize,
+    exactness: Exactness,
+}
+
+/// How exactly the input matched (pydantic-core's `Exactness`): an enum read from a string is
+/// `Strict`, a URL (normalised) is `Lax`, everything else in a block `Exact`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Exactness {
+    Lax,
+    Strict,
+    Exact,
+}
+
+impl Score {
+    /// The input's keys among `declared`, all exact.
+    fn declared(input: Option<&JsonMap>, declared: &[&str]) -> Self {
+        let fields = input.map_or(0, |m| declared.iter().filter(|k| m.contains_key(**k)).count());
+        Self { fields, exactness: Exactness::Exact }
+    }
+
+    fn floor(&mut self, exactness: Exactness) {
+        self.exactness = self.exactness.min(exactness);
+    }
+
+    /// Adds a nested model's fields and floors to its exactness.
+    fn add(&mut self, nested: Score) {
+        self.fields += nested.fields;
+        self.floor(nested.exactness);
+    }
+}
+
+/// The best of the members that validated, given in union order: the most fields set, then the
+/// most exact, the earlier on a tie.
+fn smart_union<T>(candidates: impl Iterator<Item = (Score, T)>) -> Option<T> {
+    let mut best: Option<(Score, T)> = None;
+    for (score, value) in candidates {
+        let better = best.as_ref().is_none_or(|(b, _)| {
+            if b.fields == score.fields { b.exactness < score.exactness } else { b.fields < score.fields }
+        });
+        if better {
+            best = Some((score, value));
+        }
+    }
+    best.map(|(_, value)| value)
+}
+
+/// The score of a content block read from `input`.
+fn block_score(block: &ContentBlock, input: &JsonMap) -> Score {
+    let input = Some(input);
+    match block {
+        ContentBlock::Text(_) => Score::declared(input, &["type", "text", "id"]),
+        ContentBlock::Thinking(_) => Score::declared(input, &["type", "thinking", "id"]),
+        ContentBlock::Hint(h) => {
+            let mut s = Score::declared(input, &["type", "hint", "id", "source"]);
+            s.add(blocks_score(&h.hint, input.and_then(|m| m.get("hint"))));
+            s
+        }
+        ContentBlock::ToolCall(c) => {
+            let mut s = Score::declared(input, &["type", "id", "name", "input", "state", "suggested_rules"]);
+            if input.is_some_and(|m| m.contains_key("state")) {
+                s.floor(Exactness::Strict);
             }
-            Err(E::custom(
-                "the object matches no content block type (text, thinking, hint, tool_call, tool_result, data)",
-            ))
+            // A rule has four required fields, one of them an enum.
+            for _ in &c.suggested_rules {
+                s.add(Score { fields: 4, exactness: Exactness::Strict });
+            }
+            s
+        }
+        ContentBlock::ToolResult(r) => {
+            let mut s = Score::declared(input, &["type", "id", "name", "output", "state", "metadata"]);
+            if input.is_some_and(|m| m.contains_key("state")) {
+                s.floor(Exactness::Strict);
+            }
+            s.add(blocks_score(&r.output, input.and_then(|m| m.get("output"))));
+            s
+        }
+        ContentBlock::Data(d) => data_score(d, input),
+    }
+}
+
+/// The nested blocks of a hint or a tool output (a string adds nothing).
+fn blocks_score(value: &TextOrBlocks, input: Option<&Value>) -> Score {
+    let mut s = Score { fields: 0, exactness: Exactness::Exact };
+    if let (TextOrBlocks::Blocks(blocks), Some(Value::Array(items))) = (value, input) {
+        for (block, item) in blocks.iter().zip(items) {
+            if let Value::Object(item) = item {
+                s.add(text_or_data_score(block, item));
+            }
+        }
+    }
+    s
+}
+
+fn text_or_data_score(block: &TextOrData, input: &JsonMap) -> Score {
+    match block {
+        TextOrData::Text(_) => Score::declared(Some(input), &["type", "text", "id"]),
+        TextOrData::Data(d) => data_score(d, Some(input)),
+    }
+}
+
+fn data_score(block: &DataBlock, input: Option<&JsonMap>) -> Score {
+    let mut s = Score::declared(input, &["type", "id", "source", "name"]);
+    if let Some(Value::Object(source)) = input.and_then(|m| m.get("source")) {
+        s.add(source_score(&block.source, source));
+    }
+    s
+}
+
+fn source_score(source: &Source, input: &JsonMap) -> Score {
+    match source {
+        Source::Base64(_) => Score::declared(Some(input), &["type", "data", "media_type"]),
+        Source::Url(_) => {
+            let mut s = Score::declared(Some(input), &["type", "url", "media_type"]);
+            s.floor(Exactness::Lax);
+            s
         }
     }
 }
