@@ -20,8 +20,8 @@ pub(crate) enum Numbers {
     /// round-trip form, `-0` as `0`, non-finite floats as `null`; more than [`MAX_NUMBER_DIGITS`]
     /// integer digits are refused (see [`crate::canonicalize_numbers`]).
     Canonical,
-    /// The token's exact text, for typed fields (the lax readers decide) and for a document that
-    /// serde reads again.
+    /// The token's text as serde_json's own reader keeps it (every digit; an exponent written
+    /// `e+2`), for typed fields (the lax readers decide) and for a document that serde reads again.
     Raw,
 }
 
@@ -218,7 +218,7 @@ fn number(c: &mut Cursor<'_>, numbers: Numbers) -> Result<Value, ValueError> {
     }
 }
 
-/// A number with exactly the token's text (`arbitrary_precision`).
+/// A number with the token's text, as serde_json's reader keeps it (`arbitrary_precision`).
 fn exact(token: &str) -> Result<Value, ValueError> {
     token.parse::<Number>().map(Value::Number).map_err(|_| ValueError::Syntax)
 }
