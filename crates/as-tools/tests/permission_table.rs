@@ -1036,3 +1036,105 @@ async fn bash_deny_rules_see_through_wrappers_in_bypass_mode() {
         assert_eq!(decide(cmd).await, B::Allow, "{cmd}");
     }
 }
+
+/// Deny rules fail closed on what is only known when a command runs. Each command below runs `rm`
+/// in GNU bash 5.2 (`r{m,} -r /tmp/bx` deleted the directory), and each dodged both rules before:
+/// the brace expansions were Allowed in bypass mode (Ask in the others, some with only
+/// "Mode: default"), the expansions and globs dodged `rm -rf *`. Python 2.0.4 misses them as well;
+/// the Rust docs promise that deny rules hold in every mode, bypass included.
+#[tokio::test]
+async fn bash_deny_rules_fail_closed_on_what_is_only_known_at_run_time() {
+    let engine = PermissionEngine::new("/work");
+    let bash = BashTool::default().into_dyn_tool();
+    let decide = |mode: M, rules: Vec<(B, &'static str, Option<&'static str>)>, command: &str| {
+        let ctx = context(mode, &rules);
+        let input = json!({ "command": command });
+        let (engine, bash) = (engine.clone(), bash.clone());
+        async move {
+            let d = engine.check_permission(&ctx, bash.as_ref(), input.as_object().unwrap()).await;
+            (d.behavior, d.decision_reason)
+        }
+    };
+    let run_rm = [
+        // brace expansion, as the program or inside it
+        "{rm,-rf,/tmp/x}",
+        "echo hi; {rm,-rf,/tmp/x}",
+        "{r,}m -rf /tmp/x",
+        "r{m,} -rf /tmp/x",
+        "r{m..m} -rf /tmp/x",
+        "{{r,}m,x} -rf /tmp/x",
+        "A=1 {rm,-rf,/tmp/x}",
+        "sudo {rm,-rf,/tmp/x}",
+        "sh -c '{rm,-rf,/tmp/x}'",
+        "rm -{r,f}f /tmp/x",
+        // expansions that make the program or its arguments
+        "$'\\x72m' -rf /tmp/x",
+        "r$'m' -rf /tmp/x",
+        "${x:-rm} -rf /tmp/x",
+        "${x} -rf /tmp/x",
+        "r${u}m -rf /tmp/x",
+        "a${x}m -rf /tmp/x",
+        "$X",
+        "rm $F /tmp/x",
+        "rm \"$F\" /tmp/x",
+        // globs
+        "/bin/r? -rf /tmp/x",
+        "r[m] -rf /tmp/x",
+        "rm *",
+        // what find and xargs put in
+        "find /bin -name rm -exec {} -rf /tmp/x \\;",
+        "echo rm -rf /tmp/x | xargs -I P P",
+        "ls | xargs rm",
+        "find . $X rm -rf /tmp/x \\;",
+        // what the segment splitter misread: comments, `$'…'` quoting, process substitutions
+        "ls # it's\nr''m -rf /tmp/x",
+        "echo $'\\''; r''m -rf /tmp/x",
+        "cat <(r''m -rf /tmp/x)",
+        "let 'a[$(r\"\"m -rf /tmp/x)]'",
+        "a[0]=1 rm -rf /tmp/x",
+    ];
+    for rule in ["rm:*", "rm -rf *"] {
+        for mode in [M::Bypass, M::Default, M::AcceptEdits, M::DontAsk, M::Explore] {
+            for cmd in run_rm {
+                let got = decide(mode, vec![(B::Deny, "Bash", Some(rule))], cmd).await;
+                assert_eq!(got, (B::Deny, Some(format!("Rule: {rule}"))), "{rule} in {mode:?}: {cmd:?}");
+            }
+        }
+        // An ask rule is matched the same way.
+        for cmd in run_rm {
+            let got = decide(M::Bypass, vec![(B::Ask, "Bash", Some(rule))], cmd).await;
+            assert_eq!(got, (B::Ask, Some(format!("Rule: {rule}"))), "ask {rule}: {cmd:?}");
+        }
+    }
+    // What is known is not denied: arguments whose every value is told apart from the rule, and
+    // programs whose every value is.
+    for (rule, cmd) in [
+        ("rm:*", "echo {a,b}"),
+        ("rm -rf *", "mkdir -p src/{a,b}"),
+        ("rm -rf *", "rm -r target/{debug,release}"),
+        ("rm -rf *", "rm -r build/*"),
+        ("rm -rf *", "rm *.o"),
+        ("rm -rf *", "./scripts/*.sh"),
+        ("rm -rf *", "find . -name '*.o' -exec rm {} \\;"),
+        ("rm:*", "find $DIR -name '*.o' -delete"),
+        ("rm:*", "ls | xargs -I{} mv {} dst/"),
+        ("rm:*", "cd $HOME && ls"),
+        ("git push:*", "\"$PYTHON\" script.py"),
+        ("git push:*", "git commit -m \"$msg\""),
+        ("npm install", "echo $HOME"),
+    ] {
+        let got = decide(M::Bypass, vec![(B::Deny, "Bash", Some(rule))], cmd).await.0;
+        assert_ne!(got, B::Deny, "{rule} denied {cmd:?}");
+    }
+    // An allow rule never covers a command whose program is only known when it runs.
+    for (rule, cmd, expect) in [
+        ("r*", "r{m,} -rf /tmp/x", B::Ask),
+        ("r*", "rsync -a src dst", B::Allow),
+        ("* --version", "$TOOL --version", B::Ask),
+        ("* --version", "/bin/r? --version", B::Ask),
+        ("* --version", "node --version", B::Allow),
+    ] {
+        let got = decide(M::Default, vec![(B::Allow, "Bash", Some(rule))], cmd).await.0;
+        assert_eq!(got, expect, "allow {rule}: {cmd:?}");
+    }
+}

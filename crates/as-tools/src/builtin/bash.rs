@@ -11,11 +11,21 @@
 //!   and the combined text cut at 30000 characters with `\n... (output truncated)`
 //!   (2.0.4's limits and texts).
 //! * Permissions: deny and ask rules match every command the text visibly runs (each segment,
-//!   also as the shell reads it after quotes, escapes and line continuations, through subshells,
-//!   groups, wrappers such as `sudo`, `timeout` or `find -exec`, `sh -c` and `eval` strings,
-//!   `trap` actions and function bodies). They are **best-effort**: code the command makes at run
-//!   time (`base64 -d <<<… | sh`, `python -c …`, a script written earlier with Write) is not seen,
-//!   so a Bash deny rule cannot contain a determined model; a sandbox can.
+//!   also as the shell reads it after quotes, escapes, line continuations, comments and brace
+//!   expansion, through subshells, groups, process substitutions, wrappers such as `sudo`,
+//!   `timeout`, `xargs` or `find -exec`, `sh -c` and `eval` strings, `trap` actions and function
+//!   bodies), in every mode, `bypass` included.
+//! * They **fail closed** on what is only known when the command runs: a program or argument made
+//!   by an expansion (`$x`, `"$x"`, `${x:-rm}`, `$(…)`, `` `…` ``, `$'\x72m'`), a glob
+//!   (`/bin/r?`, `rm *`), a program named by a brace expansion (`{r,}m`, `r{m,}`, `{rm,-rf,x}`) or
+//!   by `find`'s `{}`, and what `xargs` adds from its input. Such a command matches a deny or ask
+//!   rule when **some** value of those parts would make it match (`rm $f x` matches `rm -rf *`;
+//!   `$x` alone matches every rule); braces in arguments are expanded as bash does
+//!   (`rm -{r,f}f x` is `rm -rf -ff x`). Allow rules stay strict: they never cover a command that
+//!   cannot be analysed or whose program is only known when it runs.
+//! * Deny rules are still **best-effort**: code the command makes at run time (`base64 -d <<<… |
+//!   sh`, `python -c …`, a script written earlier with Write) is not seen, so a Bash deny rule
+//!   cannot contain a determined model; a sandbox can.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -33,6 +43,10 @@ use crate::error::{ToolError, ToolErrorKind};
 use crate::permission::{PermissionCheckContext, PermissionDecision, bash_rule_matches, split_command_segments};
 use crate::response::ToolStream;
 use crate::tool::Tool;
+
+mod reading;
+
+use reading::{BRACED, MORE_WORDS, STAND_INS, UNKNOWN, UNKNOWN_STR, UNKNOWN_WORD, UNKNOWN_WORD_STR};
 
 const DESCRIPTION: &str = "Executes a bash command and returns its output.
 
@@ -143,6 +157,12 @@ impl Tool for BashTool {
     ///
     /// An allow rule never covers a segment that writes through a redirection outside the working
     /// directories (`git log > ~/.local/bin/ls` is not `git:*`'s business); `/dev/null` is fine.
+    /// Nor does it cover a command that cannot be analysed (one that asks for a safety check) or a
+    /// segment whose program is only known when it runs (`$x …`, `r{m,} …`, `/bin/r? …`).
+    ///
+    /// Deny and ask rules also match as the shell reads the command and fail closed on what is only
+    /// known when it runs (see the module docs): `{rm,-rf,x}`, `r{m,} -rf x` and `$x -rf y` all
+    /// match `rm -rf *`, in every mode.
     ///
     /// Line continuations (backslash-newline) are removed first, as bash does (`r\<newline>m` is
     /// `rm`). Deny and ask rules are best-effort: code a command makes at run time is not seen.
@@ -152,15 +172,18 @@ impl Tool for BashTool {
         match list {
             PermissionBehavior::Allow => {
                 !segments.is_empty()
+                    && unanalysable(&command).is_none()
                     && segments.iter().all(|s| {
                         bash_rule_matches(rule, s)
+                            && program_known(s)
                             && redirect_targets(s)
                                 .iter()
                                 .all(|t| t.as_deref().is_some_and(|t| t == "/dev/null" || ctx.is_in_working_dirs(t)))
                     })
             }
-            // Also as the shell reads the segment (`\rm -r x`, `r''m`, `/bin/rm` are `rm`), so
-            // quoting cannot dodge a deny or ask rule.
+            // Also as the shell reads the segment (`\rm -r x`, `r''m`, `/bin/rm` are `rm`; braces
+            // are expanded), so quoting cannot dodge a deny or ask rule, and failing closed where a
+            // program or argument is only known when it runs (`$x`, `{r,}m`, `/bin/r?`).
             // Also through subshells, groups, negations and wrappers (`(rm …)`, `sudo rm …`,
             // `sh -c 'rm …'`), since a deny rule must hold in every mode, `bypass` included.
             _ => restrictive_rule_matches(rule, &command),
@@ -457,11 +480,18 @@ fn touches_processes(segment: &str) -> bool {
     })
 }
 
-/// The name of a `VAR=value` word, if it is one.
+/// The name of a `VAR=value` word (also `VAR+=value` and `VAR[subscript]=value`), if it is one.
 fn assignment_name(word: &str) -> Option<&str> {
-    word.split_once('=')
-        .map(|(k, _)| k)
-        .filter(|k| !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+    let (target, _) = word.split_once('=')?;
+    let target = target.strip_suffix('+').unwrap_or(target);
+    let name = match target.split_once('[') {
+        Some((name, subscript)) if subscript.ends_with(']') => name,
+        Some(_) => return None,
+        None => target,
+    };
+    let valid = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    valid.then_some(name)
 }
 
 /// Reserved words that can start a segment and run the command after them.
@@ -471,9 +501,13 @@ const LEADING_KEYWORDS: &[&str] = &["if", "then", "else", "elif", "do", "while",
 /// (`case x in x) rm …`, `y)rm …`). Only unquoted words are reserved words or patterns: a quoted
 /// `'then'` or `'./x)'` is a command name, as in bash.
 fn stripped_words(segment: &str) -> Vec<String> {
-    let mut words = shell_words(segment);
     let raw: Vec<&str> = segment.split_whitespace().collect();
-    let plain = |i: usize| raw.get(i).is_some_and(|w| !w.contains(['\'', '"', '\\']));
+    strip_leading(shell_words(segment), |i| raw.get(i).is_some_and(|w| !w.contains(['\'', '"', '\\'])))
+}
+
+/// `words` after leading reserved words and a `case` head or pattern (see [`stripped_words`]);
+/// `plain(i)` tells whether word `i` was written without quotes (only then is it a reserved word).
+fn strip_leading(mut words: Vec<String>, plain: impl Fn(usize) -> bool) -> Vec<String> {
     let mut at = 0;
     while let Some(w) = words.get(at).cloned() {
         if !plain(at) {
@@ -535,6 +569,16 @@ fn harmless_assignments(segment: &str) -> bool {
 /// The program a command word names: `/bin/rm` and `rm` are both `rm`.
 fn program(word: &str) -> &str {
     word.rsplit('/').next().unwrap_or(word)
+}
+
+/// [`program`] of a word read with stand-ins ([`reading`]): one of them may hold a `/`, so the
+/// program is only known from the last of them on (`a${x}m` may be `a/usr/bin/rm`);
+/// [`MORE_WORDS`] after a glob is not part of the name (it stays after it).
+fn program_form(word: &str) -> String {
+    let (core, more) = word.strip_suffix(MORE_WORDS).map_or((word, false), |c| (c, true));
+    let tail = program(core);
+    let name = tail.rfind([UNKNOWN, UNKNOWN_WORD]).map_or(tail, |p| &tail[p..]);
+    if more { format!("{name}{MORE_WORDS}") } else { name.to_owned() }
 }
 
 /// Why a command cannot be analysed statically (command/process substitution, `eval`, ...), not
@@ -670,12 +714,20 @@ pub(crate) fn injection_risk(command: &str) -> Option<String> {
     None
 }
 
-/// Whether a deny or ask rule matches `command`: the whole text, any segment as written, or any
-/// command a segment runs as the shell reads it ([`run_forms`]: `\rm`, `/bin/rm`, `(rm`, `{ rm`,
-/// `! rm`, `sudo -u x rm`, `env A=1 rm`, `sh -c 'rm …'`, `find … -exec rm`, a function body). A
-/// command that cannot be analysed (see [`unanalysable`]), or runs a program named by an expansion
-/// or a glob, also matches when the rule's words occur in it in sequence ([`rule_words_occur`]), as
-/// that is all that can be told (`x=rm; $x -rf y`, `/bin/r? -rf y`).
+/// Whether a deny or ask rule matches `command`. Each of these readings is tried:
+///
+/// 1. the whole text, any segment as written, and any command a segment runs ([`command_forms`]:
+///    `\rm`, `/bin/rm`, `(rm`, `{ rm`, `! rm`, `sudo -u x rm`, `env A=1 rm`, `sh -c 'rm …'`,
+///    `find … -exec rm`, a function body), matched as the rule says;
+/// 2. the same commands read as bash reads them ([`reading::pattern_words`]: comments dropped,
+///    brace expansions expanded, process substitutions read as commands), where a command with a
+///    part only known when it runs (an expansion, a glob, a program named by a brace expansion or
+///    by `find`'s `{}`, what `xargs` appends) matches when **some** text for those parts would
+///    make it match ([`crate::permission::bash_rule_could_match`]): `$x -rf y`, `{r,}m -rf y`,
+///    `rm $flags y` and `/bin/r? -rf y` all match `rm -rf *`. So deny rules fail closed;
+/// 3. for a command that cannot be analysed (see [`unanalysable`]) or has too many forms, the
+///    rule's words in sequence anywhere in the text ([`rule_words_occur`]), also with quotes
+///    removed and braces expanded ([`reading::joined_readings`]), as that is all that can be told.
 ///
 /// This is best-effort: a command can run code these checks never see (`base64 -d <<<… | sh`,
 /// `python -c …`, a script written earlier), so a Bash deny rule cannot contain a determined model.
@@ -691,10 +743,35 @@ fn restrictive_rule_matches(rule: &str, command: &str) -> bool {
     if forms.iter().any(|f| bash_rule_matches(rule, f)) {
         return true;
     }
-    // A program named by an expansion or a glob (`$x`, `/bin/r?`) is only known when it runs.
-    let unknown_program =
-        forms.iter().any(|f| f.split(' ').next().is_some_and(|p| p.contains(['$', '*', '?', '[', '{', '`'])));
-    (unknown_program || forms.len() >= MAX_FORMS || unanalysable(command).is_some()) && rule_words_occur(rule, command)
+    let mut read = Vec::new();
+    pattern_forms(command, 0, &mut read);
+    let could_match = |f: &String| {
+        bash_rule_matches(rule, f)
+            || (f.contains(STAND_INS)
+                && crate::permission::bash_rule_could_match(rule, f, reading::ANY_TEXT, reading::ANY_WORD))
+    };
+    if read.iter().any(could_match) {
+        return true;
+    }
+    if forms.len() < MAX_FORMS && read.len() < MAX_FORMS && unanalysable(command).is_none() {
+        return false;
+    }
+    let [expanded, opaque] = reading::joined_readings(command);
+    [command, &expanded, &opaque].iter().any(|text| rule_words_occur(rule, text))
+}
+
+/// Whether the program a segment runs is known before it runs: not named by an expansion, a glob
+/// or a brace expansion (`$x`, `${x:-rm}`, `/bin/r?`, `r{m,}`).
+fn program_known(segment: &str) -> bool {
+    let (words, plain) = reading::pattern_words(segment, &mut Vec::new());
+    let words = strip_leading(words, |i| plain.get(i).copied().unwrap_or(false));
+    words
+        .iter()
+        .find(|raw| {
+            let w = raw.trim_end_matches(BRACED).trim_start_matches(['(', '{', '!']);
+            !w.is_empty() && assignment_name(w).is_none()
+        })
+        .is_none_or(|w| !w.contains(STAND_INS) && !w.contains(BRACED))
 }
 
 /// The word-like tokens of a text: split at blanks, quotes, `\`, `=` and shell operators (an
@@ -733,21 +810,62 @@ fn rule_words_occur(rule: &str, command: &str) -> bool {
 /// At most this many forms are collected for one command; more make it unanalysable.
 const MAX_FORMS: usize = 4096;
 
+/// Adds the forms of the commands in a text (a `-c` string, `eval`'s arguments, a `trap` action)
+/// to `out`, reading it at nesting level `depth`.
+type Nested = fn(&str, usize, &mut Vec<String>);
+
 /// The commands a segment may run, each as `program args…` (program without its directory):
 /// see [`command_forms`].
 fn run_forms(segment: &str, depth: usize, out: &mut Vec<String>) {
-    command_forms(&stripped_words(segment), depth, out);
+    command_forms(&stripped_words(segment), depth, out, exact_nested);
+}
+
+/// [`Nested`] for [`run_forms`]: each segment of the text, as written and as it runs.
+fn exact_nested(text: &str, depth: usize, out: &mut Vec<String>) {
+    for seg in split_command_segments(text) {
+        out.push(seg.clone());
+        run_forms(&seg, depth, out);
+    }
+}
+
+/// The commands a text may run as bash reads them ([`reading::pattern_words`]), each as
+/// `program args…`, with [`UNKNOWN`] for what is only known when it runs: comments are dropped,
+/// and process substitutions are read as commands too (to a depth of 8).
+fn pattern_forms(text: &str, depth: usize, out: &mut Vec<String>) {
+    let text = reading::strip_comments(text);
+    for seg in split_command_segments(&text) {
+        if out.len() >= MAX_FORMS {
+            return;
+        }
+        let mut bodies = Vec::new();
+        let (words, plain) = reading::pattern_words(&seg, &mut bodies);
+        let words = strip_leading(words, |i| plain.get(i).copied().unwrap_or(false));
+        command_forms(&words, depth, out, pattern_forms);
+        if depth < 8 {
+            for body in bodies {
+                pattern_forms(&body, depth + 1, out);
+            }
+        }
+    }
 }
 
 /// The commands `words` may run: the first word after leading `(`, `{`, `!` and `VAR=value` words;
 /// the command a wrapper runs, found through its options ([`WRAPPER_OPTIONS`]), or, for a wrapper
 /// whose options are not known, every later word; the string of a shell's (or `su`'s, `script`'s,
-/// `flock`'s) `-c` option, `eval`'s arguments and a `trap` action, read as commands; `find`'s
-/// `-exec`/`-execdir`/`-ok`/`-okdir` commands; a function definition's body (to a depth of 8).
-fn command_forms(words: &[String], depth: usize, out: &mut Vec<String>) {
+/// `flock`'s) `-c` option, `eval`'s arguments and a `trap` action, read as commands (by `nested`);
+/// `find`'s `-exec`/`-execdir`/`-ok`/`-okdir` commands; a function definition's body (to a depth
+/// of 8).
+///
+/// What is only known when it runs is a stand-in ([`reading`]): a program word made by a brace
+/// expansion (a word ending in [`BRACED`]: any text), a program `{}` (what `find -exec` puts there:
+/// one word), the words `xargs` appends from its input (any text), and its replace string (`-I R`:
+/// one word) wherever it occurs. After an argument of `find` that is only known when it runs (it
+/// may be `-exec`: `find . $opt rm x \;`), the next word may start the command it runs.
+fn command_forms(marked: &[String], depth: usize, out: &mut Vec<String>, nested: Nested) {
     if out.len() >= MAX_FORMS {
         return;
     }
+    let words: Vec<String> = marked.iter().map(|w| w.replace(BRACED, "")).collect();
     let Some(k) = words.iter().position(|raw| {
         let w = raw.trim_start_matches(['(', '{', '!']);
         !w.is_empty() && assignment_name(w).is_none()
@@ -755,30 +873,30 @@ fn command_forms(words: &[String], depth: usize, out: &mut Vec<String>) {
         return;
     };
     let w = words[k].trim_start_matches(['(', '{', '!']);
-    let prog = program(w);
+    let prog_form = program_form(w);
+    let prog = match () {
+        () if marked[k].contains(BRACED) => UNKNOWN_STR,
+        () if words[k] == "{}" => UNKNOWN_WORD_STR,
+        () => &prog_form,
+    };
     let args = &words[k + 1..];
+    let marked_args = &marked[k + 1..];
     out.push(std::iter::once(prog).chain(args.iter().map(String::as_str)).collect::<Vec<_>>().join(" "));
     if depth >= 8 {
         return;
     }
-    let strings = |text: &str, out: &mut Vec<String>| {
-        for seg in split_command_segments(text) {
-            out.push(seg.clone());
-            run_forms(&seg, depth + 1, out);
-        }
-    };
     // `f() { …`, `f(){ …`, `function f { …`, `function f() …`: the body runs when `f` is called.
     if let Some((_, after)) = w.split_once("()") {
         let mut body: Vec<String> = Vec::new();
         if !after.is_empty() {
             body.push(after.to_owned());
         }
-        body.extend(args.iter().cloned());
-        command_forms(&body, depth, out);
+        body.extend(marked_args.iter().cloned());
+        command_forms(&body, depth, out, nested);
         return;
     }
     if args.first().is_some_and(|a| a == "()") {
-        command_forms(&args[1..], depth, out);
+        command_forms(&marked_args[1..], depth, out, nested);
         return;
     }
     match prog {
@@ -789,17 +907,17 @@ fn command_forms(words: &[String], depth: usize, out: &mut Vec<String>) {
             if let Some((_, after)) = name.split_once("()").filter(|(_, a)| !a.is_empty()) {
                 body.push(after.to_owned());
             }
-            body.extend(args.iter().skip(skip).cloned());
-            command_forms(&body, depth, out);
+            body.extend(marked_args.iter().skip(skip).cloned());
+            command_forms(&body, depth, out, nested);
             return;
         }
         "eval" => {
-            strings(&args.join(" "), out);
+            nested(&args.join(" "), depth + 1, out);
             return;
         }
         "trap" => {
             if let Some(action) = args.iter().find(|a| !a.starts_with('-')) {
-                strings(action, out);
+                nested(action, depth + 1, out);
             }
             return;
         }
@@ -808,8 +926,11 @@ fn command_forms(words: &[String], depth: usize, out: &mut Vec<String>) {
             while i < args.len() {
                 if matches!(args[i].as_str(), "-exec" | "-execdir" | "-ok" | "-okdir") {
                     let end = args[i + 1..].iter().position(|a| a == ";" || a == "+").map_or(args.len(), |p| i + 1 + p);
-                    command_forms(&args[i + 1..end], depth, out);
+                    command_forms(&marked_args[i + 1..end], depth, out, nested);
                     i = end;
+                } else if args[i].contains(STAND_INS) && i + 1 < args.len() {
+                    // It may end in `-exec`.
+                    command_forms(&marked_args[i + 1..], depth, out, nested);
                 }
                 i += 1;
             }
@@ -821,31 +942,113 @@ fn command_forms(words: &[String], depth: usize, out: &mut Vec<String>) {
         for (i, o) in args.iter().enumerate() {
             if o.starts_with('-') && !o.starts_with("--") && o.contains('c') {
                 if let Some(inner) = args.get(i + 1) {
-                    strings(inner, out);
+                    nested(inner, depth + 1, out);
                 }
             } else if let Some(long) = o.strip_prefix("--c") {
                 match long.split_once('=') {
-                    Some((_, inner)) => strings(inner, out),
+                    Some((_, inner)) => nested(inner, depth + 1, out),
                     None => {
                         if let Some(inner) = args.get(i + 1) {
-                            strings(inner, out);
+                            nested(inner, depth + 1, out);
                         }
                     }
                 }
             }
         }
     }
-    if COMMAND_WRAPPERS.contains(&prog) || prog == "exec" {
+    if prog == "xargs" {
+        // Its input adds arguments, and replaces the replace string wherever it occurs.
+        let (start, replace) = xargs_command(args);
+        let fed = |from: usize| {
+            let mut fed: Vec<String> = marked_args[from.min(args.len())..]
+                .iter()
+                .map(|w| match &replace {
+                    Some(r) if !r.is_empty() && w.contains(r.as_str()) => w.replace(r.as_str(), UNKNOWN_WORD_STR),
+                    _ => w.clone(),
+                })
+                .collect();
+            fed.push(UNKNOWN_STR.to_owned());
+            fed
+        };
+        match start {
+            Some(start) if start < args.len() => command_forms(&fed(start), depth, out, nested),
+            Some(_) => {}
+            None => {
+                for start in 0..args.len() {
+                    command_forms(&fed(start), depth, out, nested);
+                }
+            }
+        }
+    } else if COMMAND_WRAPPERS.contains(&prog) || prog == "exec" {
         match wrapped_command(prog, args) {
-            Some(start) => command_forms(&args[start.min(args.len())..], depth, out),
+            Some(start) => command_forms(&marked_args[start.min(args.len())..], depth, out, nested),
             // Options not known: any later word may be the command.
             None => {
                 for start in 0..args.len() {
-                    command_forms(&args[start..], depth, out);
+                    command_forms(&marked_args[start..], depth, out, nested);
                 }
             }
         }
     }
+}
+
+/// Where the command an `xargs` runs starts in its arguments (`None` for an option not known), and
+/// its replace string (`-I R`, `-iR`, `--replace=R`; `{}` for a bare `-i` or `--replace`), if any.
+fn xargs_command(args: &[String]) -> (Option<usize>, Option<String>) {
+    const LONG_VALUED: &[&str] = &["arg-file", "delimiter", "max-args", "max-procs", "max-chars", "process-slot-var"];
+    const LONG_FLAGS: &[&str] =
+        &["null", "no-run-if-empty", "verbose", "exit", "interactive", "open-tty", "show-limits", "help", "version"];
+    const LONG_OPTIONAL: &[&str] = &["eof", "max-lines", "replace"];
+    let mut replace = None;
+    let mut i = 0;
+    while let Some(w) = args.get(i) {
+        if w == "--" {
+            return (Some(i + 1), replace);
+        }
+        if let Some(long) = w.strip_prefix("--") {
+            let (name, value) = long.split_once('=').map_or((long, None), |(n, v)| (n, Some(v)));
+            let is = |list: &[&str]| !name.is_empty() && list.iter().any(|o| o.starts_with(name));
+            if is(LONG_OPTIONAL) && !is(LONG_VALUED) && !is(LONG_FLAGS) {
+                if "replace".starts_with(name) {
+                    replace = Some(value.unwrap_or("{}").to_owned());
+                }
+                i += 1;
+            } else if is(LONG_VALUED) && !is(LONG_FLAGS) {
+                i += if value.is_some() { 1 } else { 2 };
+            } else if is(LONG_FLAGS) && value.is_none() {
+                i += 1;
+            } else {
+                return (None, replace);
+            }
+        } else if let Some(short) = w.strip_prefix('-').filter(|s| !s.is_empty()) {
+            let mut step = 1;
+            for (at, c) in short.char_indices() {
+                let rest = &short[at + c.len_utf8()..];
+                match c {
+                    '0' | 'p' | 'r' | 't' | 'x' | 'o' => continue,
+                    'a' | 'd' | 'E' | 'I' | 'L' | 'n' | 'P' | 's' => {
+                        let value = if rest.is_empty() {
+                            step = 2;
+                            args.get(i + 1).map(String::as_str)
+                        } else {
+                            Some(rest)
+                        };
+                        if c == 'I' {
+                            replace = value.map(str::to_owned);
+                        }
+                    }
+                    'i' => replace = Some(if rest.is_empty() { "{}" } else { rest }.to_owned()),
+                    'e' | 'l' => {}
+                    _ => return (None, replace),
+                }
+                break;
+            }
+            i += step;
+        } else {
+            break;
+        }
+    }
+    (Some(i), replace)
 }
 
 /// The options of a wrapper whose command can be found: short flags, short options that take a
@@ -1722,6 +1925,8 @@ mod tests {
             assert!(allowed(&cmd), "{cmd}");
         }
         for cmd in [
+            // not analysable: the comment's quote hides the next line from the segment splitter
+            "git log # '\nrm -rf x",
             "git log > ~/.local/bin/ls",
             "git log>/etc/profile.d/x.sh",
             "git log >> /tmp/x",

@@ -10,7 +10,8 @@
 //! as in 2.0.4), are allowed inside the working directories in `accept_edits` mode, and otherwise
 //! fall through to the rules and finally ASK; Bash allows known read-only commands, asks
 //! (bypass-immune) for dangerous or unanalysable ones, and matches deny/ask rules per command
-//! segment, also as the shell reads it (best-effort: code a command makes at run time is not
+//! segment, also as the shell reads it, failing closed where a program or argument is only known
+//! when it runs (`$x`, `{r,}m`, `/bin/r?`; best-effort: code a command makes at run time is not
 //! seen). Path rules match the path as written, its normal form and its real path (deny/ask: any;
 //! allow: the normal form and the real path), the rule as written, taken from the working directory
 //! when relative, and, for the real path, with its literal directory resolved through symlinks

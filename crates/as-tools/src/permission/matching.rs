@@ -174,6 +174,128 @@ pub fn bash_rule_matches(rule: &str, command: &str) -> bool {
     }
 }
 
+/// One piece of a shape: a character, any text, or any text without blanks.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Piece {
+    Char(char),
+    Any,
+    AnyWord,
+}
+
+impl Piece {
+    /// Whether this piece of the command (any text, or any text without blanks) can make what
+    /// `rule` (a piece of the rule) stands for.
+    fn covers(self, rule: Piece) -> bool {
+        match (self, rule) {
+            (Piece::Any, _) => true,
+            (Piece::AnyWord, Piece::Char(c)) => !c.is_whitespace(),
+            (Piece::AnyWord, _) => true,
+            (Piece::Char(_), _) => false,
+        }
+    }
+}
+
+/// Whether a Bash rule could match `form`, a command in which a character of `any_text` stands for
+/// any text and one of `any_word` for any text without blanks, both only known when it runs (an
+/// expansion, a glob): whether some text for those parts makes
+/// [`bash_rule_matches`] true, with two differences that only make it match more often: the rule's
+/// `*` also crosses newlines, and a rule without `*` (2.0.4 matches it as a substring) has to be
+/// able to **start** the command. The substring form exists for commands with something before them
+/// (`sudo npm install`, `cd x && npm install`), which the caller has already taken apart; anywhere
+/// in the command it would let any unknown argument match (`echo $HOME` against `npm install`).
+pub(crate) fn bash_rule_could_match(rule: &str, form: &str, any_text: &[char], any_word: &[char]) -> bool {
+    let form: Vec<Piece> = form
+        .chars()
+        .map(|c| match c {
+            c if any_text.contains(&c) => Piece::Any,
+            c if any_word.contains(&c) => Piece::AnyWord,
+            c => Piece::Char(c),
+        })
+        .collect();
+    rule_shapes(rule).iter().any(|shape| shapes_meet(shape, &form))
+}
+
+/// The texts a rule matches, as shapes (see [`bash_rule_matches`] for the forms).
+fn rule_shapes(rule: &str) -> Vec<Vec<Piece>> {
+    let literal = |s: &str| s.chars().map(Piece::Char).collect::<Vec<_>>();
+    if let Some(prefix) = rule.strip_suffix(":*") {
+        let prefix = prefix.trim();
+        let mut spaced = literal(prefix);
+        spaced.extend([Piece::Char(' '), Piece::Any]);
+        return vec![literal(prefix), spaced];
+    }
+    if !has_unescaped_star(rule) {
+        let text = rule.replace("\\\\", "\u{0}").replace("\\*", "*").replace('\u{0}', "\\");
+        let mut shape = literal(&text);
+        shape.push(Piece::Any);
+        return vec![shape];
+    }
+    let protected = rule.replace("\\\\", "\u{1}").replace("\\*", "\u{2}");
+    let full: Vec<Piece> = protected
+        .chars()
+        .map(|c| match c {
+            '*' => Piece::Any,
+            '\u{1}' => Piece::Char('\\'),
+            '\u{2}' => Piece::Char('*'),
+            c => Piece::Char(c),
+        })
+        .collect();
+    let mut shapes = Vec::new();
+    // A trailing `*` also matches the bare prefix (`git *` matches `git`).
+    if let Some((Piece::Any, stem)) = full.split_last() {
+        let mut stem = stem.to_vec();
+        while stem.last().is_some_and(|p| matches!(p, Piece::Char(c) if c.is_whitespace())) {
+            stem.pop();
+        }
+        shapes.push(stem);
+    }
+    shapes.push(full);
+    shapes
+}
+
+/// Whether some text fits both a rule's shape `a` (characters and `Any`) and a command's shape `b`:
+/// a walk over `b`, keeping the positions in `a` that the text so far can reach.
+fn shapes_meet(a: &[Piece], b: &[Piece]) -> bool {
+    let n = a.len();
+    let mut reach = vec![false; n + 1];
+    let mut next = vec![false; n + 1];
+    reach[0] = true;
+    for &piece in b {
+        let unknown = !matches!(piece, Piece::Char(_));
+        // Without taking `piece`: `a`'s `Any` may match nothing, or `piece` (unknown text) makes `a[i]`.
+        for i in 0..n {
+            if reach[i] && (a[i] == Piece::Any || piece.covers(a[i])) {
+                reach[i + 1] = true;
+            }
+        }
+        next.fill(false);
+        for i in 0..=n {
+            if !reach[i] {
+                continue;
+            }
+            // `piece` (unknown text) makes nothing more, or `a`'s `Any` makes it.
+            if unknown || a.get(i) == Some(&Piece::Any) {
+                next[i] = true;
+            }
+            if let (Some(Piece::Char(x)), Piece::Char(y)) = (a.get(i), piece)
+                && *x == y
+            {
+                next[i + 1] = true;
+            }
+        }
+        if !next.contains(&true) {
+            return false;
+        }
+        std::mem::swap(&mut reach, &mut next);
+    }
+    for i in 0..n {
+        if reach[i] && a[i] == Piece::Any {
+            reach[i + 1] = true;
+        }
+    }
+    reach[n]
+}
+
 fn has_unescaped_star(rule: &str) -> bool {
     let mut chars = rule.chars();
     while let Some(c) = chars.next() {
@@ -235,6 +357,17 @@ fn split_into(command: &str, out: &mut Vec<String>, depth: usize) {
             }
             '\'' if !double => single = true,
             '"' => double = !double,
+            '$' if !double && chars.get(i + 1) == Some(&'\'') => {
+                // `$'…'`: a backslash escapes the next character, `\'` included.
+                let mut j = i + 2;
+                while j < chars.len() && chars[j] != '\'' {
+                    j += if chars[j] == '\\' { 2 } else { 1 };
+                }
+                let end = (j + 1).min(chars.len());
+                cur.extend(&chars[i..end]);
+                i = end;
+                continue;
+            }
             '$' if chars.get(i + 1) == Some(&'(') => {
                 // find the matching parenthesis
                 let mut level = 0usize;
@@ -349,6 +482,41 @@ mod tests {
     }
 
     #[test]
+    fn rules_could_match_commands_with_unknown_parts() {
+        // `A` stands for any text, `W` for any text without blanks.
+        let could = |rule: &str, form: &str| bash_rule_could_match(rule, form, &['A'], &['W']);
+        for (rule, form, expect) in [
+            ("rm:*", "A", true),
+            ("rm:*", "A -rf x", true),
+            ("rm:*", "W -rf x", true),
+            ("rm:*", "rW x", true),
+            ("rm:*", "W.sh", false),
+            ("rm:*", "echo A", false),
+            ("rm -rf *", "rm A x", true),
+            ("rm -rf *", "rm W x", true),
+            ("rm -rf *", "rm -r A", false),
+            ("rm -rf *", "rm W.oA", false),
+            ("rm -rf *", "rm WA", true),
+            ("rm -rf *", "W -rf x", true),
+            ("rm -rf *", "W x", false),
+            ("git push:*", "git A", true),
+            ("git push:*", "A status", true),
+            ("git push:*", "W status", false),
+            ("git push:*", "git commit -m W", false),
+            ("git *", "W", true),
+            ("npm install", "A", true),
+            ("npm install", "npm A", true),
+            ("npm install", "echo A", false),
+            ("* --force", "git push W", true),
+            ("* --force", "git push W x", false),
+            ("echo \\*", "echo W", true),
+            ("echo \\*", "echo x", false),
+        ] {
+            assert_eq!(could(rule, form), expect, "{rule:?} ~ {form:?}");
+        }
+    }
+
+    #[test]
     fn segments() {
         assert_eq!(split_command_segments("a | b || c & d;e\n\nf"), ["a", "b", "c", "d", "e", "f"]);
         assert_eq!(split_command_segments("echo \"x; y\" ; z"), ["echo \"x; y\"", "z"]);
@@ -356,5 +524,7 @@ mod tests {
         assert_eq!(split_command_segments("echo a\\;b"), ["echo a\\;b"]);
         assert_eq!(split_command_segments("ls 2>&1 | wc -l"), ["ls 2>&1", "wc -l"]);
         assert_eq!(split_command_segments("make &> log & echo"), ["make &> log", "echo"]);
+        // In `$'…'` a backslash escapes the quote.
+        assert_eq!(split_command_segments("echo $'\\''; rm x"), ["echo $'\\''", "rm x"]);
     }
 }

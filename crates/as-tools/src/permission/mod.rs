@@ -8,4 +8,5 @@ pub use decision::{PermissionCheckContext, PermissionDecision};
 pub(crate) use decision::{expand_user, real_path};
 pub use engine::PermissionEngine;
 pub(crate) use matching::CompiledGlob;
+pub(crate) use matching::bash_rule_could_match;
 pub use matching::{bash_rule_matches, fnmatch, split_command_segments};
