@@ -44,6 +44,7 @@ mod json;
 mod msg;
 mod permission;
 pub mod read;
+mod repair;
 pub mod schema;
 mod wire;
 mod writer;
@@ -63,6 +64,7 @@ pub use msg::{Msg, Role, Usage};
 pub use permission::{
     AdditionalWorkingDirectory, PermissionBehavior, PermissionContext, PermissionMode, PermissionRule,
 };
+pub use repair::{MAX_REPAIR_DEPTH, repair_json};
 pub use wire::{
     DerivedSerialize, WriteJson, serialize_fast, write_json_int, write_json_map, write_json_str, write_json_value,
 };

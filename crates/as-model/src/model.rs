@@ -149,13 +149,21 @@ pub fn parse_structured_output(
         ModelError::new(ModelErrorKind::InvalidResponse, provider, "the model did not call generate_structured_output")
     })?;
     let input = if call.input.trim().is_empty() { "{}" } else { call.input.as_str() };
-    let content: JsonMap = serde_json::from_str(input).map_err(|e| {
-        ModelError::new(
-            ModelErrorKind::InvalidResponse,
-            provider,
-            format!("structured output is not a JSON object: {e}"),
-        )
-    })?;
+    // As 2.0.4's `_json_loads_with_repair`: strict first, then a repair of almost-JSON (a trailing
+    // comma, a code fence, a truncated end); the strict error is the one reported.
+    let content: JsonMap = match as_message::free_form::from_str(input) {
+        Ok(map) => map,
+        Err(e) => match as_message::repair_json(input) {
+            Some(Value::Object(map)) => map,
+            _ => {
+                return Err(ModelError::new(
+                    ModelErrorKind::InvalidResponse,
+                    provider,
+                    format!("structured output is not a JSON object: {}", e.message()),
+                ));
+            }
+        },
+    };
     if let Some(required) = schema.get("required").and_then(Value::as_array) {
         let missing: Vec<&str> =
             required.iter().filter_map(Value::as_str).filter(|k| !content.contains_key(*k)).collect();
@@ -168,4 +176,43 @@ pub fn parse_structured_output(
         }
     }
     Ok(StructuredResponse::new(content, response.id.clone(), response.usage.clone(), response.finish_reason.clone()))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use as_message::ToolCallBlock;
+    use serde_json::json;
+
+    use super::*;
+
+    fn answer(input: &str) -> ChatResponse {
+        ChatResponse::new(vec![ContentBlock::ToolCall(ToolCallBlock::new("c1", STRUCTURED_OUTPUT_TOOL, input))])
+    }
+
+    /// What the model wrote as the structured-output call's arguments, and the object read from
+    /// it (`None`: an `InvalidResponse`). 2.0.4 (`_json_loads_with_repair`) reads every repaired case.
+    #[test]
+    fn structured_output_is_read_strictly_then_repaired() {
+        let schema = json!({"type": "object", "properties": {"summary": {"type": "string"}}, "required": ["summary"]});
+        for (input, want) in [
+            (r#"{"summary": "x"}"#, Some(json!({"summary": "x"}))),
+            ("", None), // `{}` misses the required key
+            (r#"{"summary": "x",}"#, Some(json!({"summary": "x"}))),
+            ("```json\n{\"summary\": \"x\"}\n```", Some(json!({"summary": "x"}))),
+            (r#"{"summary": "cut mid"#, Some(json!({"summary": "cut mid"}))),
+            (
+                r#"{"summary": {"$serde_json::private::Number": "1"}}"#,
+                Some(json!({"summary": {"$serde_json::private::Number": "1"}})),
+            ),
+            ("[1, 2]", None),
+            ("no json here", None),
+        ] {
+            let got = parse_structured_output("t", &schema, &answer(input));
+            match want {
+                Some(Value::Object(want)) => assert_eq!(got.unwrap().content, want, "{input}"),
+                _ => assert_eq!(got.unwrap_err().kind(), ModelErrorKind::InvalidResponse, "{input}"),
+            }
+        }
+    }
 }

@@ -1,0 +1,318 @@
+//! Best-effort repair of almost-JSON (what a model streams or writes by hand), as AgentScope 2.0.4
+//! repairs tool arguments and structured output with `json_repair` before giving up.
+
+use crate::{JsonMap, JsonValue};
+
+/// Best-effort repair of almost-JSON into a value. Returns `None` when nothing sensible results.
+///
+/// Handles: surrounding prose or a Markdown code fence, truncation anywhere (strings,
+/// numbers, `true`/`false`/`null` prefixes, open arrays/objects are closed; a key without a
+/// value is dropped), trailing commas, missing commas between members, single-quoted strings,
+/// unquoted keys, Python's `True`/`False`/`None`. Nesting deeper than [`MAX_REPAIR_DEPTH`] is
+/// not repaired (the value there is dropped), so hostile input cannot exhaust the stack.
+pub fn repair_json(raw: &str) -> Option<JsonValue> {
+    let text = strip_fence(raw);
+    let start = text.find(['{', '['])?;
+    let mut p = Repair { chars: text[start..].chars().collect(), pos: 0, depth: 0 };
+    p.value()
+}
+
+/// The deepest nesting [`repair_json`] follows (serde_json's own parser stops at 128).
+pub const MAX_REPAIR_DEPTH: usize = 128;
+
+fn strip_fence(raw: &str) -> &str {
+    let t = raw.trim();
+    if let Some(rest) = t.strip_prefix("```") {
+        let rest = rest.trim_start_matches(|c: char| c.is_ascii_alphanumeric());
+        return rest.strip_suffix("```").unwrap_or(rest).trim();
+    }
+    t
+}
+
+struct Repair {
+    chars: Vec<char>,
+    pos: usize,
+    /// Open arrays and objects around `pos`.
+    depth: usize,
+}
+
+impl Repair {
+    fn peek(&self) -> Option<char> {
+        self.chars.get(self.pos).copied()
+    }
+
+    fn skip_ws(&mut self) {
+        while let Some(c) = self.peek() {
+            if c.is_whitespace() {
+                self.pos += 1;
+            } else if c == '/' && self.chars.get(self.pos + 1) == Some(&'/') {
+                while let Some(c) = self.peek() {
+                    if c == '\n' {
+                        break;
+                    }
+                    self.pos += 1;
+                }
+            } else {
+                break;
+            }
+        }
+    }
+
+    fn value(&mut self) -> Option<JsonValue> {
+        self.skip_ws();
+        match self.peek()? {
+            '{' | '[' if self.depth >= MAX_REPAIR_DEPTH => {
+                // Too deep: give up on the rest of the input.
+                self.pos = self.chars.len();
+                None
+            }
+            '{' => {
+                self.depth += 1;
+                let v = self.object();
+                self.depth -= 1;
+                Some(v)
+            }
+            '[' => {
+                self.depth += 1;
+                let v = self.array();
+                self.depth -= 1;
+                Some(v)
+            }
+            '"' | '\'' => Some(JsonValue::String(self.string())),
+            c if c == '-' || c.is_ascii_digit() => self.number(),
+            _ => self.literal(),
+        }
+    }
+
+    fn object(&mut self) -> JsonValue {
+        self.pos += 1;
+        let mut map = JsonMap::new();
+        loop {
+            self.skip_ws();
+            match self.peek() {
+                None => break,
+                Some('}') => {
+                    self.pos += 1;
+                    break;
+                }
+                Some(',') => {
+                    self.pos += 1;
+                    continue;
+                }
+                _ => {}
+            }
+            let key = match self.peek() {
+                Some('"' | '\'') => self.string(),
+                Some(_) => {
+                    let start = self.pos;
+                    while let Some(c) = self.peek() {
+                        if c == ':' || c == '}' || c == ',' || c.is_whitespace() {
+                            break;
+                        }
+                        self.pos += 1;
+                    }
+                    if self.pos == start {
+                        self.pos += 1;
+                        continue;
+                    }
+                    self.chars[start..self.pos].iter().collect()
+                }
+                None => break,
+            };
+            self.skip_ws();
+            if self.peek() != Some(':') {
+                // key without value (truncated or malformed): drop it
+                if self.peek().is_none() {
+                    break;
+                }
+                continue;
+            }
+            self.pos += 1;
+            self.skip_ws();
+            if matches!(self.peek(), None | Some('}') | Some(',')) {
+                continue;
+            }
+            match self.value() {
+                Some(v) => {
+                    map.insert(key, v);
+                }
+                None => {
+                    // skip an unparseable token
+                    while let Some(c) = self.peek() {
+                        if c == ',' || c == '}' {
+                            break;
+                        }
+                        self.pos += 1;
+                    }
+                }
+            }
+        }
+        JsonValue::Object(map)
+    }
+
+    fn array(&mut self) -> JsonValue {
+        self.pos += 1;
+        let mut items = Vec::new();
+        loop {
+            self.skip_ws();
+            match self.peek() {
+                None => break,
+                Some(']') => {
+                    self.pos += 1;
+                    break;
+                }
+                Some(',') => {
+                    self.pos += 1;
+                    continue;
+                }
+                _ => {}
+            }
+            match self.value() {
+                Some(v) => items.push(v),
+                None => {
+                    while let Some(c) = self.peek() {
+                        if c == ',' || c == ']' {
+                            break;
+                        }
+                        self.pos += 1;
+                    }
+                }
+            }
+        }
+        JsonValue::Array(items)
+    }
+
+    fn string(&mut self) -> String {
+        let quote = self.chars[self.pos];
+        self.pos += 1;
+        let mut out = String::new();
+        while let Some(c) = self.peek() {
+            self.pos += 1;
+            if c == quote {
+                return out;
+            }
+            if c == '\\' {
+                let Some(e) = self.peek() else { break };
+                self.pos += 1;
+                match e {
+                    'n' => out.push('\n'),
+                    't' => out.push('\t'),
+                    'r' => out.push('\r'),
+                    'b' => out.push('\u{8}'),
+                    'f' => out.push('\u{c}'),
+                    'u' => {
+                        let hex: String = self.chars.iter().skip(self.pos).take(4).collect();
+                        if hex.len() == 4
+                            && let Some(ch) = u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32)
+                        {
+                            out.push(ch);
+                            self.pos += 4;
+                            continue;
+                        }
+                        out.push_str("\\u");
+                    }
+                    other => out.push(other),
+                }
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    }
+
+    fn number(&mut self) -> Option<JsonValue> {
+        let start = self.pos;
+        while let Some(c) = self.peek() {
+            if c.is_ascii_digit() || matches!(c, '-' | '+' | '.' | 'e' | 'E') {
+                self.pos += 1;
+            } else {
+                break;
+            }
+        }
+        let mut text: String = self.chars[start..self.pos].iter().collect();
+        while !text.is_empty() {
+            if let Ok(v) = serde_json::from_str::<JsonValue>(&text)
+                && v.is_number()
+            {
+                return Some(v);
+            }
+            text.pop();
+        }
+        None
+    }
+
+    fn literal(&mut self) -> Option<JsonValue> {
+        let start = self.pos;
+        while let Some(c) = self.peek() {
+            if c.is_ascii_alphabetic() {
+                self.pos += 1;
+            } else {
+                break;
+            }
+        }
+        let word: String = self.chars[start..self.pos].iter().collect();
+        let truncated = self.peek().is_none();
+        for (names, value) in [
+            (["true", "True"], JsonValue::Bool(true)),
+            (["false", "False"], JsonValue::Bool(false)),
+            (["null", "None"], JsonValue::Null),
+        ] {
+            for n in names {
+                if word == n || (truncated && !word.is_empty() && n.starts_with(&word)) {
+                    return Some(value);
+                }
+            }
+        }
+        if word.is_empty() {
+            self.pos += 1;
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn hostile_nesting_is_not_followed_to_the_bottom() {
+        for open in ["[", "{\"a\":", "[{\"k\":"] {
+            let deep = open.repeat(200_000);
+            // Returns (whatever is left of the shallow part) instead of overflowing the stack.
+            let v = repair_json(&deep);
+            let mut depth = 0;
+            let mut cur = v.as_ref();
+            while let Some(next) = cur.and_then(|v| match v {
+                JsonValue::Array(a) => a.first(),
+                JsonValue::Object(m) => m.values().next(),
+                _ => None,
+            }) {
+                depth += 1;
+                cur = Some(next);
+            }
+            assert!(depth <= MAX_REPAIR_DEPTH, "{open}: depth {depth}");
+        }
+        // Legitimate nesting within the limit is still repaired.
+        let ok = format!("{}1{}", "[".repeat(100), "]".repeat(99));
+        assert!(repair_json(&ok).is_some());
+    }
+
+    #[test]
+    fn repairs_almost_json() {
+        for (raw, want) in [
+            (r#"{"text": "repaired"#, Some(json!({"text": "repaired"}))),
+            (r#"{"a": 1, "b": [1, 2"#, Some(json!({"a": 1, "b": [1, 2]}))),
+            (r#"{"a": 1,}"#, Some(json!({"a": 1}))),
+            (r#"{'a': 'x', b: True, c: None}"#, Some(json!({"a": "x", "b": true, "c": null}))),
+            ("```json\n{\"a\": 1}\n```", Some(json!({"a": 1}))),
+            ("Here it is: {\"a\": 1} done", Some(json!({"a": 1}))),
+            (r#"[1, 2"#, Some(json!([1, 2]))),
+            ("", None),
+            ("hello", None),
+        ] {
+            assert_eq!(repair_json(raw), want, "{raw}");
+        }
+    }
+}
