@@ -202,7 +202,7 @@ pub(crate) async fn compress(
         .iter()
         .flat_map(|m| m.content.iter())
         .filter_map(|b| match b {
-            ContentBlock::ToolCall(c) if c.name == "Read" => serde_json::from_str::<serde_json::Value>(&c.input)
+            ContentBlock::ToolCall(c) if c.name == "Read" => as_message::free_form::from_str(&c.input)
                 .ok()
                 .and_then(|v| v.get("file_path").and_then(|p| p.as_str()).map(str::to_owned)),
             _ => None,
