@@ -1,9 +1,10 @@
 //! Streaming tool results: [`ToolChunk`]s (deltas) and the final [`ToolResponse`].
 
+use std::collections::HashMap;
 use std::fmt;
 use std::pin::Pin;
 
-use as_message::{Base64Source, JsonMap, Source, TextBlock, TextOrData, ToolResultState, generate_id};
+use as_message::{JsonMap, Source, TextBlock, TextOrData, ToolResultState, generate_id};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
 use futures::stream::{self, BoxStream, Stream, StreamExt};
@@ -68,25 +69,65 @@ impl ToolResponse {
         Self { content: Vec::new(), state: ToolResultState::Success, metadata: JsonMap::new(), id: id.into() }
     }
 
-    /// Merges one chunk (2.0.4 `append_chunk`): blocks with the same id are concatenated (text)
-    /// or decoded, joined and re-encoded (base64 data); new blocks are appended; a non-running
-    /// chunk state other than `success` overwrites the state; metadata is dict-merged.
-    pub fn append_chunk(&mut self, chunk: &ToolChunk) {
+    /// Merges one chunk as 2.0.4's `ToolResponse.append_chunk` does:
+    ///
+    /// * a block whose id a block of the response has (the last such, counting the blocks this
+    ///   chunk added) is merged into it: text is concatenated; base64 data is decoded, joined and
+    ///   re-encoded, or, when either part is not valid base64 for Python's
+    ///   `base64.b64decode(…, validate=True)` (unpadded, say), the texts are concatenated; the
+    ///   chunk's non-empty `name` and `media_type` replace the block's;
+    /// * a block of the other kind (text and data) with that id is appended under a new id, so
+    ///   neither is lost;
+    /// * any other block is appended;
+    /// * an `error`, `interrupted` or `denied` chunk state overwrites the state; metadata is
+    ///   dict-merged;
+    /// * consecutive text blocks are then merged ([`ToolResponse::merge_consecutive_text`]), after
+    ///   **every** chunk, so text streamed under alternating ids stays in order (`a`, `b`, `c`
+    ///   under ids `out`, `err`, `out` read `abc`).
+    ///
+    /// # Errors
+    ///
+    /// Data with a URL source cannot be merged (2.0.4 raises `ValueError`): the error's text is
+    /// 2.0.4's, the blocks before that one are merged, and the chunk's state and metadata are not.
+    /// [`crate::Toolkit::call_tool`] then ends the call with an error result, as 2.0.4 does for
+    /// any exception.
+    pub fn append_chunk(&mut self, chunk: &ToolChunk) -> Result<(), ToolError> {
+        let mut index: HashMap<String, usize> =
+            self.content.iter().enumerate().map(|(i, b)| (block_id(b).to_owned(), i)).collect();
         for block in &chunk.content {
-            let existing = self.content.iter_mut().find(|b| block_id(b) == block_id(block));
-            match (existing, block) {
-                (Some(TextOrData::Text(old)), TextOrData::Text(new)) => old.text.push_str(&new.text),
-                (Some(TextOrData::Data(old)), TextOrData::Data(new)) => {
-                    if let (Source::Base64(a), Source::Base64(b)) = (&mut old.source, &new.source) {
-                        let mut bytes = B64.decode(a.data.as_bytes()).unwrap_or_default();
-                        bytes.extend(B64.decode(b.data.as_bytes()).unwrap_or_default());
-                        *a = Base64Source { data: B64.encode(&bytes), media_type: a.media_type.clone() };
-                    } else {
-                        old.source = new.source.clone();
+            let Some(at) = index.get(block_id(block)).copied() else {
+                self.content.push(block.clone());
+                index.insert(block_id(block).to_owned(), self.content.len() - 1);
+                continue;
+            };
+            match (&mut self.content[at], block) {
+                (TextOrData::Text(old), TextOrData::Text(new)) => old.text.push_str(&new.text),
+                (TextOrData::Data(old), TextOrData::Data(new)) => match (&mut old.source, &new.source) {
+                    (Source::Base64(a), Source::Base64(b)) => {
+                        a.data = merge_base64(&a.data, &b.data);
+                        if !b.media_type.is_empty() {
+                            a.media_type.clone_from(&b.media_type);
+                        }
+                        if new.name.as_deref().is_some_and(|n| !n.is_empty()) {
+                            old.name.clone_from(&new.name);
+                        }
                     }
+                    (a, b) => {
+                        return Err(ToolError::execution(format!(
+                            "Cannot append DataBlock with URL source or different source types: {} vs {}",
+                            source_str(a),
+                            source_str(b)
+                        )));
+                    }
+                },
+                _ => {
+                    let mut copy = block.clone();
+                    match &mut copy {
+                        TextOrData::Text(t) => t.id = generate_id(),
+                        TextOrData::Data(d) => d.id = generate_id(),
+                    }
+                    self.content.push(copy);
                 }
-                (Some(slot), _) => *slot = block.clone(),
-                (None, _) => self.content.push(block.clone()),
             }
         }
         if matches!(chunk.state, ToolResultState::Error | ToolResultState::Interrupted | ToolResultState::Denied) {
@@ -95,9 +136,12 @@ impl ToolResponse {
         for (k, v) in &chunk.metadata {
             self.metadata.insert(k.clone(), v.clone());
         }
+        self.merge_consecutive_text();
+        Ok(())
     }
 
-    /// Merges consecutive text blocks (done once, after the last chunk).
+    /// Merges consecutive text blocks into the first of them ([`ToolResponse::append_chunk`] does
+    /// this after every chunk).
     pub fn merge_consecutive_text(&mut self) {
         let mut out: Vec<TextOrData> = Vec::with_capacity(self.content.len());
         for block in self.content.drain(..) {
@@ -125,6 +169,88 @@ fn block_id(b: &TextOrData) -> &str {
     match b {
         TextOrData::Text(t) => &t.id,
         TextOrData::Data(d) => &d.id,
+    }
+}
+
+/// 2.0.4's `_merge_base64_chunks`: both parts decoded, joined and re-encoded; when either is not
+/// valid base64 ([`python_b64decode`]), the texts are concatenated.
+fn merge_base64(existing: &str, incoming: &str) -> String {
+    match (python_b64decode(existing), python_b64decode(incoming)) {
+        (Some(mut bytes), Some(more)) => {
+            bytes.extend(more);
+            B64.encode(bytes)
+        }
+        _ => format!("{existing}{incoming}"),
+    }
+}
+
+/// Python 3.11's `base64.b64decode(s, validate=True)` (`binascii.a2b_base64` in strict mode):
+/// only the standard alphabet; no leading `=`, no data after padding has started; a quad cut short
+/// needs its padding (`aGVsbG8` fails), after which nothing may follow; excess `=` after a whole
+/// quad and non-zero trailing bits are accepted (`QR==` is `A`). `None` where Python raises.
+fn python_b64decode(s: &str) -> Option<Vec<u8>> {
+    let value = |c: u8| match c {
+        b'A'..=b'Z' => Some(c - b'A'),
+        b'a'..=b'z' => Some(c - b'a' + 26),
+        b'0'..=b'9' => Some(c - b'0' + 52),
+        b'+' => Some(62),
+        b'/' => Some(63),
+        _ => None,
+    };
+    let bytes = s.as_bytes();
+    if bytes.first() == Some(&b'=') {
+        return None;
+    }
+    let mut out = Vec::with_capacity(bytes.len() / 4 * 3);
+    let (mut quad, mut left, mut pads, mut padding) = (0u8, 0u8, 0u8, false);
+    for (i, &c) in bytes.iter().enumerate() {
+        if c == b'=' {
+            padding = true;
+            if quad >= 2 {
+                pads += 1;
+                if quad + pads >= 4 {
+                    return (i + 1 == bytes.len()).then_some(out);
+                }
+            }
+            continue;
+        }
+        let v = value(c)?;
+        if padding {
+            return None;
+        }
+        pads = 0;
+        match quad {
+            0 => left = v,
+            1 => {
+                out.push((left << 2) | (v >> 4));
+                left = v & 0x0f;
+            }
+            2 => {
+                out.push((left << 4) | (v >> 2));
+                left = v & 0x03;
+            }
+            _ => out.push((left << 6) | v),
+        }
+        quad = (quad + 1) % 4;
+    }
+    (quad == 0).then_some(out)
+}
+
+/// `str()` of a 2.0.4 source model, as its `ValueError` shows it.
+fn source_str(source: &Source) -> String {
+    match source {
+        Source::Base64(b) => format!(
+            "type='base64' data={} media_type={}",
+            crate::util::python_repr(&b.data),
+            crate::util::python_repr(&b.media_type)
+        ),
+        Source::Url(u) => {
+            format!(
+                "type='url' url=AnyUrl({}) media_type={}",
+                crate::util::python_repr(&u.url),
+                crate::util::python_repr(&u.media_type)
+            )
+        }
     }
 }
 

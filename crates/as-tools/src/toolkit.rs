@@ -236,8 +236,8 @@ impl Toolkit {
     /// Runs a prepared call: every chunk unchanged, then exactly one accumulated
     /// [`ToolResponse`] (id = `ctx.tool_call_id`).
     ///
-    /// Never fails: an `Err` from the tool (or a panic inside it) becomes an error chunk with
-    /// the error's text; cancelling `ctx.cancel` stops the tool (its stream is dropped, which
+    /// Never fails: an `Err` from the tool (or a panic inside it, or a chunk that cannot be merged:
+    /// see [`ToolResponse::append_chunk`]) becomes an error chunk with the error's text; cancelling `ctx.cancel` stops the tool (its stream is dropped, which
     /// for Bash kills the process group) and yields an `interrupted` chunk with
     /// [`INTERRUPTED_TEXT`]. Dropping the returned stream also drops the tool's stream.
     pub fn call_tool(
@@ -264,7 +264,8 @@ impl Toolkit {
 fn error_stream(id: String, e: ToolError) -> BoxStream<'static, ToolOutput> {
     let chunk = ToolChunk::with_state(e.model_text(), ToolResultState::Error);
     let mut resp = ToolResponse::new(id);
-    resp.append_chunk(&chunk);
+    // One text block under a new id: nothing to merge it with, so it cannot fail.
+    let _ = resp.append_chunk(&chunk);
     futures::stream::iter([ToolOutput::Chunk(chunk), ToolOutput::Response(resp)]).boxed()
 }
 
@@ -274,9 +275,12 @@ fn call_tool_stream(tool: Arc<dyn DynTool>, input: JsonMap, ctx: ToolCallContext
     let cancel = ctx.cancel.clone();
     let fut = async move {
         let mut resp = ToolResponse::new(id);
+        // As in 2.0.4, the chunk goes out whether or not it merges; a merge that fails (URL data
+        // under an id already used) ends the call with an error result.
         let emit = |resp: &mut ToolResponse, chunk: ToolChunk| {
-            resp.append_chunk(&chunk);
+            let merged = resp.append_chunk(&chunk);
             let _ = tx.unbounded_send(ToolOutput::Chunk(chunk));
+            merged
         };
         let run = async {
             let stream = AssertUnwindSafe(tool.call(input, ctx)).catch_unwind().await;
@@ -287,7 +291,7 @@ fn call_tool_stream(tool: Arc<dyn DynTool>, input: JsonMap, ctx: ToolCallContext
             };
             loop {
                 match AssertUnwindSafe(stream.next()).catch_unwind().await {
-                    Ok(Some(Ok(chunk))) => emit(&mut resp, chunk),
+                    Ok(Some(Ok(chunk))) => emit(&mut resp, chunk)?,
                     Ok(Some(Err(e))) => return Err(e),
                     Ok(None) => return Ok(()),
                     Err(_) => return Err(ToolError::execution(format!("the tool '{}' panicked", tool.name()))),
@@ -299,14 +303,15 @@ fn call_tool_stream(tool: Arc<dyn DynTool>, input: JsonMap, ctx: ToolCallContext
             () = cancel.cancelled() => Err(ToolError::new(ToolErrorKind::Interrupted, INTERRUPTED_TEXT)),
             r = run => r,
         };
-        match outcome {
-            Ok(()) => {}
+        // These chunks are one text block under a new id: nothing to merge them with, so they
+        // cannot fail.
+        let _ = match outcome {
+            Ok(()) => Ok(()),
             Err(e) if e.kind() == ToolErrorKind::Interrupted => {
-                emit(&mut resp, ToolChunk::with_state(INTERRUPTED_TEXT, ToolResultState::Interrupted));
+                emit(&mut resp, ToolChunk::with_state(INTERRUPTED_TEXT, ToolResultState::Interrupted))
             }
             Err(e) => emit(&mut resp, ToolChunk::with_state(e.model_text(), ToolResultState::Error)),
-        }
-        resp.merge_consecutive_text();
+        };
         let _ = tx.unbounded_send(ToolOutput::Response(resp));
     };
     // Drive the call while the consumer polls: merge the driver future with the receiver.

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use as_message::{Base64Source, DataBlock, Source, TextBlock, TextOrData, ToolResultState};
+use as_message::{Base64Source, DataBlock, Source, TextBlock, TextOrData, ToolResultState, UrlSource};
 use as_tools::{
     CancellationToken, FunctionTool, INTERRUPTED_TEXT, SharedToolState, ToolCallContext, ToolChunk, ToolError,
     ToolErrorKind, ToolGroup, ToolLookup, ToolOutput, ToolResponse, ToolStream, Toolkit,
@@ -157,31 +157,232 @@ async fn chunks_stream_then_one_merged_response() {
     assert_eq!(r.state, ToolResultState::Success);
 }
 
-#[test]
-fn append_chunk_merges_like_2_0_4() {
-    let mut r = ToolResponse::new("c");
-    let data = |id: &str, b64: &str| {
-        TextOrData::Data(DataBlock {
-            id: id.into(),
-            source: Source::Base64(Base64Source { data: b64.into(), media_type: "text/plain".into() }),
-            name: None,
+fn text_block(id: &str, text: &str) -> TextOrData {
+    TextOrData::Text(TextBlock { text: text.into(), id: id.into() })
+}
+
+fn data_block(id: &str, b64: &str, media_type: &str, name: Option<&str>) -> TextOrData {
+    TextOrData::Data(DataBlock {
+        id: id.into(),
+        source: Source::Base64(Base64Source { data: b64.into(), media_type: media_type.into() }),
+        name: name.map(str::to_owned),
+    })
+}
+
+fn url_block(id: &str, url: &str) -> TextOrData {
+    TextOrData::Data(DataBlock {
+        id: id.into(),
+        source: Source::Url(UrlSource { url: url.into(), media_type: "image/png".into() }),
+        name: None,
+    })
+}
+
+/// The content as 2.0.4's `model_dump` writes it, with an id no chunk gave replaced by `<new>`.
+fn dumped(r: &ToolResponse, chunks: &[Vec<TextOrData>]) -> serde_json::Value {
+    let given: Vec<String> = chunks
+        .iter()
+        .flatten()
+        .map(|b| match b {
+            TextOrData::Text(t) => t.id.clone(),
+            TextOrData::Data(d) => d.id.clone(),
         })
-    };
-    let text = |id: &str, t: &str| TextOrData::Text(TextBlock { text: t.into(), id: id.into() });
-    r.append_chunk(&ToolChunk::new(vec![text("t1", "a"), data("d", "aGVs")]));
-    r.append_chunk(&ToolChunk::new(vec![data("d", "bG8="), text("t2", "b")]));
+        .collect();
+    let mut content = serde_json::to_value(&r.content).unwrap();
+    for block in content.as_array_mut().unwrap() {
+        if !given.iter().any(|id| block["id"] == id.as_str()) {
+            block["id"] = json!("<new>");
+        }
+    }
+    content
+}
+
+/// `ToolResponse.append_chunk` against 2.0.4: each case's chunks and the content agentscope 2.0.4
+/// (Python 3.11.7) leaves, `[b.model_dump() for b in response.content]` with generated ids written
+/// `<new>`. Before the fix Rust merged text only at the end (`acb` for the first case), replaced a
+/// text block by a data block with its id, and dropped an unpadded base64 part (`IQ==`).
+#[test]
+fn append_chunk_matches_2_0_4() {
+    let t = text_block;
+    let d = |id: &str, b64: &str| data_block(id, b64, "text/plain", None);
+    let cases: Vec<(&str, Vec<Vec<TextOrData>>, serde_json::Value)> = vec![
+        (
+            "interleaved text ids merge after every chunk",
+            vec![vec![t("out", "a")], vec![t("err", "b")], vec![t("out", "c")]],
+            json!([{"type": "text", "text": "abc", "id": "out"}]),
+        ),
+        (
+            "text then data under one id: both kept",
+            vec![vec![t("x", "a")], vec![d("x", "aGk=")]],
+            json!([
+                {"type": "text", "text": "a", "id": "x"},
+                {"type": "data", "id": "<new>", "source": {"type": "base64", "data": "aGk=", "media_type": "text/plain"}, "name": null}
+            ]),
+        ),
+        (
+            "data then text under one id: both kept",
+            vec![vec![d("x", "aGk=")], vec![t("x", "a")]],
+            json!([
+                {"type": "data", "id": "x", "source": {"type": "base64", "data": "aGk=", "media_type": "text/plain"}, "name": null},
+                {"type": "text", "text": "a", "id": "<new>"}
+            ]),
+        ),
+        (
+            "unpadded base64 is concatenated as text",
+            vec![vec![d("d", "aGVsbG8")], vec![d("d", "IQ==")]],
+            json!([{"type": "data", "id": "d", "source": {"type": "base64", "data": "aGVsbG8IQ==", "media_type": "text/plain"}, "name": null}]),
+        ),
+        (
+            "padded base64 is decoded, joined, re-encoded",
+            vec![vec![d("d", "aGVs")], vec![d("d", "bG8=")]],
+            json!([{"type": "data", "id": "d", "source": {"type": "base64", "data": "aGVsbG8=", "media_type": "text/plain"}, "name": null}]),
+        ),
+        (
+            "trailing bits are ignored",
+            vec![vec![d("d", "QR==")], vec![d("d", "QQ==")]],
+            json!([{"type": "data", "id": "d", "source": {"type": "base64", "data": "QUE=", "media_type": "text/plain"}, "name": null}]),
+        ),
+        (
+            "excess padding after a whole quad is accepted",
+            vec![vec![d("d", "QUJD==")], vec![d("d", "QQ==")]],
+            json!([{"type": "data", "id": "d", "source": {"type": "base64", "data": "QUJDQQ==", "media_type": "text/plain"}, "name": null}]),
+        ),
+        (
+            "a non-empty name and media type replace the block's",
+            vec![
+                vec![data_block("d", "QQ==", "text/plain", Some("a.txt"))],
+                vec![data_block("d", "QQ==", "", Some(""))],
+                vec![data_block("d", "QQ==", "image/png", Some("b.png"))],
+            ],
+            json!([{"type": "data", "id": "d", "source": {"type": "base64", "data": "QUFB", "media_type": "image/png"}, "name": "b.png"}]),
+        ),
+        (
+            "one id twice in a chunk, then data of the other kind",
+            vec![vec![t("t", "a"), t("t", "b"), d("t", "QQ==")], vec![d("t", "QQ==")]],
+            json!([
+                {"type": "text", "text": "ab", "id": "t"},
+                {"type": "data", "id": "<new>", "source": {"type": "base64", "data": "QQ==", "media_type": "text/plain"}, "name": null},
+                {"type": "data", "id": "<new>", "source": {"type": "base64", "data": "QQ==", "media_type": "text/plain"}, "name": null}
+            ]),
+        ),
+        (
+            "the id of a text merged away starts a new block",
+            vec![vec![t("a", "1"), t("b", "2")], vec![t("b", "3")], vec![d("z", "QQ==")], vec![t("b", "4")]],
+            json!([
+                {"type": "text", "text": "123", "id": "a"},
+                {"type": "data", "id": "z", "source": {"type": "base64", "data": "QQ==", "media_type": "text/plain"}, "name": null},
+                {"type": "text", "text": "4", "id": "b"}
+            ]),
+        ),
+        (
+            "text on both sides of data is not merged across it",
+            vec![vec![t("t1", "a"), d("d", "QQ=="), t("t2", "b")], vec![t("t1", "c")]],
+            json!([
+                {"type": "text", "text": "ac", "id": "t1"},
+                {"type": "data", "id": "d", "source": {"type": "base64", "data": "QQ==", "media_type": "text/plain"}, "name": null},
+                {"type": "text", "text": "b", "id": "t2"}
+            ]),
+        ),
+    ];
+    for (name, chunks, expect) in cases {
+        let mut r = ToolResponse::new("c");
+        for c in &chunks {
+            r.append_chunk(&ToolChunk::new(c.clone())).unwrap();
+        }
+        assert_eq!(dumped(&r, &chunks), expect, "{name}");
+        let ids: std::collections::HashSet<&str> = r
+            .content
+            .iter()
+            .map(|b| match b {
+                TextOrData::Text(t) => t.id.as_str(),
+                TextOrData::Data(d) => d.id.as_str(),
+            })
+            .collect();
+        assert_eq!(ids.len(), r.content.len(), "{name}: ids stay distinct");
+    }
+
+    // State and metadata: an error chunk overwrites the state, a later running one does not.
+    let mut r = ToolResponse::new("c");
     let mut meta = as_message::JsonMap::new();
     meta.insert("k".into(), json!(1));
-    r.append_chunk(&ToolChunk::with_state("c", ToolResultState::Error).metadata(meta));
-    r.append_chunk(&ToolChunk::text("d"));
-    r.merge_consecutive_text();
-    assert_eq!(r.state, ToolResultState::Error, "an error chunk overwrites the state; a later running one does not");
-    assert_eq!(r.metadata["k"], 1);
-    let TextOrData::Data(d) = &r.content[1] else { panic!() };
-    let Source::Base64(s) = &d.source else { panic!() };
-    assert_eq!(s.data, "aGVsbG8=", "base64 decoded, joined, re-encoded");
-    assert_eq!(r.content.len(), 3);
-    assert_eq!(r.text(), "abcd");
+    r.append_chunk(&ToolChunk::with_state("c", ToolResultState::Error).metadata(meta)).unwrap();
+    r.append_chunk(&ToolChunk::text("d")).unwrap();
+    assert_eq!((r.state, r.metadata["k"].clone(), r.text()), (ToolResultState::Error, json!(1), "cd".to_owned()));
+
+    // URL data cannot be merged: 2.0.4 raises ValueError with this text (pydantic shows the URL
+    // normalised, as as-message stores it); the blocks before it stay merged, the chunk's state
+    // and metadata are not applied.
+    let mut r = ToolResponse::new("c");
+    r.append_chunk(&ToolChunk::new(vec![url_block("u", "http://a/")])).unwrap();
+    let err = r
+        .append_chunk(
+            &ToolChunk::new(vec![text_block("t", "x"), url_block("u", "http://b/")])
+                .metadata([("k".to_owned(), json!(1))].into_iter().collect()),
+        )
+        .unwrap_err();
+    assert_eq!(
+        err.model_text(),
+        "Cannot append DataBlock with URL source or different source types: type='url' url=AnyUrl('http://a/') \
+         media_type='image/png' vs type='url' url=AnyUrl('http://b/') media_type='image/png'"
+    );
+    assert_eq!(r.content.len(), 2);
+    assert!(r.metadata.is_empty());
+    let err = r.append_chunk(&ToolChunk::new(vec![data_block("u", "QQ==", "text/plain", None)])).unwrap_err();
+    assert_eq!(
+        err.model_text(),
+        "Cannot append DataBlock with URL source or different source types: type='url' url=AnyUrl('http://a/') \
+         media_type='image/png' vs type='base64' data='QQ==' media_type='text/plain'"
+    );
+}
+
+/// `Toolkit::call_tool` against 2.0.4's `Toolkit.call_tool` (agentscope 2.0.4; the installed `mcp`
+/// names its error `MCPError`, so 2.0.4's `except mcp.shared.exceptions.McpError` clause itself
+/// raises `AttributeError` there: recorded with `McpError` aliased to it): text under alternating
+/// ids reads `abc`; a URL merge ends the call with an error chunk holding the `ValueError`'s text,
+/// no later chunk is read, and the failed chunk's metadata is not merged.
+#[tokio::test]
+async fn call_tool_merges_chunks_like_2_0_4() {
+    let streams = FunctionTool::new("streams", "Streams.", |_: Count, _| async move {
+        Ok::<_, ToolError>(vec![
+            ToolChunk::new(vec![text_block("out", "a")]),
+            ToolChunk::new(vec![text_block("err", "b")]),
+            ToolChunk::new(vec![text_block("out", "c")]),
+        ])
+    });
+    let urls = FunctionTool::new("urls", "Streams URLs.", |_: Count, _| async move {
+        Ok::<_, ToolError>(vec![
+            ToolChunk::new(vec![text_block("t", "before ")]),
+            ToolChunk::new(vec![url_block("u", "http://a/")]),
+            ToolChunk::new(vec![url_block("u", "http://b/")])
+                .metadata([("k".to_owned(), json!(1))].into_iter().collect()),
+            ToolChunk::new(vec![text_block("t", "after")]),
+        ])
+    });
+    let toolkit = Toolkit::new().with(streams).with(urls);
+    let state = SharedToolState::default();
+
+    let out = run(&toolkit, "streams", r#"{"count": 0}"#, &state).await;
+    let r = response(&out);
+    assert_eq!(serde_json::to_value(&r.content).unwrap(), json!([{"type": "text", "text": "abc", "id": "out"}]));
+    assert_eq!(r.state, ToolResultState::Success);
+
+    let out = run(&toolkit, "urls", r#"{"count": 0}"#, &state).await;
+    let message = "Cannot append DataBlock with URL source or different source types: type='url' \
+                   url=AnyUrl('http://a/') media_type='image/png' vs type='url' url=AnyUrl('http://b/') \
+                   media_type='image/png'";
+    assert_eq!(out.len(), 5, "three chunks, the error chunk, the response: {out:?}");
+    let ToolOutput::Chunk(error) = &out[3] else { panic!("{out:?}") };
+    assert_eq!((error.state, error.content.len()), (ToolResultState::Error, 1));
+    let r = response(&out);
+    let content = serde_json::to_value(&r.content).unwrap();
+    assert_eq!(content[0], json!({"type": "text", "text": "before ", "id": "t"}));
+    assert_eq!(
+        content[1],
+        json!({"type": "data", "id": "u", "source": {"type": "url", "url": "http://a/", "media_type": "image/png"}, "name": null})
+    );
+    assert_eq!(content[2]["text"], message);
+    assert_eq!(content.as_array().unwrap().len(), 3);
+    assert_eq!(r.state, ToolResultState::Error);
+    assert!(r.metadata.is_empty());
 }
 
 #[tokio::test]
