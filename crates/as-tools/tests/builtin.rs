@@ -94,6 +94,59 @@ async fn read_formats_lines_and_maintains_the_cache() {
     assert_eq!(cache[0].updated_at, 1_700_000_100.0);
 }
 
+/// Read numbers and caches lines as 2.0.4's Read does (`str.splitlines(keepends=True)`, so a form
+/// feed, `\v`, `\x1c`–`\x1e`, NEL, U+2028 and U+2029 end a line too). Texts and cached lines
+/// recorded from agentscope 2.0.4's `Read().call(file_path, offset, limit, _agent_state)`; before
+/// the fix a form feed did not end a line, so every later line number was off by one.
+#[tokio::test]
+async fn read_numbers_lines_as_2_0_4_does() {
+    let seps = "a\u{b}b\u{c}c\u{1c}d\u{1d}e\u{1e}f\u{85}g\u{2028}h\u{2029}i\nj\r\nk\rl\n";
+    let seps_cached = [
+        "a\u{b}",
+        "b\u{c}",
+        "c\u{1c}",
+        "d\u{1d}",
+        "e\u{1e}",
+        "f\u{85}",
+        "g\u{2028}",
+        "h\u{2029}",
+        "i\n",
+        "j\n",
+        "k\n",
+        "l\n",
+    ];
+    let cases: &[(&str, i64, i64, &str, &[&str])] = &[
+        (
+            "page one\u{c}page two\nend\n",
+            1,
+            2000,
+            "     1\tpage one\u{c}\n     2\tpage two\n     3\tend",
+            &["page one\u{c}", "page two\n", "end\n"],
+        ),
+        ("page one\u{c}page two\nend\n", 3, 2, "     3\tend", &["page one\u{c}", "page two\n", "end\n"]),
+        ("page one\u{c}page two\nend\n", 9, 3, "", &["page one\u{c}", "page two\n", "end\n"]),
+        (
+            seps,
+            1,
+            2000,
+            "     1\ta\u{b}\n     2\tb\u{c}\n     3\tc\u{1c}\n     4\td\u{1d}\n     5\te\u{1e}\n     6\tf\u{85}\n     \
+             7\tg\u{2028}\n     8\th\u{2029}\n     9\ti\n    10\tj\n    11\tk\n    12\tl",
+            &seps_cached,
+        ),
+        (seps, 3, 2, "     3\tc\u{1c}\n     4\td\u{1d}", &seps_cached),
+        (seps, 9, 3, "     9\ti\n    10\tj\n    11\tk", &seps_cached),
+        ("x\ny\n\nz", 1, 2000, "     1\tx\n     2\ty\n     3\t\n     4\tz", &["x\n", "y\n", "\n", "z"]),
+        ("x\ny\n\nz", 3, 2, "     3\t\n     4\tz", &["x\n", "y\n", "\n", "z"]),
+    ];
+    for (content, offset, limit, text, cached) in cases {
+        let env = Env::new();
+        std::fs::write(env.path("f.txt"), content).unwrap();
+        let input = json!({"file_path": env.p("f.txt"), "offset": offset, "limit": limit});
+        assert_eq!(ok(&env.call("Read", input).await), *text, "{content:?} from {offset}, {limit} lines");
+        assert_eq!(env.state.snapshot().tool_context.read_file_cache[0].lines, *cached, "{content:?}");
+    }
+}
+
 #[tokio::test]
 async fn read_errors_are_observations() {
     let env = Env::new();

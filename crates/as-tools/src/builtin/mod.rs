@@ -448,9 +448,31 @@ pub(crate) fn decode_text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).replace("\r\n", "\n").replace('\r', "\n")
 }
 
-/// Python's `str.splitlines(keepends=True)` for `\n`-normalised text.
+/// Python's `str.splitlines(keepends=True)`, by which 2.0.4's Read numbers and caches lines: a
+/// line ends at `\n`, `\r\n`, `\r`, `\v`, `\f`, `\x1c`, `\x1d`, `\x1e`, `\x85`, U+2028 or
+/// U+2029, and keeps its end (`page one\x0cpage two\n` is two lines, as in 2.0.4).
 pub(crate) fn split_keep_ends(text: &str) -> Vec<String> {
-    text.split_inclusive('\n').map(str::to_owned).collect()
+    let mut lines = Vec::new();
+    let mut start = 0;
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let end = match c {
+            '\r' => match chars.next_if(|&(_, n)| n == '\n') {
+                Some((j, _)) => j + 1,
+                None => i + 1,
+            },
+            '\n' | '\u{0b}' | '\u{0c}' | '\u{1c}' | '\u{1d}' | '\u{1e}' | '\u{85}' | '\u{2028}' | '\u{2029}' => {
+                i + c.len_utf8()
+            }
+            _ => continue,
+        };
+        lines.push(text[start..end].to_owned());
+        start = end;
+    }
+    if start < text.len() {
+        lines.push(text[start..].to_owned());
+    }
+    lines
 }
 
 #[cfg(test)]
@@ -588,6 +610,24 @@ mod tests {
         assert_eq!(s("c.txt").as_deref(), Some("**"));
         assert_eq!(s(""), None);
         assert_eq!(split_keep_ends("a\nb"), ["a\n", "b"]);
+        // Python 3.11 `s.splitlines(keepends=True)`.
+        for (text, expect) in [
+            ("", vec![]),
+            ("x", vec!["x"]),
+            ("a\n", vec!["a\n"]),
+            ("\n\n", vec!["\n", "\n"]),
+            ("a\r\nb", vec!["a\r\n", "b"]),
+            ("a\rb", vec!["a\r", "b"]),
+            ("\r\n\r", vec!["\r\n", "\r"]),
+            ("a\r\r\nb", vec!["a\r", "\r\n", "b"]),
+            (
+                "a\u{b}b\u{c}c\u{1c}d\u{1d}e\u{1e}f\u{85}g\u{2028}h\u{2029}i",
+                vec!["a\u{b}", "b\u{c}", "c\u{1c}", "d\u{1d}", "e\u{1e}", "f\u{85}", "g\u{2028}", "h\u{2029}", "i"],
+            ),
+            ("a\u{1f}b\u{e}c", vec!["a\u{1f}b\u{e}c"]),
+        ] {
+            assert_eq!(split_keep_ends(text), expect, "{text:?}");
+        }
         assert_eq!(decode_text(b"a\r\nb\rc"), "a\nb\nc");
     }
 }
