@@ -240,8 +240,13 @@ async fn edit_requires_a_read_of_the_current_version() {
 #[tokio::test]
 async fn write_creates_files_and_guards_unread_ones() {
     let env = Env::new();
+    // Line counts as 2.0.4's Write counts them (`len(content.split("\n"))`).
+    for (content, lines) in [("", 1), ("x", 1), ("x\n", 2), ("a\nb", 2), ("a\r\nb\n", 3)] {
+        let r = env.call("Write", json!({"file_path": env.p("counted.txt"), "content": content})).await;
+        assert_eq!(ok(&r), format!("The file {} has been written successfully ({lines} lines).", env.p("counted.txt")));
+    }
     let r = env.call("Write", json!({"file_path": env.p("new/dir/f.txt"), "content": "a\nb\n"})).await;
-    assert_eq!(ok(&r), format!("The file {} has been written successfully (2 lines).", env.p("new/dir/f.txt")));
+    assert_eq!(ok(&r), format!("The file {} has been written successfully (3 lines).", env.p("new/dir/f.txt")));
     assert_eq!(std::fs::read_to_string(env.path("new/dir/f.txt")).unwrap(), "a\nb\n");
     // written files are cached: Edit works right away
     ok(&env.call("Edit", json!({"file_path": env.p("new/dir/f.txt"), "old_string": "a\n", "new_string": "A\n"})).await);

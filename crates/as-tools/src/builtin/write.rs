@@ -120,7 +120,8 @@ impl Tool for WriteTool {
             let lines = split_keep_ends(&decode_text(a.content.as_bytes()));
             ctx.state.with(|s| s.tool_context.cache_file_with_mtime(&a.file_path, lines, m));
         }
-        let line_count = a.content.lines().count();
+        // 2.0.4 counts `len(content.split("\n"))`: a trailing newline starts one more (empty) line.
+        let line_count = a.content.split('\n').count();
         let mut meta = JsonMap::new();
         meta.insert("file_path".into(), JsonValue::String(a.file_path.clone()));
         meta.insert("occurrences".into(), JsonValue::from(1));
