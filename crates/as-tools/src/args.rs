@@ -22,7 +22,11 @@ use crate::util::{python_repr, python_type, python_value_repr};
 /// assert!(err.model_text().starts_with("<system-reminder>Error: Your argument string is decoded into a <class 'list'> object"));
 /// ```
 pub fn parse_arguments(raw: &str) -> Result<JsonMap, ToolError> {
-    let error_message = match serde_json::from_str::<JsonValue>(raw) {
+    // An object is read from its text as json.loads reads it (an object keyed with one of
+    // serde_json's private markers stays an object; NaN and a repeated key are read); anything
+    // else goes through serde_json below for 2.0.4's error texts.
+    let read = as_message::free_form::from_str(raw).map(JsonValue::Object).or_else(|_| serde_json::from_str(raw));
+    let error_message = match read {
         // Python's json.loads refuses integers over 4300 digits (and a session holding one could
         // not be read back by AgentScope Python).
         Ok(JsonValue::Object(map)) => match map.values().try_for_each(as_message::check_number_digits) {
@@ -188,6 +192,22 @@ mod tests {
 
     fn check(raw: &str, expect: Option<JsonValue>) {
         assert_eq!(parse_arguments(raw).ok().map(JsonValue::Object), expect, "{raw}");
+    }
+
+    /// Objects json.loads reads as they are, which serde_json's `Value` reader misreads or refuses.
+    #[test]
+    fn objects_are_read_as_json_loads_reads_them() {
+        for (raw, expect) in [
+            (r#"{"$serde_json::private::Number": "1"}"#, json!({"$serde_json::private::Number": "1"})),
+            (
+                r#"{"a": {"$serde_json::private::Number": "abc"}}"#,
+                json!({"a": {"$serde_json::private::Number": "abc"}}),
+            ),
+            (r#"{"a": 1, "a": 2}"#, json!({"a": 2})),
+            (r#"{"a": NaN}"#, json!({"a": null})),
+        ] {
+            check(raw, Some(expect));
+        }
     }
 
     #[test]
