@@ -38,6 +38,13 @@ pub(super) const STAND_INS: &[char] = &[UNKNOWN, UNKNOWN_WORD, MORE_WORDS];
 /// more is read as [`UNKNOWN`].
 const MAX_WORDS: usize = 1024;
 
+/// A word longer than this (in bytes) that holds a `{` is read as [`UNKNOWN`] rather than expanded.
+const MAX_BRACED_WORD: usize = 4096;
+
+/// At most this many bytes come out of one brace expansion; one that would make more is read as
+/// [`UNKNOWN`].
+const MAX_EXPANSION_BYTES: usize = 1 << 20;
+
 /// Nested quotes and expansions deeper than this are read as running to the end of the text.
 const MAX_DEPTH: usize = 64;
 
@@ -191,19 +198,29 @@ fn raw_words(segment: &str) -> Vec<String> {
     words
 }
 
-/// The index after the brace expression that opens at `open` (its `}`), and whether it holds a
-/// comma outside nested braces, quotes and expansions; `None` when it is never closed.
-fn brace_close(chars: &[char], open: usize) -> Option<(usize, bool)> {
-    let mut level = 0usize;
-    let mut comma = false;
-    let mut j = open + 1;
+/// For each `{` of a word, the index of the `}` that closes it and whether it holds a comma outside
+/// nested braces, quotes and expansions (`None` when it is never closed), found in one pass (a
+/// scan from each unclosed `{` to the end would take quadratic time).
+fn brace_closes(chars: &[char]) -> Vec<Option<(usize, bool)>> {
+    let mut closes = vec![None; chars.len()];
+    let mut open: Vec<(usize, bool)> = Vec::new();
+    let mut j = 0;
     while let Some(&c) = chars.get(j) {
         match c {
             '\\' => j += 1,
-            '{' => level += 1,
-            '}' if level == 0 => return Some((j, comma)),
-            '}' => level -= 1,
-            ',' if level == 0 => comma = true,
+            '{' => open.push((j, false)),
+            '}' => {
+                if let Some((at, comma)) = open.pop()
+                    && let Some(slot) = closes.get_mut(at)
+                {
+                    *slot = Some((j, comma));
+                }
+            }
+            ',' => {
+                if let Some(top) = open.last_mut() {
+                    top.1 = true;
+                }
+            }
             _ => {
                 if let Some(end) = construct_end(chars, j, 0) {
                     j = end;
@@ -213,7 +230,7 @@ fn brace_close(chars: &[char], open: usize) -> Option<(usize, bool)> {
         }
         j += 1;
     }
-    None
+    closes
 }
 
 /// The parts of a brace expression's text split at its top-level commas.
@@ -271,8 +288,9 @@ fn sequence(amble: &str, budget: usize) -> Option<Option<Vec<String>>> {
         (_, _, Some(a), Some(b)) => (i64::from(u32::from(a)), i64::from(u32::from(b)), 0, true),
         _ => return None,
     };
-    let count = a.abs_diff(b) / step + 1;
-    if count > budget as u64 {
+    // `{-9223372036854775808..9223372036854775807}` has 2^64 words: more than any budget.
+    let Some(count) = (a.abs_diff(b) / step).checked_add(1) else { return Some(None) };
+    if count > budget as u64 || count.saturating_mul(width as u64) > MAX_EXPANSION_BYTES as u64 {
         return Some(None);
     }
     let mut out = Vec::new();
@@ -300,10 +318,11 @@ fn brace_expand_at(word: &str, budget: &mut usize, depth: usize) -> Option<Vec<S
     if !word.contains('{') {
         return Some(vec![word.to_owned()]);
     }
-    if depth > MAX_DEPTH {
+    if depth > MAX_DEPTH || word.len() > MAX_BRACED_WORD {
         return None;
     }
     let chars: Vec<char> = word.chars().collect();
+    let closes = brace_closes(&chars);
     let mut i = 0;
     while let Some(&c) = chars.get(i) {
         if c == '\\' {
@@ -318,7 +337,7 @@ fn brace_expand_at(word: &str, budget: &mut usize, depth: usize) -> Option<Vec<S
             i += 1;
             continue;
         }
-        let Some((close, comma)) = brace_close(&chars, i) else {
+        let Some((close, comma)) = closes.get(i).copied().flatten() else {
             i += 1;
             continue;
         };
@@ -342,7 +361,9 @@ fn brace_expand_at(word: &str, budget: &mut usize, depth: usize) -> Option<Vec<S
         let pre: String = chars[..i].iter().collect();
         let post = brace_expand_at(&chars[close + 1..].iter().collect::<String>(), budget, depth + 1)?;
         let total = parts.len().saturating_mul(post.len());
-        if total > *budget {
+        let longest = |v: &[String]| v.iter().map(String::len).max().unwrap_or(0);
+        let bytes = total.saturating_mul(pre.len().saturating_add(longest(&parts)).saturating_add(longest(&post)));
+        if total > *budget || bytes > MAX_EXPANSION_BYTES {
             return None;
         }
         *budget -= total;
@@ -595,6 +616,53 @@ pub(super) fn joined_readings(command: &str) -> [String; 2] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sequence_too_long_to_count_is_over_budget() {
+        // 2^64 words: the count overflows u64 (it panicked in debug builds).
+        assert_eq!(sequence("-9223372036854775808..9223372036854775807", MAX_WORDS), Some(None));
+        assert_eq!(sequence("9223372036854775807..-9223372036854775808", MAX_WORDS), Some(None));
+        let mut budget = MAX_WORDS;
+        assert_eq!(brace_expand("{-9223372036854775808..9223372036854775807}", &mut budget), None);
+    }
+
+    #[test]
+    fn expansions_are_bounded_in_bytes() {
+        // 1024 words, each padded to the 2001-digit width of the first endpoint.
+        assert_eq!(sequence(&format!("{}1..1024", "0".repeat(2000)), MAX_WORDS), Some(None));
+        assert_eq!(sequence("001..003", MAX_WORDS), Some(Some(vec!["001".into(), "002".into(), "003".into()])));
+        // Each of 1024 words is 2 KB long.
+        let mut budget = MAX_WORDS;
+        assert_eq!(brace_expand(&format!("{}{{1..1024}}", "x".repeat(2000)), &mut budget), None);
+    }
+
+    #[test]
+    fn an_over_long_braced_word_is_unknown() {
+        let mut budget = MAX_WORDS;
+        assert_eq!(brace_expand(&format!("{{r,}}m{}", "x".repeat(MAX_BRACED_WORD)), &mut budget), None);
+        let (words, _) = pattern_words(&format!("{{r,}}m -rf {}", "{".repeat(100_000)), &mut Vec::new());
+        assert_eq!(words.last().map(String::as_str), Some(format!("{UNKNOWN}{BRACED}").as_str()));
+        // Without braces it is read as written.
+        let long = "x".repeat(MAX_BRACED_WORD + 1);
+        let mut budget = MAX_WORDS;
+        assert_eq!(brace_expand(&long, &mut budget), Some(vec![long.clone()]));
+    }
+
+    #[test]
+    fn braces_are_matched_in_one_pass() {
+        let chars: Vec<char> = "{ {a,b}x{c}}{".chars().collect();
+        let closes = brace_closes(&chars);
+        assert_eq!(closes[0], Some((11, false)));
+        assert_eq!(closes[2], Some((6, true)));
+        assert_eq!(closes[8], Some((10, false)));
+        assert_eq!(closes[12], None);
+        // An escaped brace and one in an expansion are not matched.
+        let chars: Vec<char> = r"{a\},${x}}".chars().collect();
+        assert_eq!(brace_closes(&chars)[0], Some((9, true)));
+        // Unclosed braces before a closed one: as bash reads them.
+        let mut budget = MAX_WORDS;
+        assert_eq!(brace_expand(&format!("{}{{a,b}}", "{".repeat(3000)), &mut budget).map(|v| v.len()), Some(2));
+    }
 
     /// Expected values from GNU bash 5.2 (`printf '[%s]' WORD`).
     #[test]
