@@ -238,7 +238,8 @@ return 1
 "#;
 
 /// KEYS: record, staged value, messages, agent index, [schedule index]. ARGV: token, exact, id,
-/// mode, ttl, then for `save_turn` the first message's needle and `(id, json)` pairs.
+/// mode, ttl, the staged record's envelope (its CAS token) and its length, then for `save_turn`
+/// the first message's needle and `(id, json)` pairs.
 /// The new record was written to the staging key (same hash slot) just before, in the same
 /// pipeline; the script moves it into place with `RENAME` (O(1)) instead of carrying a large
 /// value through Lua (which costs about 3 ms per MB in Redis 7), then applies the TTL policy.
@@ -246,17 +247,18 @@ return 1
 /// wrote), -2 (the log's last message is corrupt), -3 (no staged value); nothing is written
 /// unless it returns 1.
 ///
-/// 2: the token no longer matches, but the record holds exactly this write's value and the log
-/// ends with exactly its messages. That is this very `save_turn` run before (a re-sent command
-/// whose reply a dropped connection lost): message ids are generated per message, so another
-/// writer's turn does not end the log with these. Without messages nothing tells a re-send from
-/// a writer that wrote the same bytes (two writers incrementing one counter), so a plain update
-/// still reports -1.
+/// 2: the token no longer matches, but the record is this write's (its envelope, whose
+/// `updated_at` only this write has, and its length) and the log ends with exactly its messages.
+/// That is this very `save_turn` run before (a re-sent command whose reply a dropped connection
+/// lost; the staging key is gone by then, renamed into the record, unless the `SET` was re-sent
+/// too): message ids are generated per message, so another writer's turn does not end the log
+/// with these. Without messages nothing tells a re-send from a writer that wrote the same bytes
+/// (two writers incrementing one counter), so a plain update still reports -1.
 const UPDATE: &str = r#"
 local s = token_state(KEYS[1], ARGV[1], ARGV[2])
 if s ~= 1 then
-  local mine = s == -1 and #ARGV > 5 and redis.call('GET', KEYS[1]) == redis.call('GET', KEYS[2])
-    and log_holds(KEYS[3], 7)
+  local mine = s == -1 and #ARGV > 7 and token_state(KEYS[1], ARGV[6], '0') == 1
+    and redis.call('STRLEN', KEYS[1]) == tonumber(ARGV[7]) and log_holds(KEYS[3], 9)
   redis.call('DEL', KEYS[2])
   if mine then return 2 end
   return s
@@ -268,8 +270,8 @@ if bad then
   return bad
 end
 local same = 0
-if #ARGV > 5 then
-  same = tail_is(KEYS[3], ARGV[6], ARGV[7])
+if #ARGV > 7 then
+  same = tail_is(KEYS[3], ARGV[8], ARGV[9])
   if same == -2 then
     redis.call('DEL', KEYS[2])
     return -2
@@ -285,7 +287,7 @@ elseif keep > 0 then
 else
   redis.call('PERSIST', KEYS[1])
 end
-append_log(KEYS[3], 7, same)
+append_log(KEYS[3], 9, same)
 apply_ttl(KEYS[3], ARGV[4], ARGV[5])
 add_to_indexes(4, ARGV[3], ARGV[4], ARGV[5])
 return 1

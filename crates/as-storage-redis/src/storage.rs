@@ -405,6 +405,7 @@ impl RedisStorage {
         token: Bytes,
         exact: bool,
         json: String,
+        new_head: Bytes,
         log: &[Value],
     ) -> Result<i64, StorageError> {
         let (mode, ttl) = self.ttl_args();
@@ -429,7 +430,9 @@ impl RedisStorage {
         let stage = format!("{rkey}:stage:{}", stage_suffix());
         let mut k = self.write_keys(rkey, &meta.user_id, &meta.agent_id, &meta.id, meta.source_schedule_id.as_deref());
         k.insert(1, stage.clone());
-        let mut args = vec![bytes_value(token), exact_arg, str_value(meta.id.clone()), mode, ttl];
+        // The new record's envelope and length: a re-sent script finds its own write by them.
+        let (head, len) = (bytes_value(new_head), int_value(u64::try_from(json.len()).unwrap_or(u64::MAX)));
+        let mut args = vec![bytes_value(token), exact_arg, str_value(meta.id.clone()), mode, ttl, head, len];
         args.extend_from_slice(log);
         let lua = &self.inner.scripts.update;
         let fail = |e| map_fred(op, Some(rkey), e);
@@ -540,7 +543,7 @@ impl RedisStorage {
             meta.config = req.config.clone();
             let state = req.state.clone().unwrap_or(stored.state);
             let (json, new_token) = self.encode(OP, &meta, &state)?;
-            match self.cas_write(&pool, OP, &rkey, &meta, token, exact, json, &[]).await? {
+            match self.cas_write(&pool, OP, &rkey, &meta, token, exact, json, new_token.clone(), &[]).await? {
                 1 => {
                     self.cache_put(rkey, Cached { meta: meta.clone(), token: new_token, exact: false });
                     return Ok(SessionRecord::from_parts(meta, state));
@@ -604,7 +607,7 @@ impl RedisStorage {
             meta.id.clone_from(&key.session_id);
             meta.updated_at = Timestamp::now_after(&old.updated_at);
             let (json, new_token) = self.encode(op, &meta, state)?;
-            match self.cas_write(&pool, op, &rkey, &meta, token, exact, json, &log).await? {
+            match self.cas_write(&pool, op, &rkey, &meta, token, exact, json, new_token.clone(), &log).await? {
                 // 2: this very save_turn, re-sent after its reply was lost, had already written.
                 1 | 2 => {
                     let rev = meta.revision();
@@ -1439,13 +1442,17 @@ mod tests {
             let mut meta = old.clone();
             meta.updated_at = Timestamp::now_after(&old.updated_at);
             let state = as_storage::conformance::conversation_state(turns, "replay");
-            let (json, _) = store.encode("t", &meta, &state).unwrap();
+            let (json, head) = store.encode("t", &meta, &state).unwrap();
             assert_eq!(json.len() > INLINE_UPDATE_MAX_BYTES, turns > 1, "{turns} turns: {} bytes", json.len());
-            let first =
-                store.cas_write(&pool, "t", &rkey, &meta, token.clone(), exact, json.clone(), &[]).await.unwrap();
+            let first = store
+                .cas_write(&pool, "t", &rkey, &meta, token.clone(), exact, json.clone(), head.clone(), &[])
+                .await
+                .unwrap();
             assert_eq!(first, 1, "{turns}-turn update");
-            let replay =
-                store.cas_write(&pool, "t", &rkey, &meta, token.clone(), exact, json.clone(), &[]).await.unwrap();
+            let replay = store
+                .cas_write(&pool, "t", &rkey, &meta, token.clone(), exact, json.clone(), head.clone(), &[])
+                .await
+                .unwrap();
             assert_eq!(replay, -1, "{turns}-turn update replayed");
             let got = store.get_session(&owner.session("s1")).await.unwrap().unwrap();
             assert_eq!(got.updated_at, meta.updated_at);
@@ -1459,21 +1466,34 @@ mod tests {
             let mut meta = old.clone();
             meta.updated_at = Timestamp::now_after(&old.updated_at);
             let state = as_storage::conformance::conversation_state(turns, "replay-turn");
-            let (json, _) = store.encode("t", &meta, &state).unwrap();
+            let (json, head) = store.encode("t", &meta, &state).unwrap();
             let msgs = [Msg::user("u", format!("question {turns}")), Msg::assistant("a", format!("answer {turns}"))];
             let log = store.log_args("t", &msgs).unwrap();
             let before = store.list_messages(&sk, 0, 0).await.unwrap().len();
-            let first = store.cas_write(&pool, "t", &rkey, &meta, token.clone(), exact, json.clone(), &log).await;
-            assert_eq!(first.unwrap(), 1, "{turns}-turn save_turn");
-            let replay = store.cas_write(&pool, "t", &rkey, &meta, token.clone(), exact, json.clone(), &log).await;
-            assert_eq!(replay.unwrap(), 2, "{turns}-turn save_turn replayed");
+            let write = async |log: &[Value]| {
+                store.cas_write(&pool, "t", &rkey, &meta, token.clone(), exact, json.clone(), head.clone(), log).await
+            };
+            assert_eq!(write(&log).await.unwrap(), 1, "{turns}-turn save_turn");
+            // Re-sent whole (for a staged write: its SET and its script).
+            assert_eq!(write(&log).await.unwrap(), 2, "{turns}-turn save_turn replayed");
+            if json.len() > INLINE_UPDATE_MAX_BYTES {
+                // Only the script re-sent: its staging key was renamed into the record by the first run.
+                let mut k = store.write_keys(&rkey, "u", "a", "s1", None);
+                k.insert(1, format!("{rkey}:stage:gone"));
+                let (mode, ttl) = store.ttl_args();
+                let len = int_value(json.len() as u64);
+                let mut args = vec![bytes_value(token.clone()), str_value(if exact { "1" } else { "0" })];
+                args.extend([str_value("s1"), mode, ttl, bytes_value(head.clone()), len]);
+                args.extend(log.iter().cloned());
+                let r: i64 = RedisStorage::eval(&pool, &store.inner.scripts.update, k, args).await.unwrap();
+                assert_eq!(r, 2, "{turns}-turn save_turn: only the script re-sent");
+            }
             let logged = store.list_messages(&sk, 0, 0).await.unwrap();
             assert_eq!(logged.len(), before + 2, "{turns} turns: the replay appended again");
             assert_eq!(logged[before..].iter().map(|m| m.id.as_str()).collect::<Vec<_>>(), [&msgs[0].id, &msgs[1].id]);
             // Another turn's messages with the same record bytes are no replay: a conflict.
             let other = store.log_args("t", &[Msg::user("u", "someone else")]).unwrap();
-            let r = store.cas_write(&pool, "t", &rkey, &meta, token.clone(), exact, json.clone(), &other).await;
-            assert_eq!(r.unwrap(), -1, "{turns}-turn save_turn with other messages");
+            assert_eq!(write(&other).await.unwrap(), -1, "{turns}-turn save_turn with other messages");
             assert_eq!(store.list_messages(&sk, 0, 0).await.unwrap().len(), before + 2);
         }
         // No staging key is left behind by the replayed staged update.
