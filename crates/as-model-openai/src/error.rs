@@ -73,7 +73,8 @@ pub(crate) fn from_status(
     let message = redact(&message, secret);
     let code = err.get("code").and_then(Value::as_str).unwrap_or_default();
     let kind = kind_of_status(status, code, &message, &err, || retry_after(headers));
-    // 429 carries its hint in its kind; 408 and 5xx beside it (for the agent's retry policy).
+    // 429 carries its hint in its kind; 408 and 5xx beside it (`ModelError::retry_after`, which
+    // `RetryPolicy::delay_for` reads: the provider's own retry loop waits it).
     let hint = if matches!(kind, ModelErrorKind::RateLimited { .. }) { None } else { retry_hint(status, headers) };
     ModelError::new(kind, provider, message).with_status(status).with_retry_after(hint)
 }
@@ -263,8 +264,9 @@ mod tests {
         assert_eq!(retry_hint(503, &HeaderMap::new()), None);
     }
 
-    /// The error itself carries the hint on the statuses whose kind is retryable, so the agent's
-    /// retry policy (`RetryPolicy::delay_for`) waits it too, not only the provider's own retries.
+    /// The error itself carries the hint on the statuses whose kind is retryable, where
+    /// `RetryPolicy::delay_for` (the provider's retry loop, or a caller's own) reads it. The agent's
+    /// model retries (`ModelConfig`) retry at once, as 2.0.4's do.
     #[test]
     fn the_mapped_error_carries_the_retry_hint() {
         let mut h = HeaderMap::new();
