@@ -61,7 +61,7 @@ pub use config::{ApiKey, DEFAULT_FINISH_GRACE, Flavor, OpenAiCompatibleConfig, P
 pub use format::{ChatFormatter, FormatterOptions, MAX_LOCAL_FILE_BYTES, MediaIdFactory, shortuuid};
 pub use parse::{ReasoningField, StreamState};
 pub use provider::{
-    DashScopeChatModel, DeepSeekChatModel, MAX_INLINED_VALUES, OllamaChatModel, OpenAiChatModel, OpenAiCompatibleModel,
-    inline_refs,
+    DashScopeChatModel, DeepSeekChatModel, MAX_INLINE_DEPTH, MAX_INLINED_VALUES, OllamaChatModel, OpenAiChatModel,
+    OpenAiCompatibleModel, inline_refs,
 };
 pub use sse::{DEFAULT_MAX_EVENT_BYTES, SseError, SseParser};

@@ -499,6 +499,11 @@ impl Driver {
 /// sent as it is.
 pub const MAX_INLINED_VALUES: usize = 100_000;
 
+/// The deepest nesting [`inline_refs`] follows (schema levels, each reference expanded counting
+/// as one): a deeper schema is sent as it is, so a long chain of references cannot exhaust the
+/// stack (2.0.4 raises `RecursionError` instead).
+pub const MAX_INLINE_DEPTH: usize = 512;
+
 /// Inlines local `$ref`s and drops the `$defs` / `definitions` sections, as 2.0.4's
 /// `_flatten_json_schema` does before `OpenAIChatModel` sends tool schemas (the goldens in
 /// `tests/goldens/flatten-json-schema.json` were made with it):
@@ -516,8 +521,8 @@ pub const MAX_INLINED_VALUES: usize = 100_000;
 /// parameter called `definitions`, `$defs` or `$ref` is kept and walked (2.0.4 drops the first
 /// two and leaves the whole `properties` object unresolved for the third); and a schema whose
 /// flattened form would hold more than [`MAX_INLINED_VALUES`] values (references that fan out
-/// without recursion, `A` using `B` twice, `B` using `C` twice, …) is sent unflattened, with a
-/// warning, instead of growing without bound.
+/// without recursion, `A` using `B` twice, `B` using `C` twice, …) or nest deeper than
+/// [`MAX_INLINE_DEPTH`] is sent unflattened, with a warning, instead of growing without bound.
 pub fn inline_refs(schema: &Value) -> Value {
     let Value::Object(root) = schema else { return schema.clone() };
     let sections = ["$defs", "definitions"].map(|k| root.get(k).and_then(Value::as_object));
@@ -538,13 +543,14 @@ pub fn inline_refs(schema: &Value) -> Value {
     if defs.is_empty() {
         return Value::Object(kept);
     }
-    let mut flattener = Flattener { defs: &defs, visiting: Vec::new(), budget: MAX_INLINED_VALUES };
+    let mut flattener = Flattener { defs: &defs, visiting: Vec::new(), budget: MAX_INLINED_VALUES, depth: 0 };
     match flattener.schema(&Value::Object(kept)) {
         Some(flat) => flat,
         None => {
             tracing::warn!(
                 limit = MAX_INLINED_VALUES,
-                "a tool schema's inlined form is too large; sent with its $defs and $refs as they are"
+                depth = MAX_INLINE_DEPTH,
+                "a tool schema's inlined form is too large or too deep; sent with its $defs and $refs as they are"
             );
             schema.clone()
         }
@@ -558,6 +564,8 @@ struct Flattener<'a> {
     visiting: Vec<&'a str>,
     /// Values that may still be produced.
     budget: usize,
+    /// Schema levels open around the current value.
+    depth: usize,
 }
 
 impl<'a> Flattener<'a> {
@@ -566,8 +574,18 @@ impl<'a> Flattener<'a> {
         Some(())
     }
 
-    /// A value in schema position.
+    /// A value in schema position (`None` past [`MAX_INLINE_DEPTH`] levels).
     fn schema(&mut self, v: &Value) -> Option<Value> {
+        if self.depth >= MAX_INLINE_DEPTH {
+            return None;
+        }
+        self.depth += 1;
+        let out = self.schema_at(v);
+        self.depth -= 1;
+        out
+    }
+
+    fn schema_at(&mut self, v: &Value) -> Option<Value> {
         self.spend()?;
         let m = match v {
             Value::Array(a) => return a.iter().map(|x| self.schema(x)).collect::<Option<Vec<_>>>().map(Value::Array),
@@ -764,5 +782,26 @@ mod tests {
         assert_eq!(out["properties"]["definitions"], json!({"type": "string"}));
         assert_eq!(out["properties"]["p"], json!({"type": "integer"}));
         assert!(out.get("$defs").is_none());
+    }
+
+    /// A chain of references D0 → D1 → … (no cycle) is followed to MAX_INLINE_DEPTH levels; a
+    /// longer one is sent as it is instead of exhausting the stack.
+    #[test]
+    fn long_reference_chains_stop_at_the_depth_limit() {
+        let chain = |links: usize| {
+            let mut defs = JsonMap::new();
+            for i in 0..links {
+                defs.insert(
+                    format!("D{i}"),
+                    json!({"type": "object", "properties": {"next": {"$ref": format!("#/$defs/D{}", i + 1)}}}),
+                );
+            }
+            defs.insert(format!("D{links}"), json!({"type": "string"}));
+            json!({"$ref": "#/$defs/D0", "$defs": defs})
+        };
+        let short = inline_refs(&chain(100));
+        assert!(!short.to_string().contains("$ref"), "a 100-link chain is inlined");
+        let long = chain(5_000);
+        assert_eq!(inline_refs(&long), long, "a 5,000-link chain is sent as it is");
     }
 }
