@@ -1092,6 +1092,24 @@ async fn bash_deny_rules_fail_closed_on_what_is_only_known_at_run_time() {
         "cat <(r''m -rf /tmp/x)",
         "let 'a[$(r\"\"m -rf /tmp/x)]'",
         "a[0]=1 rm -rf /tmp/x",
+        // redirections before the program (bash runs `rm` after each)
+        ">/dev/null rm -rf /tmp/x",
+        "2>&1 rm -rf /tmp/x",
+        "</dev/null rm -rf /tmp/x",
+        "&>x rm -rf /tmp/x",
+        ">|x rm -rf /tmp/x",
+        "<>x rm -rf /tmp/x",
+        "> out rm -rf /tmp/x",
+        ">> out rm -rf /tmp/x",
+        "3>&- rm -rf /tmp/x",
+        "2>&1 >/dev/null /bin/rm -rf /tmp/x",
+        "A=1 >/dev/null B=2 rm -rf /tmp/x",
+        "{fd}>x rm -rf /tmp/x",
+        "<<<x rm -rf /tmp/x",
+        "(>/dev/null rm -rf /tmp/x)",
+        "ls; >/dev/null r''m -rf /tmp/x",
+        "sudo >/dev/null rm -rf /tmp/x",
+        "sh -c '>/dev/null rm -rf /tmp/x'",
     ];
     for rule in ["rm:*", "rm -rf *"] {
         for mode in [M::Bypass, M::Default, M::AcceptEdits, M::DontAsk, M::Explore] {

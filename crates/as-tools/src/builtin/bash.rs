@@ -494,6 +494,44 @@ fn assignment_name(word: &str) -> Option<&str> {
     valid.then_some(name)
 }
 
+/// How many words the redirection that `words` starts with takes (its operator with the target
+/// attached, `>x`, `2>&1`, `3>&-`, or followed by it, `> x`), or 0 when the first word is none:
+/// `[n]>`, `[n]>>`, `[n]>|`, `[n]>&`, `&>`, `&>>`, `[n]<`, `[n]<<`, `[n]<<-`, `[n]<<<`, `[n]<>`,
+/// `[n]<&`, with `n` digits or `{name}`. Bash runs the command after it (`>/dev/null rm x` runs `rm`).
+fn redirection_len(words: &[String]) -> usize {
+    const OPERATORS: &[&str] = &["&>>", "<<<", "<<-", "&>", ">>", ">|", ">&", "<<", "<>", "<&", ">", "<"];
+    let Some(word) = words.first() else { return 0 };
+    let word = word.trim_start_matches(['(', '!']);
+    let rest = match word.strip_prefix('{').and_then(|w| w.split_once('}')) {
+        Some((name, rest)) if assignment_name(&format!("{name}=")).is_some() => rest,
+        _ => word.trim_start_matches(|c: char| c.is_ascii_digit()),
+    };
+    match OPERATORS.iter().find(|op| rest.starts_with(**op)) {
+        Some(op) if rest.len() == op.len() => words.len().min(2),
+        Some(_) => 1,
+        None => 0,
+    }
+}
+
+/// Where the program word of `words` is: after leading `(`, `{`, `!`, `VAR=value` and redirection
+/// words ([`redirection_len`]); `None` when there is none.
+fn program_index(words: &[String]) -> Option<usize> {
+    let mut k = 0;
+    while let Some(raw) = words.get(k) {
+        let skip = redirection_len(&words[k..]);
+        if skip > 0 {
+            k += skip;
+            continue;
+        }
+        let w = raw.trim_start_matches(['(', '{', '!']);
+        if !w.is_empty() && assignment_name(w).is_none() {
+            return Some(k);
+        }
+        k += 1;
+    }
+    None
+}
+
 /// Reserved words that can start a segment and run the command after them.
 const LEADING_KEYWORDS: &[&str] = &["if", "then", "else", "elif", "do", "while", "until"];
 
@@ -548,11 +586,27 @@ fn strip_leading(mut words: Vec<String>, plain: impl Fn(usize) -> bool) -> Vec<S
     words.split_off(at)
 }
 
-/// The words of the command a segment runs: [`stripped_words`] without `VAR=value` assignments.
+/// The words of the command a segment runs: [`stripped_words`] without the `VAR=value` assignments
+/// and redirections ([`redirection_len`]) before the program.
 fn command_words(segment: &str) -> Vec<String> {
+    let mut words = stripped_words(segment);
+    let mut skip = 0;
+    while let Some(w) = words.get(skip) {
+        skip += match redirection_len(&words[skip..]) {
+            0 if assignment_name(w).is_some() => 1,
+            0 => break,
+            n => n,
+        };
+    }
+    words.split_off(skip)
+}
+
+/// Whether a redirection comes before a segment's program (`>/dev/null ls`); a quoted word that
+/// looks like one (`'>x' ls`) is the program, so such a segment is not told to be read-only.
+fn redirection_first(segment: &str) -> bool {
     let words = stripped_words(segment);
     let skip = words.iter().take_while(|w| assignment_name(w).is_some()).count();
-    words[skip..].to_vec()
+    redirection_len(&words[skip..]) > 0
 }
 
 /// Variables a read-only command may be run with: they change formatting, not what runs
@@ -765,13 +819,8 @@ fn restrictive_rule_matches(rule: &str, command: &str) -> bool {
 fn program_known(segment: &str) -> bool {
     let (words, plain) = reading::pattern_words(segment, &mut Vec::new());
     let words = strip_leading(words, |i| plain.get(i).copied().unwrap_or(false));
-    words
-        .iter()
-        .find(|raw| {
-            let w = raw.trim_end_matches(BRACED).trim_start_matches(['(', '{', '!']);
-            !w.is_empty() && assignment_name(w).is_none()
-        })
-        .is_none_or(|w| !w.contains(STAND_INS) && !w.contains(BRACED))
+    let bare: Vec<String> = words.iter().map(|w| w.replace(BRACED, "")).collect();
+    program_index(&bare).and_then(|k| words.get(k)).is_none_or(|w| !w.contains(STAND_INS) && !w.contains(BRACED))
 }
 
 /// The word-like tokens of a text: split at blanks, quotes, `\`, `=` and shell operators (an
@@ -866,10 +915,7 @@ fn command_forms(marked: &[String], depth: usize, out: &mut Vec<String>, nested:
         return;
     }
     let words: Vec<String> = marked.iter().map(|w| w.replace(BRACED, "")).collect();
-    let Some(k) = words.iter().position(|raw| {
-        let w = raw.trim_start_matches(['(', '{', '!']);
-        !w.is_empty() && assignment_name(w).is_none()
-    }) else {
+    let Some(k) = program_index(&words) else {
         return;
     };
     let w = words[k].trim_start_matches(['(', '{', '!']);
@@ -1282,7 +1328,8 @@ pub(crate) fn is_read_only_command(command: &str) -> bool {
     let segments = split_command_segments(command);
     !segments.is_empty()
         && segments.iter().all(|seg| {
-            if has_write_redirect(seg) || !harmless_assignments(seg) || touches_processes(seg) {
+            if has_write_redirect(seg) || !harmless_assignments(seg) || touches_processes(seg) || redirection_first(seg)
+            {
                 return false;
             }
             let words = command_words(seg);
@@ -1664,6 +1711,11 @@ mod tests {
             ("find . -name '*.rs'", true),
             ("rm x", false),
             ("FOO=1 ls", false),
+            // A redirection before the program: not told to be read-only (a quoted `'>x'` would be
+            // the program), and no variable before the program after it is looked past.
+            (">/dev/null ls", false),
+            ("'>x' ls", false),
+            ("2>/dev/null PATH=x ls", false),
             ("LC_ALL=C LANG=C sort in.txt", true),
             ("GIT_EXTERNAL_DIFF='touch /tmp/pwned;:' git diff --no-index a b", false),
             ("PATH=./bin:$PATH ls", false),
@@ -1729,6 +1781,25 @@ mod tests {
         assert_eq!(dangerous_pattern("echo hi > /dev/sda").as_deref(), Some("> /dev/"));
         assert_eq!(dangerous_pattern("echo hi > /dev/null"), None);
         assert_eq!(dangerous_pattern("mkfs.ext4 /dev/x").as_deref(), Some("mkfs"));
+        // A redirection before the program does not hide it: bash runs `rm` in each.
+        for cmd in [
+            ">/dev/null rm -rf ./src",
+            "2>&1 rm -rf ./src",
+            "</dev/null rm -rf ./src",
+            "&>x rm -rf ./src",
+            ">|x rm -rf ./src",
+            "<>x rm -rf ./src",
+            "> out rm -rf ./src",
+            "3>&- rm -rf ./src",
+            "A=1 2> err B=2 rm -rf ./src",
+            "{fd}>x rm -rf ./src",
+            "<<<x rm -rf ./src",
+        ] {
+            assert_eq!(dangerous_pattern(cmd).as_deref(), Some("rm -rf"), "{cmd}");
+            assert_eq!(command_words(cmd).first().map(String::as_str), Some("rm"), "{cmd}");
+        }
+        assert_eq!(dangerous_pattern(">/dev/null sudo rm x").as_deref(), Some("sudo rm"));
+        assert_eq!(dangerous_pattern("2>/dev/null kill -9 1").as_deref(), Some("kill -9"));
         assert!(injection_risk("ls $(rm -rf /)").is_some());
         assert!(injection_risk("echo '$(not)'").is_none());
         assert!(injection_risk("eval \"$X\"").is_some());
