@@ -859,6 +859,15 @@ fn rule_words_occur(rule: &str, command: &str) -> bool {
 /// At most this many forms are collected for one command; more make it unanalysable.
 const MAX_FORMS: usize = 4096;
 
+/// Commands inside commands (a wrapper's or `xargs`'s command, a `-c` string, a function body,
+/// `find -exec`, a process substitution) are read to this depth; deeper, the command is read as
+/// [`UNKNOWN`] (any command: deny and ask rules match it, allow rules do not see forms).
+const MAX_NESTING: usize = 8;
+
+/// A wrapper or `xargs` whose options are not known may run any later word as the command: the
+/// first this many are read as such; with more words, the command is read as [`UNKNOWN`] too.
+const MAX_STARTS: usize = 64;
+
 /// Adds the forms of the commands in a text (a `-c` string, `eval`'s arguments, a `trap` action)
 /// to `out`, reading it at nesting level `depth`.
 type Nested = fn(&str, usize, &mut Vec<String>);
@@ -879,7 +888,7 @@ fn exact_nested(text: &str, depth: usize, out: &mut Vec<String>) {
 
 /// The commands a text may run as bash reads them ([`reading::pattern_words`]), each as
 /// `program args…`, with [`UNKNOWN`] for what is only known when it runs: comments are dropped,
-/// and process substitutions are read as commands too (to a depth of 8).
+/// and process substitutions are read as commands too (to a depth of [`MAX_NESTING`]).
 fn pattern_forms(text: &str, depth: usize, out: &mut Vec<String>) {
     let text = reading::strip_comments(text);
     for seg in split_command_segments(&text) {
@@ -890,10 +899,12 @@ fn pattern_forms(text: &str, depth: usize, out: &mut Vec<String>) {
         let (words, plain) = reading::pattern_words(&seg, &mut bodies);
         let words = strip_leading(words, |i| plain.get(i).copied().unwrap_or(false));
         command_forms(&words, depth, out, pattern_forms);
-        if depth < 8 {
+        if depth < MAX_NESTING {
             for body in bodies {
                 pattern_forms(&body, depth + 1, out);
             }
+        } else if !bodies.is_empty() {
+            out.push(UNKNOWN_STR.to_owned());
         }
     }
 }
@@ -902,8 +913,8 @@ fn pattern_forms(text: &str, depth: usize, out: &mut Vec<String>) {
 /// the command a wrapper runs, found through its options ([`WRAPPER_OPTIONS`]), or, for a wrapper
 /// whose options are not known, every later word; the string of a shell's (or `su`'s, `script`'s,
 /// `flock`'s) `-c` option, `eval`'s arguments and a `trap` action, read as commands (by `nested`);
-/// `find`'s `-exec`/`-execdir`/`-ok`/`-okdir` commands; a function definition's body (to a depth
-/// of 8).
+/// `find`'s `-exec`/`-execdir`/`-ok`/`-okdir` commands; a function definition's body; each to a
+/// depth of [`MAX_NESTING`], past which the command is [`UNKNOWN`].
 ///
 /// What is only known when it runs is a stand-in ([`reading`]): a program word made by a brace
 /// expansion (a word ending in [`BRACED`]: any text), a program `{}` (what `find -exec` puts there:
@@ -928,7 +939,9 @@ fn command_forms(marked: &[String], depth: usize, out: &mut Vec<String>, nested:
     let args = &words[k + 1..];
     let marked_args = &marked[k + 1..];
     out.push(std::iter::once(prog).chain(args.iter().map(String::as_str)).collect::<Vec<_>>().join(" "));
-    if depth >= 8 {
+    if depth >= MAX_NESTING {
+        // What it may run is not read further: it may be any command (deny and ask rules match).
+        out.push(UNKNOWN_STR.to_owned());
         return;
     }
     // `f() { …`, `f(){ …`, `function f { …`, `function f() …`: the body runs when `f` is called.
@@ -938,11 +951,11 @@ fn command_forms(marked: &[String], depth: usize, out: &mut Vec<String>, nested:
             body.push(after.to_owned());
         }
         body.extend(marked_args.iter().cloned());
-        command_forms(&body, depth, out, nested);
+        command_forms(&body, depth + 1, out, nested);
         return;
     }
     if args.first().is_some_and(|a| a == "()") {
-        command_forms(&marked_args[1..], depth, out, nested);
+        command_forms(&marked_args[1..], depth + 1, out, nested);
         return;
     }
     match prog {
@@ -954,7 +967,7 @@ fn command_forms(marked: &[String], depth: usize, out: &mut Vec<String>, nested:
                 body.push(after.to_owned());
             }
             body.extend(marked_args.iter().skip(skip).cloned());
-            command_forms(&body, depth, out, nested);
+            command_forms(&body, depth + 1, out, nested);
             return;
         }
         "eval" => {
@@ -972,11 +985,11 @@ fn command_forms(marked: &[String], depth: usize, out: &mut Vec<String>, nested:
             while i < args.len() {
                 if matches!(args[i].as_str(), "-exec" | "-execdir" | "-ok" | "-okdir") {
                     let end = args[i + 1..].iter().position(|a| a == ";" || a == "+").map_or(args.len(), |p| i + 1 + p);
-                    command_forms(&marked_args[i + 1..end], depth, out, nested);
+                    command_forms(&marked_args[i + 1..end], depth + 1, out, nested);
                     i = end;
                 } else if args[i].contains(STAND_INS) && i + 1 < args.len() {
                     // It may end in `-exec`.
-                    command_forms(&marked_args[i + 1..], depth, out, nested);
+                    command_forms(&marked_args[i + 1..], depth + 1, out, nested);
                 }
                 i += 1;
             }
@@ -1017,21 +1030,35 @@ fn command_forms(marked: &[String], depth: usize, out: &mut Vec<String>, nested:
             fed
         };
         match start {
-            Some(start) if start < args.len() => command_forms(&fed(start), depth, out, nested),
+            Some(start) if start < args.len() => command_forms(&fed(start), depth + 1, out, nested),
             Some(_) => {}
             None => {
-                for start in 0..args.len() {
-                    command_forms(&fed(start), depth, out, nested);
+                // The cap is checked before `fed` copies the words, and at most MAX_STARTS starts
+                // are tried (a copy of the rest per start was quadratic); past them, any command.
+                for start in 0..args.len().min(MAX_STARTS) {
+                    if out.len() >= MAX_FORMS {
+                        return;
+                    }
+                    command_forms(&fed(start), depth + 1, out, nested);
+                }
+                if args.len() > MAX_STARTS {
+                    out.push(UNKNOWN_STR.to_owned());
                 }
             }
         }
     } else if COMMAND_WRAPPERS.contains(&prog) || prog == "exec" {
         match wrapped_command(prog, args) {
-            Some(start) => command_forms(&marked_args[start.min(args.len())..], depth, out, nested),
+            Some(start) => command_forms(&marked_args[start.min(args.len())..], depth + 1, out, nested),
             // Options not known: any later word may be the command.
             None => {
-                for start in 0..args.len() {
-                    command_forms(&marked_args[start..], depth, out, nested);
+                for start in 0..args.len().min(MAX_STARTS) {
+                    if out.len() >= MAX_FORMS {
+                        return;
+                    }
+                    command_forms(&marked_args[start..], depth + 1, out, nested);
+                }
+                if args.len() > MAX_STARTS {
+                    out.push(UNKNOWN_STR.to_owned());
                 }
             }
         }
@@ -1771,6 +1798,45 @@ mod tests {
             ("", false),
         ] {
             assert_eq!(is_read_only_command(cmd), expect, "{cmd}");
+        }
+    }
+
+    #[test]
+    fn nesting_is_bounded_and_fails_closed() {
+        // Each wrapper, `xargs` and function body is a level: past MAX_NESTING the command is
+        // UNKNOWN (a deny rule matches it), and recursion stops there (it went one frame per word).
+        for (text, every_start) in [
+            (format!("{}rm x", "nice ".repeat(20)), false),
+            (format!("{}rm x", "xargs ".repeat(20)), false),
+            (format!("{}rm x", "xargs -Z ".repeat(20)), true),
+            (format!("{}rm x", "function f ".repeat(20)), false),
+            (format!("{}rm x", "find . -exec ".repeat(20)), false),
+        ] {
+            for reading in [run_forms as fn(&str, usize, &mut Vec<String>), pattern_forms] {
+                let mut out = Vec::new();
+                reading(&text, 0, &mut out);
+                assert!(out.iter().any(|f| f == UNKNOWN_STR), "{text}");
+                // With an unknown option every later word may start the command (`rm x` among them).
+                if !every_start {
+                    assert!(out.iter().all(|f| !f.starts_with("rm")), "{text}");
+                }
+            }
+            assert!(restrictive_rule_matches("rm:*", &text), "{text}");
+            assert!(restrictive_rule_matches("git push:*", &text), "{text}");
+        }
+        // Within the bound, the command is read.
+        let mut out = Vec::new();
+        run_forms("sudo nice timeout 5 xargs -Z rm x", 0, &mut out);
+        assert!(out.iter().any(|f| f.starts_with("rm x")), "{out:?}");
+        assert!(out.iter().all(|f| f != UNKNOWN_STR), "{out:?}");
+        // An `xargs` or wrapper with an unknown option and many words: MAX_STARTS of them are read
+        // as the command (each a copy of the rest: it was quadratic), the rest is any command.
+        for text in [format!("xargs -Z {}", "a ".repeat(1_000)), format!("nice -Z {}", "a ".repeat(1_000))] {
+            let mut out = Vec::new();
+            run_forms(&text, 0, &mut out);
+            assert!(out.len() <= MAX_STARTS + 2, "{}", out.len());
+            assert!(out.iter().any(|f| f == UNKNOWN_STR));
+            assert!(restrictive_rule_matches("rm:*", &text));
         }
     }
 
