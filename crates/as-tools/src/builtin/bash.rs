@@ -868,6 +868,11 @@ const MAX_NESTING: usize = 8;
 /// first this many are read as such; with more words, the command is read as [`UNKNOWN`] too.
 const MAX_STARTS: usize = 64;
 
+/// A command of this many words is not read once this many forms over its length were collected
+/// (forms of long commands copy many words: nested `xargs` with unknown options made up to
+/// [`MAX_FORMS`] forms of thousands of words each); it is read as [`UNKNOWN`] instead.
+const MAX_FORM_WORDS: usize = 1 << 20;
+
 /// Adds the forms of the commands in a text (a `-c` string, `eval`'s arguments, a `trap` action)
 /// to `out`, reading it at nesting level `depth`.
 type Nested = fn(&str, usize, &mut Vec<String>);
@@ -923,6 +928,13 @@ fn pattern_forms(text: &str, depth: usize, out: &mut Vec<String>) {
 /// may be `-exec`: `find . $opt rm x \;`), the next word may start the command it runs.
 fn command_forms(marked: &[String], depth: usize, out: &mut Vec<String>, nested: Nested) {
     if out.len() >= MAX_FORMS {
+        return;
+    }
+    if out.len().saturating_mul(marked.len()) > MAX_FORM_WORDS {
+        // Too much to read (each form copies its words): it may be any command.
+        if out.last().is_none_or(|f| f != UNKNOWN_STR) {
+            out.push(UNKNOWN_STR.to_owned());
+        }
         return;
     }
     let words: Vec<String> = marked.iter().map(|w| w.replace(BRACED, "")).collect();
@@ -1838,6 +1850,16 @@ mod tests {
             assert!(out.iter().any(|f| f == UNKNOWN_STR));
             assert!(restrictive_rule_matches("rm:*", &text));
         }
+        // Nested `xargs` with unknown options and many words: reading stops at MAX_FORM_WORDS
+        // (they made MAX_FORMS forms of all the words), and the command is any command.
+        let text = "xargs -Z ".repeat(300);
+        for reading in [run_forms as fn(&str, usize, &mut Vec<String>), pattern_forms] {
+            let mut out = Vec::new();
+            reading(&text, 0, &mut out);
+            assert!(out.len() < MAX_FORMS, "{}", out.len());
+            assert!(out.iter().any(|f| f == UNKNOWN_STR));
+        }
+        assert!(restrictive_rule_matches("rm:*", &text));
     }
 
     #[test]
