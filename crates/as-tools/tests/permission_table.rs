@@ -1110,6 +1110,10 @@ async fn bash_deny_rules_fail_closed_on_what_is_only_known_at_run_time() {
         "ls; >/dev/null r''m -rf /tmp/x",
         "sudo >/dev/null rm -rf /tmp/x",
         "sh -c '>/dev/null rm -rf /tmp/x'",
+        // a quoted word that looks like a redirection is the program (`./>/rm`)
+        "'>'/rm -rf /tmp/x",
+        "\\>/rm -rf /tmp/x",
+        "\">/rm\" -rf /tmp/x",
     ];
     for rule in ["rm:*", "rm -rf *"] {
         for mode in [M::Bypass, M::Default, M::AcceptEdits, M::DontAsk, M::Explore] {

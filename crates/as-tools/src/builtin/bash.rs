@@ -941,6 +941,18 @@ fn command_forms(marked: &[String], depth: usize, out: &mut Vec<String>, nested:
     let Some(k) = program_index(&words) else {
         return;
     };
+    // The words are unquoted here, so a word skipped as a redirection may have been quoted: bash
+    // runs `'>'/rm -rf x` as the program `>/rm`. That reading is a form too (deny rules fail closed).
+    let first = words.iter().position(|w| {
+        let w = w.trim_start_matches(['(', '{', '!']);
+        !w.is_empty() && assignment_name(w).is_none()
+    });
+    if let Some(j) = first.filter(|&j| j < k) {
+        let w = program_form(words[j].trim_start_matches(['(', '{', '!']));
+        out.push(
+            std::iter::once(w.as_str()).chain(words[j + 1..].iter().map(String::as_str)).collect::<Vec<_>>().join(" "),
+        );
+    }
     let w = words[k].trim_start_matches(['(', '{', '!']);
     let prog_form = program_form(w);
     let prog = match () {
