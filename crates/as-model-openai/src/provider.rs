@@ -499,9 +499,10 @@ impl Driver {
 /// sent as it is.
 pub const MAX_INLINED_VALUES: usize = 100_000;
 
-/// The deepest nesting [`inline_refs`] follows (schema levels, each reference expanded counting
-/// as one): a deeper schema is sent as it is, so a long chain of references cannot exhaust the
-/// stack (2.0.4 raises `RecursionError` instead).
+/// The deepest nesting [`inline_refs`] follows, in schema levels (a `$ref` object and the
+/// definition it expands to count one each, so a chain of about 255 references fits): a deeper
+/// schema is sent as it is, so a long chain of references cannot exhaust the stack (2.0.4 raises
+/// `RecursionError` instead).
 pub const MAX_INLINE_DEPTH: usize = 512;
 
 /// Inlines local `$ref`s and drops the `$defs` / `definitions` sections, as 2.0.4's

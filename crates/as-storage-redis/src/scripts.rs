@@ -13,8 +13,8 @@
 //!   already is what I write" does not prove it was this writer; a replayed update therefore
 //!   reports a conflict (a conditional write's caller re-reads and finds its own state), never a
 //!   false success. A replayed `save_turn` (an update carrying messages) is recognised: the
-//!   record holds its value and the log ends with its messages, whose ids no other turn has; it
-//!   reports success without appending them again. A replayed delete reports the session as
+//!   record holds its value (inline) or its envelope and length (staged) and the log ends with its
+//!   messages, whose ids no other turn has; it reports success without appending them again. A replayed delete reports the session as
 //!   already gone.
 //! * Ownership is checked on the record's envelope: the canonical `"user_id":…,"agent_id":…,`
 //!   fragment at the record's first `"user_id":` within the first 4 KiB, and only when no object
@@ -247,12 +247,12 @@ return 1
 /// wrote), -2 (the log's last message is corrupt), -3 (no staged value); nothing is written
 /// unless it returns 1.
 ///
-/// 2: the token no longer matches, but the record is this write's (its envelope, whose
-/// `updated_at` only this write has, and its length) and the log ends with exactly its messages.
-/// That is this very `save_turn` run before (a re-sent command whose reply a dropped connection
-/// lost; the staging key is gone by then, renamed into the record, unless the `SET` was re-sent
-/// too): message ids are generated per message, so another writer's turn does not end the log
-/// with these. Without messages nothing tells a re-send from a writer that wrote the same bytes
+/// 2: the token no longer matches, but the record has this write's envelope and length and the
+/// log ends with exactly its messages. That is this very `save_turn` run before (a re-sent command
+/// whose reply a dropped connection lost; the staging key is gone by then, renamed into the
+/// record, unless the `SET` was re-sent too). The message ids tell it apart: they are generated
+/// per message, so another writer's turn does not end the log with these (two writers from one
+/// revision may well write the same envelope). Without messages nothing tells a re-send from a writer that wrote the same bytes
 /// (two writers incrementing one counter), so a plain update still reports -1.
 const UPDATE: &str = r#"
 local s = token_state(KEYS[1], ARGV[1], ARGV[2])
