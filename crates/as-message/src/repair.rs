@@ -84,23 +84,27 @@ impl Repair {
         }
     }
 
-    fn object(&mut self) -> JsonValue {
-        self.pos += 1;
-        let mut map = JsonMap::new();
+    /// Skips whitespace and commas before a container's next member: `false` at its end (the
+    /// `close` bracket, consumed, or the end of the input).
+    fn next_member(&mut self, close: char) -> bool {
         loop {
             self.skip_ws();
             match self.peek() {
-                None => break,
-                Some('}') => {
+                None => return false,
+                Some(c) if c == close => {
                     self.pos += 1;
-                    break;
+                    return false;
                 }
-                Some(',') => {
-                    self.pos += 1;
-                    continue;
-                }
-                _ => {}
+                Some(',') => self.pos += 1,
+                Some(_) => return true,
             }
+        }
+    }
+
+    fn object(&mut self) -> JsonValue {
+        self.pos += 1;
+        let mut map = JsonMap::new();
+        while self.next_member('}') {
             let key = match self.peek() {
                 Some('"' | '\'') => self.string(),
                 Some(_) => {
@@ -153,20 +157,7 @@ impl Repair {
     fn array(&mut self) -> JsonValue {
         self.pos += 1;
         let mut items = Vec::new();
-        loop {
-            self.skip_ws();
-            match self.peek() {
-                None => break,
-                Some(']') => {
-                    self.pos += 1;
-                    break;
-                }
-                Some(',') => {
-                    self.pos += 1;
-                    continue;
-                }
-                _ => {}
-            }
+        while self.next_member(']') {
             match self.value() {
                 Some(v) => items.push(v),
                 None => {
