@@ -273,7 +273,10 @@ pub struct OpenAiCompatibleConfig {
     /// closing the stream has still answered: the stream ends successfully when the usage chunk
     /// arrives or this grace period passes, instead of waiting out the idle timeout and failing.
     pub finish_grace: Duration,
-    /// Provider-level retries of retryable errors, before the first chunk.
+    /// Provider-level retries, before the first chunk: of an HTTP error answer when 2.0.4 sends the
+    /// request again after it (by its status and `x-should-retry` header: 408, 409, 429 and 5xx,
+    /// unless `x-should-retry: false` on a 408 or 409, and any status with `x-should-retry: true`),
+    /// of a failure without an answer (connection, timeout) when its kind is retryable.
     pub retry: RetryPolicy,
     /// The largest response body accepted, in bytes (default 64 MiB), streamed or not; more is an
     /// [`ModelErrorKind::InvalidResponse`]. Each event of a stream is also bounded by

@@ -59,6 +59,32 @@ pub(crate) fn retry_hint(status: u16, headers: &reqwest::header::HeaderMap) -> O
     matches!(status, 408 | 409 | 429 | 500..=599).then(|| retry_after(headers)).flatten()
 }
 
+/// Whether the `openai` SDK's client (which 2.0.4 calls) sends a request again after this HTTP
+/// error answer, in the order of its `_should_retry`: an `x-should-retry` header of exactly `true`
+/// or `false` decides first (several such header lines are one value joined by `", "` to the SDK,
+/// which is neither, so they do not decide); then 408, 409, 429 and every status from 500 are
+/// retried, and no other. The SDK's very first step, no retry when `Retry-After` asks for more than
+/// two minutes, is left to the provider's retry loop, where a hint beyond
+/// [`as_model::RetryPolicy::max_retry_after`] fails the call at once whatever this says.
+pub(crate) fn sdk_should_retry(status: u16, headers: &reqwest::header::HeaderMap) -> bool {
+    let mut lines = headers.get_all("x-should-retry").iter();
+    match (lines.next().map(reqwest::header::HeaderValue::as_bytes), lines.next()) {
+        (Some(b"true"), None) => return true,
+        (Some(b"false"), None) => return false,
+        _ => {}
+    }
+    matches!(status, 408 | 409 | 429) || status >= 500
+}
+
+/// Whether 2.0.4 sends a request again after this HTTP error answer. Two layers retry there: the
+/// SDK's client ([`sdk_should_retry`]), and `ChatModelBase.__call__` around it, which retries the
+/// SDK's `RateLimitError` (429) and `InternalServerError` (500 and above) whatever the headers said;
+/// so a 503 with `x-should-retry: false` is still sent again (by the outer layer), while a 409 or
+/// 408 with it, or a 400 without `x-should-retry: true`, is not.
+pub(crate) fn should_retry(status: u16, headers: &reqwest::header::HeaderMap) -> bool {
+    sdk_should_retry(status, headers) || status == 429 || status >= 500
+}
+
 /// Maps a non-success HTTP answer.
 pub(crate) fn from_status(
     provider: &'static str,
@@ -262,6 +288,36 @@ mod tests {
             assert_eq!(retry_hint(status, &h), hint.then_some(Duration::from_secs(2)), "{status}");
         }
         assert_eq!(retry_hint(503, &HeaderMap::new()), None);
+    }
+
+    /// The retry decision for every (status, `x-should-retry`) pair in the golden made with the real
+    /// 2.0.4 and its openai SDK (tests/goldens/retry_decisions.py): `sdk_should_retry` is the SDK
+    /// client's alone (it sent the request again with the model's own retries off), `should_retry`
+    /// the two layers' together.
+    #[test]
+    fn retry_decisions_are_2_0_4s() {
+        let path = format!("{}/tests/goldens/retry-decisions.json", env!("CARGO_MANIFEST_DIR"));
+        let cases: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert!(cases.len() >= 30, "{path}");
+        let mut wrong = Vec::new();
+        for case in cases {
+            let status = u16::try_from(case["status"].as_u64().unwrap()).unwrap();
+            let mut h = HeaderMap::new();
+            h.insert("retry-after-ms", HeaderValue::from_static("1"));
+            for v in case["x_should_retry"].as_array().unwrap() {
+                h.append("x-should-retry", HeaderValue::from_str(v.as_str().unwrap()).unwrap());
+            }
+            let name = format!("{status} x-should-retry: {}", case["x_should_retry"]);
+            let sdk = case["sdk_requests"].as_u64().unwrap() > 1;
+            if sdk_should_retry(status, &h) != sdk {
+                wrong.push(format!("{name}: the SDK retries: {sdk}"));
+            }
+            let both = case["requests"].as_u64().unwrap() > 1;
+            if should_retry(status, &h) != both {
+                wrong.push(format!("{name}: 2.0.4 retries: {both}"));
+            }
+        }
+        assert!(wrong.is_empty(), "decided otherwise than by 2.0.4:\n{}", wrong.join("\n"));
     }
 
     /// The error itself carries the hint on the statuses whose kind is retryable, where

@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 use as_message::{ContentBlock, JsonMap, Msg};
 use as_model::{
     ChatChunk, ChatModel, ChatRequest, ChatStream, HeuristicTokenCounter, ModelError, ModelErrorKind, Result,
-    StructuredOutputRequest, StructuredResponse, ToolChoice, ToolChoiceMode, ToolSchema, parse_structured_output,
-    structured_output_request,
+    RetryPolicy, StructuredOutputRequest, StructuredResponse, ToolChoice, ToolChoiceMode, ToolSchema,
+    parse_structured_output, structured_output_request,
 };
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{Flavor, OpenAiCompatibleConfig, Preset};
-use crate::error::{from_status, from_transport};
+use crate::error::{from_status, from_transport, retry_after, should_retry};
 use crate::format::{ChatFormatter, FormatterOptions};
 use crate::parse::{ReasoningField, StreamState};
 use crate::sse::SseParser;
@@ -180,18 +180,26 @@ impl OpenAiCompatibleModel {
                 () = cancel.cancelled() => return Ok(None),
                 r = tokio::time::timeout(c.request_timeout, self.response_or_error(rb)) => r,
             };
-            let err = match outcome {
-                Err(_) => ModelError::new(
-                    ModelErrorKind::Timeout,
-                    c.provider,
-                    format!("no response within {:.3}s", c.request_timeout.as_secs_f64()),
+            let (err, answer) = match outcome {
+                Err(_) => (
+                    ModelError::new(
+                        ModelErrorKind::Timeout,
+                        c.provider,
+                        format!("no response within {:.3}s", c.request_timeout.as_secs_f64()),
+                    ),
+                    None,
                 ),
                 Ok(Ok(resp)) => return Ok(Some(resp)),
-                Ok(Err(err)) => err,
+                Ok(Err(Failed { err, answer })) => (err, answer),
             };
-            // The server's hint (a 429's in its kind, a 408's or 5xx's beside it) is waited instead
-            // of `retry_delay`; beyond `max_retry_after` the call fails now.
-            let delay = c.retry.delay_for(attempt, &err);
+            // An HTTP error answer is sent again when 2.0.4 would send it again (by its status and
+            // `x-should-retry`, not by the error's kind); a failure without an answer when its kind
+            // is retryable. The server's hint is waited instead of `retry_delay`; beyond
+            // `max_retry_after` the call fails now.
+            let delay = match answer {
+                Some(a) => delay_after(&c.retry, attempt, a.retry, a.hint),
+                None => c.retry.delay_for(attempt, &err),
+            };
             match delay {
                 Some(delay) => {
                     tracing::warn!(provider = c.provider, attempt, error = %err, delay_ms = delay.as_millis() as u64, "retrying");
@@ -206,21 +214,27 @@ impl OpenAiCompatibleModel {
         }
     }
 
-    /// The response, or the error (with the server's retry hint, see [`crate::error::retry_hint`]).
-    async fn response_or_error(&self, rb: reqwest::RequestBuilder) -> Result<reqwest::Response> {
+    /// The response, or the error (with the server's retry hint, see [`crate::error::retry_hint`]) and, for
+    /// an HTTP error answer, whether to send the request again.
+    async fn response_or_error(&self, rb: reqwest::RequestBuilder) -> Result<reqwest::Response, Failed> {
         let provider = self.config.provider;
-        let resp = rb.send().await.map_err(|e| from_transport(provider, e, self.secret()))?;
+        let resp =
+            rb.send().await.map_err(|e| Failed { err: from_transport(provider, e, self.secret()), answer: None })?;
         let status = resp.status();
         if status.is_success() {
             return Ok(resp);
         }
         let headers = resp.headers().clone();
+        let answer = Answer { retry: should_retry(status.as_u16(), &headers), hint: retry_after(&headers) };
         // Only a snippet goes into the error: read at most MAX_ERROR_BODY_BYTES of it.
         let body = match read_body(resp, MAX_ERROR_BODY_BYTES).await {
             Ok(Body::Whole(b)) | Ok(Body::Truncated(b)) => String::from_utf8_lossy(&b).into_owned(),
             Err(_) => String::new(),
         };
-        Err(from_status(provider, status.as_u16(), &headers, &body, self.secret()))
+        Err(Failed {
+            err: from_status(provider, status.as_u16(), &headers, &body, self.secret()),
+            answer: Some(answer),
+        })
     }
 
     fn reasoning_field(&self) -> ReasoningField {
@@ -340,6 +354,36 @@ impl ChatModel for OpenAiCompatibleModel {
             r => r?,
         };
         parse_structured_output(self.config.provider, &request.schema, &response)
+    }
+}
+
+/// An attempt that failed: its error and, when the server answered with an HTTP error status, what
+/// that answer says about retrying.
+struct Failed {
+    err: ModelError,
+    answer: Option<Answer>,
+}
+
+/// What an HTTP error answer says about retrying.
+struct Answer {
+    /// Whether 2.0.4 sends the request again after it ([`should_retry`]).
+    retry: bool,
+    /// Its `retry-after-ms` / `retry-after`, whatever the status (the SDK waits it on every answer
+    /// it retries).
+    hint: Option<Duration>,
+}
+
+/// [`RetryPolicy::delay_for`]'s rule for an attempt whose retry is decided apart from its error's
+/// kind: none when `retry` is false or the policy's retries are used up (`attempt` counts from 1);
+/// else the hint when the policy honours it (none, failing at once, when it is beyond
+/// `max_retry_after`), or `retry_delay`.
+fn delay_after(policy: &RetryPolicy, attempt: u32, retry: bool, hint: Option<Duration>) -> Option<Duration> {
+    if !retry || attempt > policy.max_retries {
+        return None;
+    }
+    match hint {
+        Some(d) if policy.honor_retry_after => (d <= policy.max_retry_after).then_some(d),
+        _ => Some(policy.retry_delay),
     }
 }
 
@@ -783,6 +827,32 @@ mod tests {
         assert_eq!(out["properties"]["definitions"], json!({"type": "string"}));
         assert_eq!(out["properties"]["p"], json!({"type": "integer"}));
         assert!(out.get("$defs").is_none());
+    }
+
+    /// For an answer that is retried, the wait is the one `RetryPolicy::delay_for` gives a retryable
+    /// error with the same hint, for every policy, attempt and hint; an answer that is not retried
+    /// gets none.
+    #[test]
+    fn delay_after_is_delay_for_with_the_decision_given() {
+        let ms = Duration::from_millis;
+        let policies = [
+            RetryPolicy::default(),
+            RetryPolicy::none(),
+            RetryPolicy::new(2, ms(10)),
+            RetryPolicy { honor_retry_after: false, ..RetryPolicy::new(3, ms(5)) },
+            RetryPolicy { max_retry_after: ms(100), ..RetryPolicy::new(3, ms(5)) },
+        ];
+        let hints = [None, Some(Duration::ZERO), Some(ms(1)), Some(ms(100)), Some(ms(101)), Some(ms(120_000))];
+        for policy in &policies {
+            for attempt in 1..=5 {
+                for hint in hints {
+                    let err = ModelError::new(ModelErrorKind::ServerError, "p", "down").with_retry_after(hint);
+                    let case = format!("{policy:?} attempt {attempt} hint {hint:?}");
+                    assert_eq!(delay_after(policy, attempt, true, hint), policy.delay_for(attempt, &err), "{case}");
+                    assert_eq!(delay_after(policy, attempt, false, hint), None, "{case}");
+                }
+            }
+        }
     }
 
     /// A chain of references D0 → D1 → … (no cycle) is followed to MAX_INLINE_DEPTH levels; a

@@ -896,7 +896,7 @@ async fn a_finished_stream_the_server_keeps_open_completes() {
 }
 
 /// The server's `retry-after` / `retry-after-ms` is waited before the provider-level retry on every
-/// status the `openai` SDK honours it for (408, 429, 5xx; 409 is not retried here), not only on 429;
+/// status the `openai` SDK honours it for (408, 409, 429, 5xx), not only on 429;
 /// one beyond `max_retry_after` (60 s by default) fails the call at once, as for a 429.
 #[tokio::test]
 async fn retry_after_is_honoured_on_408_and_5xx_too() {
@@ -906,6 +906,7 @@ async fn retry_after_is_honoured_on_408_and_5xx_too() {
         (500, "retry-after-ms", "300", Some(Duration::from_millis(300))),
         (502, "retry-after", "0.3", Some(Duration::from_millis(300))),
         (408, "retry-after", "0.3", Some(Duration::from_millis(300))),
+        (409, "retry-after", "0.3", Some(Duration::from_millis(300))),
         (429, "retry-after-ms", "300", Some(Duration::from_millis(300))),
         (503, "retry-after", "120", None),
         (503, "x-no-hint", "1", Some(Duration::ZERO)),
@@ -931,4 +932,41 @@ async fn retry_after_is_honoured_on_408_and_5xx_too() {
             }
         }
     }
+}
+
+/// Whether an HTTP error answer is sent again is 2.0.4's decision for its status and
+/// `x-should-retry` header, for every case of the golden made with the real 2.0.4 and its openai SDK
+/// (tests/goldens/retry_decisions.py): 409 is retried, `x-should-retry: true` retries any status and
+/// `false` stops a 408's or 409's retries (a 429 or 5xx is still retried by 2.0.4's
+/// `ChatModelBase.__call__`). Counts differ where both of 2.0.4's layers retry (its SDK client 2
+/// times inside each of its model's 3 retries): here one policy retries `max_retries` times.
+#[tokio::test]
+async fn http_errors_are_retried_as_2_0_4_retries_them() {
+    let path = format!("{}/tests/goldens/retry-decisions.json", env!("CARGO_MANIFEST_DIR"));
+    let cases: Vec<serde_json::Value> = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert!(cases.len() >= 30, "{path}");
+    let mut wrong = Vec::new();
+    for case in cases {
+        let status = u16::try_from(case["status"].as_u64().unwrap()).unwrap();
+        let lines: Vec<&str> = case["x_should_retry"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        let retried = case["requests"].as_u64().unwrap() > 1;
+        let s = server().await;
+        for _ in 0..4 {
+            // The answers the golden's server gave: each with `retry-after-ms: 1`.
+            let mut reply = MockReply::error(status, "try later", None).with_header("retry-after-ms", "1");
+            for line in &lines {
+                reply = reply.with_header("x-should-retry", line);
+            }
+            s.push(reply);
+        }
+        let m = model(config(&s).with_retry(RetryPolicy::new(3, Duration::from_millis(1))));
+        let e = m.call(ChatRequest::new(vec![Msg::user("user", "Hi")])).await.unwrap_err();
+        let name = format!("{status} x-should-retry: {lines:?}");
+        assert_eq!(e.status(), Some(status), "{name}: {e}");
+        let sent = s.requests().len();
+        if sent != if retried { 4 } else { 1 } {
+            wrong.push(format!("{name}: {sent} requests, retried by 2.0.4: {retried}"));
+        }
+    }
+    assert!(wrong.is_empty(), "retried otherwise than by 2.0.4:\n{}", wrong.join("\n"));
 }
