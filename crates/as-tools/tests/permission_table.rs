@@ -1160,3 +1160,54 @@ async fn bash_deny_rules_fail_closed_on_what_is_only_known_at_run_time() {
         assert_eq!(got, expect, "allow {rule}: {cmd:?}");
     }
 }
+
+/// A command over `MAX_COMMAND_BYTES` is not read (reading a pathological one took seconds per
+/// rule): it cannot be analysed, so deny and ask rules match it, no allow rule covers it, it is not
+/// read-only, and it asks for a safety check. At the limit it is read as usual.
+#[tokio::test]
+async fn bash_commands_over_the_length_limit_fail_closed() {
+    use as_tools::builtin::MAX_COMMAND_BYTES;
+    let engine = PermissionEngine::new("/work");
+    let bash = BashTool::default().into_dyn_tool();
+    // `echo aaa…`, `ls aaa…` and `make aaa…`, `len` bytes long.
+    let echo = |len: usize| format!("echo {}", "a".repeat(len - 5));
+    let ls = |len: usize| format!("ls {}", "a".repeat(len - 3));
+    let make = |len: usize| format!("make {}", "a".repeat(len - 5));
+    let (over, at) = (MAX_COMMAND_BYTES + 1, MAX_COMMAND_BYTES);
+    const SAFETY: &str = "Safety check: command contains dynamic expansion that cannot be statically analyzed";
+    let rows = [
+        (M::Bypass, vec![(B::Deny, "Bash", Some("rm:*"))], echo(over), B::Deny, Some("Rule: rm:*")),
+        (M::Default, vec![(B::Deny, "Bash", Some("rm -rf *"))], echo(over), B::Deny, Some("Rule: rm -rf *")),
+        (M::Bypass, vec![(B::Ask, "Bash", Some("git push:*"))], echo(over), B::Ask, Some("Rule: git push:*")),
+        (M::Default, vec![(B::Allow, "Bash", Some("make:*"))], make(over), B::Ask, Some(SAFETY)),
+        (M::Default, vec![(B::Allow, "Bash", Some("make *"))], make(over), B::Ask, Some(SAFETY)),
+        (M::Default, vec![], ls(over), B::Ask, Some(SAFETY)),
+        (M::AcceptEdits, vec![], ls(over), B::Ask, Some(SAFETY)),
+        (M::Explore, vec![], ls(over), B::Deny, Some("Explore mode does not allow modifications")),
+        // At the limit the command is read: no rule matches it, the allow rule covers `make`.
+        (
+            M::Bypass,
+            vec![(B::Deny, "Bash", Some("rm:*"))],
+            make(at),
+            B::Allow,
+            Some("Bypass mode allows all operations"),
+        ),
+        (
+            M::Bypass,
+            vec![(B::Ask, "Bash", Some("git push:*"))],
+            make(at),
+            B::Allow,
+            Some("Bypass mode allows all operations"),
+        ),
+        (M::Default, vec![(B::Deny, "Bash", Some("rm:*"))], echo(at), B::Allow, Some("Read-only command is allowed")),
+        (M::Default, vec![(B::Allow, "Bash", Some("make:*"))], make(at), B::Allow, None),
+        (M::Explore, vec![], ls(at), B::Allow, Some("Explore mode allows read-only operations")),
+    ];
+    for (mode, rules, command, behavior, reason) in rows {
+        let ctx = context(mode, &rules);
+        let input = json!({ "command": command });
+        let d = engine.check_permission(&ctx, bash.as_ref(), input.as_object().unwrap()).await;
+        let what = format!("{mode:?} {rules:?} on {} bytes", command.len());
+        assert_eq!((d.behavior, d.decision_reason.as_deref()), (behavior, reason), "{what}");
+    }
+}

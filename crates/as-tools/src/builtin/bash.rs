@@ -22,7 +22,8 @@
 //!   rule when **some** value of those parts would make it match (`rm $f x` matches `rm -rf *`;
 //!   `$x` alone matches every rule); braces in arguments are expanded as bash does
 //!   (`rm -{r,f}f x` is `rm -rf -ff x`). Allow rules stay strict: they never cover a command that
-//!   cannot be analysed or whose program is only known when it runs.
+//!   cannot be analysed or whose program is only known when it runs. A command over
+//!   [`MAX_COMMAND_BYTES`] is not read at all: it is one that cannot be analysed.
 //! * Deny rules are still **best-effort**: code the command makes at run time (`base64 -d <<<… |
 //!   sh`, `python -c …`, a script written earlier with Write) is not seen, so a Bash deny rule
 //!   cannot contain a determined model; a sandbox can.
@@ -78,6 +79,21 @@ task. Instead, use the appropriate dedicated tool:
 
 /// The most milliseconds a command may run.
 pub const MAX_TIMEOUT_MS: u64 = 600_000;
+
+/// The longest command (in bytes, after line continuations are removed) the permission checks
+/// read. A longer one is not parsed at all: it is a command that cannot be analysed, so every deny
+/// and ask rule matches it, no allow rule covers it, it is not read-only and it asks for a safety
+/// check. Reading a pathological command takes time that grows with its length (a 100 KB one took
+/// 2.6 s per rule in a debug build), so an unbounded one stalls every check. 64 KiB is half of
+/// Linux's `MAX_ARG_STRLEN` (128 KiB, the most one `bash -c` argument may hold: a longer command
+/// cannot run at all) and far more than a command written by hand needs (file contents go through
+/// Write).
+pub const MAX_COMMAND_BYTES: usize = 64 * 1024;
+
+/// Whether `command` is over [`MAX_COMMAND_BYTES`] and so is not read.
+fn too_long(command: &str) -> bool {
+    command.len() > MAX_COMMAND_BYTES
+}
 
 /// Arguments of `Bash`.
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
@@ -168,18 +184,20 @@ impl Tool for BashTool {
     /// `rm`). Deny and ask rules are best-effort: code a command makes at run time is not seen.
     fn match_rule(&self, rule: &str, list: PermissionBehavior, a: &BashArgs, ctx: &PermissionCheckContext<'_>) -> bool {
         let command = join_continuations(&a.command);
-        let segments = split_command_segments(&command);
         match list {
+            // `unanalysable` first: it refuses a command over MAX_COMMAND_BYTES before it is split.
             PermissionBehavior::Allow => {
-                !segments.is_empty()
-                    && unanalysable(&command).is_none()
-                    && segments.iter().all(|s| {
-                        bash_rule_matches(rule, s)
-                            && program_known(s)
-                            && redirect_targets(s)
-                                .iter()
-                                .all(|t| t.as_deref().is_some_and(|t| t == "/dev/null" || ctx.is_in_working_dirs(t)))
-                    })
+                unanalysable(&command).is_none() && {
+                    let segments = split_command_segments(&command);
+                    !segments.is_empty()
+                        && segments.iter().all(|s| {
+                            bash_rule_matches(rule, s)
+                                && program_known(s)
+                                && redirect_targets(s).iter().all(|t| {
+                                    t.as_deref().is_some_and(|t| t == "/dev/null" || ctx.is_in_working_dirs(t))
+                                })
+                        })
+                }
             }
             // Also as the shell reads the segment (`\rm -r x`, `r''m`, `/bin/rm` are `rm`; braces
             // are expanded), so quoting cannot dodge a deny or ask rule, and failing closed where a
@@ -641,8 +659,12 @@ fn program_form(word: &str) -> String {
 /// The quoting is read as bash reads it (backslash escapes outside single quotes, `'` literal
 /// inside double quotes), and what the segment splitter and the word reader do not model fails
 /// closed: a comment (`# '` would open a quote for them and hide the next line), ANSI-C and
-/// locale quoting (`$'…'`, `$"…"`), and quotes left open.
+/// locale quoting (`$'…'`, `$"…"`), and quotes left open. A command over [`MAX_COMMAND_BYTES`] is
+/// not read at all.
 fn unanalysable(command: &str) -> Option<String> {
+    if too_long(command) {
+        return Some(format!("Command is longer than {MAX_COMMAND_BYTES} bytes, which cannot be analysed"));
+    }
     #[derive(PartialEq)]
     enum Q {
         None,
@@ -768,7 +790,8 @@ pub(crate) fn injection_risk(command: &str) -> Option<String> {
     None
 }
 
-/// Whether a deny or ask rule matches `command`. Each of these readings is tried:
+/// Whether a deny or ask rule matches `command`: always for a command over [`MAX_COMMAND_BYTES`],
+/// which is not read; otherwise each of these readings is tried:
 ///
 /// 1. the whole text, any segment as written, and any command a segment runs ([`command_forms`]:
 ///    `\rm`, `/bin/rm`, `(rm`, `{ rm`, `! rm`, `sudo -u x rm`, `env A=1 rm`, `sh -c 'rm …'`,
@@ -786,7 +809,7 @@ pub(crate) fn injection_risk(command: &str) -> Option<String> {
 /// This is best-effort: a command can run code these checks never see (`base64 -d <<<… | sh`,
 /// `python -c …`, a script written earlier), so a Bash deny rule cannot contain a determined model.
 fn restrictive_rule_matches(rule: &str, command: &str) -> bool {
-    if bash_rule_matches(rule, command) {
+    if too_long(command) || bash_rule_matches(rule, command) {
         return true;
     }
     let mut forms = Vec::new();
@@ -1720,9 +1743,13 @@ const SUBCOMMAND_TOOLS: &[&str] = &[
     "apt-get",
 ];
 
-/// Up to `max` distinct `<command>[ <subcommand>]` prefixes, one per segment.
+/// Up to `max` distinct `<command>[ <subcommand>]` prefixes, one per segment; none for a command
+/// over [`MAX_COMMAND_BYTES`], which is not read.
 pub(crate) fn command_prefixes(command: &str, max: usize) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
+    if too_long(command) {
+        return out;
+    }
     for seg in split_command_segments(command) {
         let words = command_words(&seg);
         let Some(first) = words.first() else { continue };

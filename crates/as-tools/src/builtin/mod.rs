@@ -42,7 +42,7 @@ use std::sync::Arc;
 
 use as_message::{PermissionBehavior, PermissionRule};
 
-pub use bash::{BashArgs, BashTool, HIDDEN_ENV, MAX_TIMEOUT_MS};
+pub use bash::{BashArgs, BashTool, HIDDEN_ENV, MAX_COMMAND_BYTES, MAX_TIMEOUT_MS};
 pub use edit::{EditArgs, EditTool};
 pub use glob::{GlobArgs, GlobTool};
 pub use grep::{GrepArgs, GrepOutputMode, GrepTool};
