@@ -1211,3 +1211,40 @@ async fn bash_commands_over_the_length_limit_fail_closed() {
         assert_eq!((d.behavior, d.decision_reason.as_deref()), (behavior, reason), "{what}");
     }
 }
+
+/// The safety checks (dangerous commands, sensitive paths, dangerous removals) read a word that
+/// looks like a leading redirection as the program too: the words are unquoted by then, and bash
+/// runs `'>'/rm -rf x` as the program `>/rm`. An allow rule does not override them.
+#[tokio::test]
+async fn bash_safety_checks_read_a_quoted_redirection_as_the_program() {
+    let engine = PermissionEngine::new("/work");
+    let bash = BashTool::default().into_dyn_tool();
+    const PATTERN: &str = "Safety check: dangerous command pattern detected";
+    const SENSITIVE: &str = "Safety check: dangerous file or directory in bash command";
+    const REMOVAL: &str = "Safety check: dangerous removal of critical system path";
+    for (command, reason) in [
+        ("'>'/rm -rf /tmp/x", PATTERN),
+        ("\\>/rm -rf /tmp/x", PATTERN),
+        ("\">/rm\" -rf /tmp/x", PATTERN),
+        ("'2>'/rm -rf /tmp/x", PATTERN),
+        ("A=1 '<'/sudo rm x", PATTERN),
+        ("'>'/chmod -R 777 x", PATTERN),
+        ("'>'/cp a .bashrc", SENSITIVE),
+        ("'>>'/mv a .git/config", SENSITIVE),
+        ("'>'/rm -r /usr", REMOVAL),
+        // read as written, too: the redirection is skipped
+        (">/dev/null rm -rf /tmp/x", PATTERN),
+    ] {
+        for mode in [M::Default, M::AcceptEdits] {
+            let ctx = context(mode, &[(B::Allow, "Bash", None)]);
+            let input = json!({ "command": command });
+            let d = engine.check_permission(&ctx, bash.as_ref(), input.as_object().unwrap()).await;
+            assert_eq!((d.behavior, d.decision_reason.as_deref()), (B::Ask, Some(reason)), "{mode:?}: {command:?}");
+            assert!(d.bypass_immune, "{mode:?}: {command:?}");
+        }
+        let ctx = context(M::DontAsk, &[(B::Allow, "Bash", None)]);
+        let input = json!({ "command": command });
+        let d = engine.check_permission(&ctx, bash.as_ref(), input.as_object().unwrap()).await;
+        assert_eq!(d.behavior, B::Deny, "DontAsk: {command:?}");
+    }
+}

@@ -604,19 +604,40 @@ fn strip_leading(mut words: Vec<String>, plain: impl Fn(usize) -> bool) -> Vec<S
     words.split_off(at)
 }
 
-/// The words of the command a segment runs: [`stripped_words`] without the `VAR=value` assignments
-/// and redirections ([`redirection_len`]) before the program.
-fn command_words(segment: &str) -> Vec<String> {
-    let mut words = stripped_words(segment);
-    let mut skip = 0;
+/// How many of `words` are the `VAR=value` assignments and redirections ([`redirection_len`]) before
+/// the program, and where the first of those redirections is, if there is one.
+fn leading_words(words: &[String]) -> (usize, Option<usize>) {
+    let (mut skip, mut redirection) = (0, None);
     while let Some(w) = words.get(skip) {
         skip += match redirection_len(&words[skip..]) {
             0 if assignment_name(w).is_some() => 1,
             0 => break,
-            n => n,
+            n => {
+                redirection.get_or_insert(skip);
+                n
+            }
         };
     }
+    (skip, redirection)
+}
+
+/// The words of the command a segment runs: [`stripped_words`] without the `VAR=value` assignments
+/// and redirections ([`redirection_len`]) before the program.
+fn command_words(segment: &str) -> Vec<String> {
+    let mut words = stripped_words(segment);
+    let (skip, _) = leading_words(&words);
     words.split_off(skip)
+}
+
+/// The words of each command a segment may run, for the checks that fail closed: [`command_words`],
+/// and when a word before the program was skipped as a redirection, also the words from that one on.
+/// The words are unquoted, so it may have been quoted, and then it is the program: bash runs
+/// `'>'/rm -rf x` as the program `>/rm` (the deny and ask rules' forms read it so too).
+fn command_readings(segment: &str) -> Vec<Vec<String>> {
+    let mut words = stripped_words(segment);
+    let (skip, redirection) = leading_words(&words);
+    let quoted = redirection.map(|j| words[j..].to_vec());
+    std::iter::once(words.split_off(skip)).chain(quoted).collect()
 }
 
 /// Whether a redirection comes before a segment's program (`>/dev/null ls`); a quoted word that
@@ -738,8 +759,7 @@ fn unanalysable(command: &str) -> Option<String> {
     }
     // Array subscripts and arithmetic are evaluated (command substitutions in them run, even
     // inside single quotes): `printf -v 'a[$(cmd)]'`, `let`, `[[ … -eq … ]]`, `unset 'a[…]'`, ….
-    for seg in split_command_segments(command) {
-        let words = command_words(&seg);
+    for words in split_command_segments(command).iter().flat_map(|seg| command_readings(seg)) {
         let Some(first) = words.first().map(|w| program(w)) else { continue };
         let subscripted = words.iter().skip(1).any(|w| w.contains('['));
         if (first == "printf" && words.iter().skip(1).any(|w| w.starts_with("-v")))
@@ -762,8 +782,8 @@ fn unanalysable(command: &str) -> Option<String> {
             return Some(format!("Command evaluates arithmetic through '{first}', which cannot be analysed"));
         }
     }
-    for seg in split_command_segments(command) {
-        let Some(first) = command_words(&seg).into_iter().next() else { continue };
+    for words in split_command_segments(command).iter().flat_map(|seg| command_readings(seg)) {
+        let Some(first) = words.into_iter().next() else { continue };
         if matches!(first.as_str(), "eval" | "source" | ".") {
             return Some(format!("Command uses '{first}', which runs code that cannot be analysed"));
         }
@@ -778,8 +798,8 @@ pub(crate) fn injection_risk(command: &str) -> Option<String> {
     if let Some(reason) = unanalysable(command) {
         return Some(reason);
     }
-    for seg in split_command_segments(command) {
-        let Some(first) = command_words(&seg).into_iter().next() else { continue };
+    for words in split_command_segments(command).iter().flat_map(|seg| command_readings(seg)) {
+        let Some(first) = words.into_iter().next() else { continue };
         if first == "exec" {
             return Some(format!("Command uses '{first}', which runs code that cannot be analysed"));
         }
@@ -1485,21 +1505,22 @@ fn recursive_and_forced(args: &[String]) -> bool {
     recursive && force
 }
 
-/// The first dangerous pattern (2.0.4 `DANGEROUS_COMMANDS`) found in any segment; any recursive
-/// and forced `rm` counts as `rm -rf`.
+/// The first dangerous pattern (2.0.4 `DANGEROUS_COMMANDS`) found in any segment, in each reading of
+/// the command it runs ([`command_readings`]); any recursive and forced `rm` counts as `rm -rf`.
 pub(crate) fn dangerous_pattern(command: &str) -> Option<String> {
     for seg in split_command_segments(command) {
-        let words = command_words(&seg);
-        if words.first().is_some_and(|w| program(w) == "rm") && recursive_and_forced(&words[1..]) {
-            return Some("rm -rf".into());
-        }
-        for pat in DANGEROUS_COMMANDS {
-            let head_ok = words
-                .first()
-                .map(|w| program(w))
-                .is_some_and(|w| w == pat[0] || (pat[0] == "mkfs" && w.starts_with("mkfs.")));
-            if head_ok && pat.len() <= words.len() && pat[1..].iter().zip(&words[1..]).all(|(p, w)| p == w) {
-                return Some(pat.join(" "));
+        for words in command_readings(&seg) {
+            if words.first().is_some_and(|w| program(w) == "rm") && recursive_and_forced(&words[1..]) {
+                return Some("rm -rf".into());
+            }
+            for pat in DANGEROUS_COMMANDS {
+                let head_ok = words
+                    .first()
+                    .map(|w| program(w))
+                    .is_some_and(|w| w == pat[0] || (pat[0] == "mkfs" && w.starts_with("mkfs.")));
+                if head_ok && pat.len() <= words.len() && pat[1..].iter().zip(&words[1..]).all(|(p, w)| p == w) {
+                    return Some(pat.join(" "));
+                }
             }
         }
         if let Some(idx) = seg.find("> /dev/").or_else(|| seg.find(">/dev/")) {
@@ -1609,20 +1630,23 @@ fn split_arguments(args: &[String]) -> Option<(Vec<&String>, Vec<&String>)> {
 
 const FILE_COMMANDS: &[&str] = &["rm", "mv", "cp", "chmod", "chown", "sed", "touch", "mkdir", "rmdir", "tee"];
 
-/// Operands of file-manipulating commands (every word after `--` included; all arguments when
-/// they cannot be told apart), plus redirection targets (also those known only at run time, as
+/// Operands of file-manipulating commands in each reading of a segment ([`command_readings`]; every
+/// word after `--` included; all arguments when they cannot be told apart), plus redirection targets (also those known only at run time, as
 /// written).
 fn file_targets(command: &str) -> Vec<String> {
     let mut out = Vec::new();
     for seg in split_command_segments(command) {
-        let words = command_words(&seg);
-        if let Some(first) = words.first()
-            && FILE_COMMANDS.contains(&program(first))
-        {
-            let args = &words[1..];
-            match split_arguments(args) {
-                Some((_, operands)) => out.extend(operands.into_iter().filter(|w| !w.contains(['<', '>'])).cloned()),
-                None => out.extend(args.iter().cloned()),
+        for words in command_readings(&seg) {
+            if let Some(first) = words.first()
+                && FILE_COMMANDS.contains(&program(first))
+            {
+                let args = &words[1..];
+                match split_arguments(args) {
+                    Some((_, operands)) => {
+                        out.extend(operands.into_iter().filter(|w| !w.contains(['<', '>'])).cloned());
+                    }
+                    None => out.extend(args.iter().cloned()),
+                }
             }
         }
         out.extend(redirections(&seg).into_iter().map(|(w, _)| w).filter(|w| w != "/dev/null"));
@@ -1630,10 +1654,10 @@ fn file_targets(command: &str) -> Vec<String> {
     out
 }
 
-/// A removal of `/`, `~`, a bare wildcard or a direct child of `/`.
+/// A removal of `/`, `~`, a bare wildcard or a direct child of `/`, in any reading of a segment
+/// ([`command_readings`]).
 fn dangerous_removal(command: &str, ctx: &PermissionCheckContext<'_>) -> Option<String> {
-    for seg in split_command_segments(command) {
-        let words = command_words(&seg);
+    for words in split_command_segments(command).iter().flat_map(|seg| command_readings(seg)) {
         let words: &[String] = if words.first().is_some_and(|w| program(w) == "sudo") { &words[1..] } else { &words };
         if !words.first().is_some_and(|w| matches!(program(w), "rm" | "rmdir")) {
             continue;
@@ -1926,6 +1950,21 @@ mod tests {
             assert_eq!(command_words(cmd).first().map(String::as_str), Some("rm"), "{cmd}");
         }
         assert_eq!(dangerous_pattern(">/dev/null sudo rm x").as_deref(), Some("sudo rm"));
+        // A quoted word that looks like a redirection is the program (bash runs `>/rm`): the words
+        // are read both ways.
+        for (cmd, pattern) in [
+            ("'>'/rm -rf ./src", "rm -rf"),
+            ("\\>/rm -rf ./src", "rm -rf"),
+            ("\">/rm\" -rf ./src", "rm -rf"),
+            ("'2>&1'/rm -rf ./src", "rm -rf"),
+            ("A=1 '<'/sudo rm x", "sudo rm"),
+            ("'>'/kill -9 1", "kill -9"),
+        ] {
+            assert_eq!(dangerous_pattern(cmd).as_deref(), Some(pattern), "{cmd}");
+        }
+        assert_eq!(command_readings("A=1 '>x' rm -rf y"), [vec!["rm", "-rf", "y"], vec![">x", "rm", "-rf", "y"]]);
+        assert_eq!(command_readings("A=1 rm -rf y"), [vec!["rm", "-rf", "y"]]);
+        assert_eq!(file_targets("'>'/cp a b"), ["a", "b"]);
         assert_eq!(dangerous_pattern("2>/dev/null kill -9 1").as_deref(), Some("kill -9"));
         assert!(injection_risk("ls $(rm -rf /)").is_some());
         assert!(injection_risk("echo '$(not)'").is_none());
