@@ -38,6 +38,7 @@
 //!   pydantic reads it and writes `null`, which it then refuses itself.
 
 mod block;
+pub mod depth;
 mod error;
 mod id;
 mod json;
@@ -53,6 +54,7 @@ pub use block::{
     Base64Source, BlockType, ContentBlock, DataBlock, HintBlock, Source, TextBlock, TextOrBlocks, TextOrData,
     ThinkingBlock, ToolCallBlock, ToolCallState, ToolResultBlock, ToolResultState, UrlSource, normalize_url,
 };
+pub use depth::{JsonDepth, json_text_depth, map_depth, value_depth};
 pub use error::{MessageError, MessageErrorKind, Result};
 pub use id::{IdFactory, format_naive, generate_id, now_iso, now_naive, set_id_factory, with_id_factory};
 pub use json::{

@@ -25,6 +25,7 @@
 //! so a larger integer (which Python reads) is an `integer out of range` error at that field, and
 //! `NaN` in a read-cache entry's `updated_at` or `bytes` is refused.
 
+mod depth;
 pub mod read;
 mod state;
 mod task;

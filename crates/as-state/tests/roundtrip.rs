@@ -27,6 +27,19 @@ proptest! {
         prop_assert_eq!(to_json(&back), json);
     }
 
+    /// `json_depth` (computed from the value) is the nesting depth of the JSON `to_json` writes, as
+    /// pydantic counts it, for states, messages and blocks; deep free-form values are checked in
+    /// `json_depth_at_the_limit`.
+    #[test]
+    fn json_depth_is_the_written_depth(state in arb::agent_state(), msg in arb::msg()) {
+        use as_message::{JsonDepth, json_text_depth};
+        prop_assert_eq!(state.json_depth(), json_text_depth(&to_json(&state)), "{}", to_json(&state));
+        prop_assert_eq!(msg.json_depth(), json_text_depth(&to_json(&msg)), "{}", to_json(&msg));
+        for block in &msg.content {
+            prop_assert_eq!(block.json_depth(), json_text_depth(&to_json(block)), "{}", to_json(block));
+        }
+    }
+
     /// The fast writer behind `to_json` is byte-identical to `serde_json::to_string`.
     #[test]
     fn fast_writer_matches_serde_json(state in arb::agent_state()) {
@@ -113,4 +126,66 @@ proptest! {
         let twice: AgentState = from_json(&json1).map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(to_json(&twice), json1);
     }
+}
+
+/// At and past the readers' limit, in every free-form place of a state (the places the generated
+/// states fill only a few levels deep): the depth is exact up to `MAX_JSON_DEPTH` and
+/// `MAX_JSON_DEPTH + 1` past it, and a state at the limit reads back while one past it is refused.
+#[test]
+fn json_depth_at_the_limit() {
+    use as_message::{
+        ContentBlock, JsonDepth, MAX_JSON_DEPTH, Role, TextOrBlocks, ThinkingBlock, ToolResultBlock, ToolResultState,
+        json, json_text_depth,
+    };
+    let nest = |n: usize| (0..n).fold(json!(1), |v, _| json!([v]));
+    // Each place, and its level in a state's JSON (the free-form value itself is one level more).
+    type Place = fn(&mut AgentState, serde_json::Value);
+    let places: [(&str, Place); 5] = [
+        ("middle_context", |s, v| {
+            s.middle_context.insert("k".into(), v);
+        }),
+        ("message metadata", |s, v| {
+            let mut m = Msg::user("u", "x");
+            m.metadata.insert("k".into(), v);
+            s.context.push(m);
+        }),
+        ("thinking extra", |s, v| {
+            let mut b = ThinkingBlock::new("t");
+            b.extra.insert("k".into(), v);
+            s.context.push(Msg::new("a", Role::Assistant, vec![ContentBlock::Thinking(b)]));
+        }),
+        ("tool result metadata", |s, v| {
+            let mut r = ToolResultBlock::new("c", "Read", TextOrBlocks::Text("out".into()), ToolResultState::Success);
+            r.metadata.insert("k".into(), v);
+            s.context.push(Msg::new("a", Role::Assistant, vec![ContentBlock::ToolResult(r)]));
+        }),
+        ("task metadata", |s, v| {
+            let mut t = as_state::Task::new("s", "d");
+            t.metadata.insert("k".into(), v);
+            s.tasks_context.tasks.push(t);
+        }),
+    ];
+    // Run on a thread with a big stack: the readers and serde_json's drop are recursive.
+    std::thread::Builder::new()
+        .stack_size(64 << 20)
+        .spawn(move || {
+            for (name, place) in places {
+                // The level of the place: a value 10 deep there makes the state 10 deeper than it.
+                let mut probe = AgentState::for_session("s");
+                place(&mut probe, nest(10));
+                let base = probe.json_depth() - 10;
+                for depth in [MAX_JSON_DEPTH - 1, MAX_JSON_DEPTH, MAX_JSON_DEPTH + 1, MAX_JSON_DEPTH + 40] {
+                    let mut state = AgentState::for_session("s");
+                    place(&mut state, nest(depth - base));
+                    let json = to_json(&state);
+                    assert_eq!(json_text_depth(&json), depth, "{name}");
+                    assert_eq!(state.json_depth(), depth.min(MAX_JSON_DEPTH + 1), "{name} at {depth}");
+                    let read = as_state::state_from_json(&json);
+                    assert_eq!(read.is_ok(), depth <= MAX_JSON_DEPTH, "{name} at {depth}: {read:?}");
+                }
+            }
+        })
+        .unwrap()
+        .join()
+        .unwrap();
 }
