@@ -114,6 +114,9 @@
 //! * `update_session_state` re-adds a missing index entry (2.0.4 never repairs the index).
 //! * Deleting a session that leads a team does not dissolve the team (teams are not part of this
 //!   crate's contract); 2.0.4's `delete_session` does.
+//! * A state or message nested deeper than 200 levels (`as_message::MAX_JSON_DEPTH`) is refused
+//!   with `InvalidInput` before anything is written; 2.0.4 writes it, and then neither side can read
+//!   the session back.
 //!
 //! # Faults
 //!

@@ -11,8 +11,9 @@ use as_state::AgentState;
 use as_storage::{
     Capabilities, ImportMode, ImportOutcome, ListError, Owner, PageRequest, Revision, SavedTurn, SessionConfig,
     SessionCursor, SessionKey, SessionMeta, SessionPage, SessionRecord, SessionSource, SessionSummary, StorageBase,
-    StorageError, StorageErrorKind, Timestamp, UpsertSession, encode_envelope, encode_record, encode_record_split,
-    validate_id, validate_import,
+    StorageError, StorageErrorKind, Timestamp, UpsertSession, check_envelope_depth, check_message_depth,
+    check_record_depth, check_state_depth, encode_envelope, encode_record, encode_record_split, validate_id,
+    validate_import,
 };
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -357,6 +358,7 @@ impl RedisStorage {
         let mut log = Vec::with_capacity(1 + 2 * messages.len());
         log.push(str_value(format!("\"id\":{}", json_str(&first.id))));
         for m in messages {
+            check_message_depth(BACKEND, op, m)?;
             let json = as_message::to_json(m);
             self.check_size(op, &json)?;
             log.extend([str_value(m.id.clone()), bytes_value(Bytes::from(json))]);
@@ -475,10 +477,13 @@ impl RedisStorage {
         meta: &SessionMeta,
         state: &AgentState,
     ) -> Result<(String, Bytes), StorageError> {
+        check_state_depth(BACKEND, op, state)?;
         let (json, head) = encode_record_split(meta, state);
-        self.check_size(op, &json)?;
         // The envelope was found while writing: no second encoding of it.
-        let token = Bytes::copy_from_slice(json.as_bytes().get(..head).unwrap_or_default());
+        let envelope = json.get(..head).unwrap_or_default();
+        check_envelope_depth(BACKEND, op, envelope)?;
+        self.check_size(op, &json)?;
+        let token = Bytes::copy_from_slice(envelope.as_bytes());
         Ok((json, token))
     }
 
@@ -849,6 +854,7 @@ impl RedisStorage {
         key.validate()?;
         let pool = self.pool_for(OP)?;
         let (mkey, rkey) = self.message_keys(key);
+        check_message_depth(BACKEND, OP, msg)?;
         let json = as_message::to_json(msg);
         self.check_size(OP, &json)?;
         let (mode, ttl) = self.ttl_args();
@@ -950,10 +956,12 @@ impl RedisStorage {
         validate_import(record)?;
         let pool = self.pool_for(OP)?;
         let meta = record.meta();
+        check_record_depth(BACKEND, OP, &meta, &record.state)?;
         let json = encode_record(&meta, &record.state);
         self.check_size(OP, &json)?;
         let mut log = Vec::with_capacity(messages.len());
         for m in messages {
+            check_message_depth(BACKEND, OP, m)?;
             let j = as_message::to_json(m);
             self.check_size(OP, &j)?;
             log.push(bytes_value(Bytes::from(j)));

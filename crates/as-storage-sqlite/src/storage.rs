@@ -9,7 +9,8 @@ use as_state::AgentState;
 use as_storage::{
     Capabilities, ImportMode, ImportOutcome, Owner, PageRequest, Result, Revision, SavedTurn, SessionConfig,
     SessionKey, SessionMeta, SessionPage, SessionRecord, SessionSource, SessionSummary, StorageBase, StorageError,
-    StorageErrorKind, Timestamp, UpsertSession, encode_envelope, encode_record, validate_id, validate_import,
+    StorageErrorKind, Timestamp, UpsertSession, check_envelope_depth, check_message_depth, check_record_depth,
+    check_state_depth, encode_envelope, encode_record, validate_id, validate_import,
 };
 use async_trait::async_trait;
 use rusqlite::types::ValueRef;
@@ -49,6 +50,7 @@ impl SqliteStorage {
         messages
             .iter()
             .map(|m| {
+                check_message_depth(BACKEND, op, m)?;
                 let json = as_message::to_json(m);
                 check_size(op, max, "a message", json.len()).map_err(|e| e.into_storage(op))?;
                 Ok((m.id.clone(), json))
@@ -225,6 +227,7 @@ struct Encoded {
 }
 
 fn encode(op: &'static str, inner: &Inner, meta: &SessionMeta, state: &AgentState) -> Result<Encoded, OpError> {
+    check_record_depth(BACKEND, op, meta, state)?;
     let record = encode_record(meta, state);
     check_size(op, inner.opts.max_record_bytes, "the session record", record.len())?;
     Ok(Encoded {
@@ -286,6 +289,7 @@ fn encoding_bug(op: &'static str, what: &str) -> OpError {
 
 impl EncodedState {
     fn new(op: &'static str, session_id: &str, state: &AgentState) -> Result<Self, OpError> {
+        check_state_depth(BACKEND, op, state)?;
         let mut json = as_message::to_json(state);
         if state.session_id != session_id {
             // `encode_record` writes the record's id as `state.session_id`: do the same, in place.
@@ -308,6 +312,7 @@ fn encode_with_state(
     state: &EncodedState,
 ) -> Result<Encoded, OpError> {
     let head = encode_envelope(meta);
+    check_envelope_depth(BACKEND, op, &head)?;
     let mut record = String::with_capacity(head.len() + state.json.len() + 1);
     record.push_str(&head);
     record.push_str(&state.json);
@@ -875,6 +880,7 @@ impl StorageBase for SqliteStorage {
 
     async fn upsert_message(&self, key: &SessionKey, msg: &Msg) -> Result<()> {
         let key = validated_key("upsert_message", key)?;
+        check_message_depth(BACKEND, "upsert_message", msg)?;
         // Encoded here, so only the bytes move to the blocking pool (no copy of the message).
         let (id, json) = (msg.id.clone(), as_message::to_json(msg));
         self.inner

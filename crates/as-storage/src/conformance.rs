@@ -201,6 +201,7 @@ pub const SCENARIOS: &[&str] = &[
     "list_is_scoped_to_owner",
     "invalid_ids_are_rejected",
     "too_large_is_rejected_before_writing",
+    "too_deep_is_rejected_before_writing",
     "delete_cascades",
     "list_is_newest_first",
     "list_pagination_is_stable",
@@ -239,7 +240,7 @@ macro_rules! __storage_conformance_scenarios {
             upsert_updates_existing id_taken_by_other_agent_already_exists update_missing_is_not_found
             update_replaces_state_only revisions_strictly_increase cas_rejects_stale_revision
             state_session_id_is_forced ownership_is_exact list_is_scoped_to_owner invalid_ids_are_rejected
-            too_large_is_rejected_before_writing delete_cascades list_is_newest_first list_pagination_is_stable
+            too_large_is_rejected_before_writing too_deep_is_rejected_before_writing delete_cascades list_is_newest_first list_pagination_is_stable
             list_ties_are_ordered_by_id
             messages_upsert_replaces_last_or_appends messages_list_uses_lrange_semantics messages_require_session
             save_turn_is_update_then_messages save_turn_is_conditional save_turn_is_all_or_nothing
@@ -995,6 +996,88 @@ pub async fn too_large_is_rejected_before_writing<F: StorageFactory>(factory: &F
     let mut fits = conversation_state(0, "fits");
     fits.context.push(Msg::user("user", "f".repeat(MAX / 2)));
     c.ok("update with a state well under the limit", s.update_session_state(&k, &fits, None).await)?;
+    Ok(Outcome::Passed)
+}
+
+/// A record or message nested deeper than [`as_message::MAX_JSON_DEPTH`] (which no reader takes
+/// back) is `InvalidInput` and nothing is written, by every writing method; one at the limit is
+/// written and reads back equal.
+pub async fn too_deep_is_rejected_before_writing<F: StorageFactory>(factory: &F) -> Res {
+    let c = Ctx { name: "too_deep_is_rejected_before_writing" };
+    let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
+    let o = owner("user-1", "agent-1");
+    let rec = c.create(&s, req(&o, "ok").with_state(conversation_state(1, "ok"))).await?;
+    let k = o.session(rec.id.clone());
+    let nest = |n: usize| (0..n).fold(JsonValue::from(1), |v, _| JsonValue::Array(vec![v]));
+    // A record is one level, its state the next, `middle_context` the third: `n` arrays in it make
+    // a record `n + 3` deep.
+    let state_in_record_of_depth = |depth: usize| {
+        let mut state = conversation_state(1, "deep");
+        state.middle_context.insert("k".into(), nest(depth - 3));
+        state
+    };
+    // A message is one level, its metadata the next: `n` arrays in it make it `n + 2` deep.
+    let message_of_depth = |id: &str, depth: usize| {
+        let mut m = msg(id, "deep");
+        m.metadata.insert("k".into(), nest(depth - 2));
+        m
+    };
+    let limit = as_message::MAX_JSON_DEPTH;
+    let deep = state_in_record_of_depth(limit + 1);
+    let invalid = StorageErrorKind::InvalidInput;
+    c.kind("update with a too deep state", s.update_session_state(&k, &deep, None).await, invalid)?;
+    c.kind(
+        "upsert update with a too deep state",
+        s.upsert_session(req(&o, "ok").with_session_id(rec.id.clone()).with_state(deep.clone())).await,
+        invalid,
+    )?;
+    c.kind(
+        "save_turn with a too deep state",
+        s.save_turn(&k, &deep, Some(&rec.revision()), &[msg("t1", "x")]).await,
+        invalid,
+    )?;
+    c.kind(
+        "save_turn with a too deep message",
+        s.save_turn(&k, &conversation_state(2, "t"), Some(&rec.revision()), &[message_of_depth("t2", limit + 1)]).await,
+        invalid,
+    )?;
+    c.kind("a too deep message", s.upsert_message(&k, &message_of_depth("m", limit + 1)).await, invalid)?;
+    c.ensure(c.must_get(&s, &k).await? == rec, || "a rejected write changed the record".into())?;
+    c.ensure(c.ok("list_messages", s.list_messages(&k, 0, 0).await)?.is_empty(), || {
+        "a rejected write stored a message".into()
+    })?;
+    c.kind(
+        "create with a too deep state",
+        s.upsert_session(req(&o, "deep").with_session_id("deep").with_state(deep.clone())).await,
+        invalid,
+    )?;
+    c.ensure(c.get(&s, &o.session("deep")).await?.is_none(), || "a rejected create left a record".into())?;
+    c.ensure(c.list_all(&s, &o, 50).await? == [rec.id.clone()], || "a rejected create left an index entry".into())?;
+    if let Ok(mut record) = foreign_record(&o, "deep", "deep") {
+        record.state = deep;
+        match s.import_record(&record, &[], ImportMode::CreateOnly).await {
+            Err(e) if e.kind() == StorageErrorKind::Unsupported => {}
+            r => c.kind("import of a too deep record", r, invalid)?,
+        }
+        let shallow = foreign_record(&o, "deep", "shallow").map_err(|e| c.fail(e))?;
+        match s.import_record(&shallow, &[message_of_depth("m", limit + 1)], ImportMode::CreateOnly).await {
+            Err(e) if e.kind() == StorageErrorKind::Unsupported => {}
+            r => c.kind("import with a too deep message", r, invalid)?,
+        }
+        c.ensure(c.get(&s, &o.session("deep")).await?.is_none(), || "a rejected import left a record".into())?;
+    }
+    // At the limit: written, and read back equal.
+    let at_limit = state_in_record_of_depth(limit);
+    c.ok("update with a state at the limit", s.update_session_state(&k, &at_limit, None).await)?;
+    c.ensure(
+        c.must_get(&s, &k).await?.state == as_stored(&SessionRecord::from_parts(rec.meta(), at_limit)).state,
+        || "a state at the limit did not read back equal".into(),
+    )?;
+    let m = message_of_depth("m", limit);
+    c.ok("a message at the limit", s.upsert_message(&k, &m).await)?;
+    c.ensure(c.ok("list_messages", s.list_messages(&k, 0, 0).await)? == [m], || {
+        "a message at the limit did not read back equal".into()
+    })?;
     Ok(Outcome::Passed)
 }
 

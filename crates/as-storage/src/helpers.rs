@@ -1,9 +1,13 @@
 //! Small pieces every backend needs to get the contract's edge cases identical:
-//! `LRANGE` index arithmetic, the listing cursor, and the size check.
+//! `LRANGE` index arithmetic, the listing cursor, and the size and depth checks.
 
 use std::ops::Range;
 
+use as_message::{JsonDepth, MAX_JSON_DEPTH, Msg, json_text_depth};
+use as_state::AgentState;
+
 use crate::error::{Result, StorageError, StorageErrorKind};
+use crate::record::{SessionMeta, encode_envelope};
 use crate::timestamp::Timestamp;
 
 /// The default maximum size of one stored value (a session record or a message), in bytes.
@@ -87,6 +91,72 @@ pub fn check_size(backend: &'static str, operation: &'static str, len: usize, ma
             backend,
             operation,
             format!("value of {len} bytes exceeds the limit of {max} bytes"),
+        ));
+    }
+    Ok(())
+}
+
+/// Fails with `InvalidInput` when the record of `record` holding `state` would be nested deeper than
+/// [`as_message::MAX_JSON_DEPTH`] (call it before writing anything).
+///
+/// Such a record can be written (AgentScope 2.0.4 writes it too) but no reader, here or in 2.0.4,
+/// reads it back: the session would be lost. The state's depth is computed from the value, without
+/// encoding it; the envelope (small) is measured from its bytes.
+///
+/// ```
+/// use as_message::{MAX_JSON_DEPTH, json};
+/// use as_storage::{SessionRecord, StorageErrorKind, check_record_depth};
+/// # let text = include_str!("../../../tests/fixtures/agentscope-2.0.4/session_record.compact.json");
+/// let mut rec: SessionRecord = as_message::from_json(text).unwrap();
+/// check_record_depth("memory", "update_session_state", &rec.meta(), &rec.state)?;
+/// let deep = (0..MAX_JSON_DEPTH).fold(json!(1), |v, _| json!([v]));
+/// rec.state.middle_context.insert("deep".into(), deep);
+/// let err = check_record_depth("memory", "update_session_state", &rec.meta(), &rec.state).unwrap_err();
+/// assert_eq!(err.kind(), StorageErrorKind::InvalidInput);
+/// # Ok::<(), as_storage::StorageError>(())
+/// ```
+pub fn check_record_depth(
+    backend: &'static str,
+    operation: &'static str,
+    record: &SessionMeta,
+    state: &AgentState,
+) -> Result<()> {
+    check_state_depth(backend, operation, state)?;
+    check_envelope_depth(backend, operation, &encode_envelope(record))
+}
+
+/// The part of [`check_record_depth`] about the state, for a backend that encodes the state apart
+/// from its envelope: fails with `InvalidInput` when `state`, inside a record, would be nested
+/// deeper than [`as_message::MAX_JSON_DEPTH`].
+pub fn check_state_depth(backend: &'static str, operation: &'static str, state: &AgentState) -> Result<()> {
+    // The record is one level, its state the next.
+    too_deep(backend, operation, "the session record", 1 + state.json_depth())
+}
+
+/// The part of [`check_record_depth`] about the envelope, given its bytes ([`encode_envelope`]):
+/// fails with `InvalidInput` when they nest deeper than [`as_message::MAX_JSON_DEPTH`] (the
+/// configs' free-form `parameters`).
+pub fn check_envelope_depth(backend: &'static str, operation: &'static str, envelope: &str) -> Result<()> {
+    // The envelope's unclosed record counts as its first level.
+    too_deep(backend, operation, "the session record", json_text_depth(envelope))
+}
+
+/// Fails with `InvalidInput` when `msg`, stored as a message of the log, would be nested deeper than
+/// [`as_message::MAX_JSON_DEPTH`] (call it before writing anything); see [`check_record_depth`].
+pub fn check_message_depth(backend: &'static str, operation: &'static str, msg: &Msg) -> Result<()> {
+    too_deep(backend, operation, "the message", msg.json_depth())
+}
+
+fn too_deep(backend: &'static str, operation: &'static str, what: &str, depth: usize) -> Result<()> {
+    if depth > MAX_JSON_DEPTH {
+        return Err(StorageError::new(
+            StorageErrorKind::InvalidInput,
+            backend,
+            operation,
+            format!(
+                "{what} would be nested more than {MAX_JSON_DEPTH} levels deep, which no reader (AgentScope 2.0.4's \
+                 included) reads back"
+            ),
         ));
     }
     Ok(())

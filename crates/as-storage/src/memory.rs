@@ -9,7 +9,9 @@ use as_state::AgentState;
 use async_trait::async_trait;
 
 use crate::error::{Result, StorageError, StorageErrorKind};
-use crate::helpers::{DEFAULT_MAX_RECORD_BYTES, SessionCursor, check_size, message_range};
+use crate::helpers::{
+    DEFAULT_MAX_RECORD_BYTES, SessionCursor, check_message_depth, check_record_depth, check_size, message_range,
+};
 use crate::key::{Owner, SessionKey, validate_id};
 use crate::record::{Revision, SessionMeta, SessionRecord, encode_record};
 use crate::storage::{
@@ -159,6 +161,7 @@ impl InMemoryStorage {
         let mut encoded = Vec::with_capacity(messages.len());
         for m in messages {
             let json = as_message::to_json(m);
+            check_message_depth(BACKEND, op, m)?;
             check_size(BACKEND, op, json.len(), self.max_record_bytes)?;
             encoded.push((m.id.clone(), Arc::<str>::from(json)));
         }
@@ -176,6 +179,7 @@ impl InMemoryStorage {
             let mut meta = old.clone();
             meta.updated_at = Timestamp::now_after(&old.updated_at);
             let bytes = encode_record(&meta, state);
+            check_record_depth(BACKEND, op, &meta, state)?;
             check_size(BACKEND, op, bytes.len(), self.max_record_bytes)?;
             let rev = meta.revision();
             let update = Update { meta, bytes, message_count: state.context.len() as u64, messages: encoded.clone() };
@@ -198,6 +202,7 @@ impl InMemoryStorage {
         let meta = SessionMeta::created(id.clone(), &req);
         let state = req.state.clone().unwrap_or_default();
         let bytes = encode_record(&meta, &state);
+        check_record_depth(BACKEND, "upsert_session", &meta, &state)?;
         check_size(BACKEND, "upsert_session", bytes.len(), self.max_record_bytes)?;
         let mut inner = self.lock();
         let k = (meta.user_id.clone(), id.clone());
@@ -235,6 +240,7 @@ impl InMemoryStorage {
             meta.config = req.config.clone();
             meta.updated_at = Timestamp::now_after(&old.updated_at);
             let bytes = encode_record(&meta, &state);
+            check_record_depth(BACKEND, "upsert_session", &meta, &state)?;
             check_size(BACKEND, "upsert_session", bytes.len(), self.max_record_bytes)?;
             let update =
                 Update { meta: meta.clone(), bytes, message_count: state.context.len() as u64, messages: Vec::new() };
@@ -408,6 +414,7 @@ impl StorageBase for InMemoryStorage {
         self.ready(OP)?;
         key.validate()?;
         let json = as_message::to_json(msg);
+        check_message_depth(BACKEND, OP, msg)?;
         check_size(BACKEND, OP, json.len(), self.max_record_bytes)?;
         let mut inner = self.lock();
         let Some(e) = inner.sessions.get_mut(&rk(key)).filter(|e| e.meta.agent_id == key.agent_id) else {
@@ -454,10 +461,12 @@ impl StorageBase for InMemoryStorage {
         validate_import(record)?;
         let meta = record.meta();
         let bytes = encode_record(&meta, &record.state);
+        check_record_depth(BACKEND, OP, &meta, &record.state)?;
         check_size(BACKEND, OP, bytes.len(), self.max_record_bytes)?;
         let mut log = Vec::with_capacity(messages.len());
         for m in messages {
             let json = as_message::to_json(m);
+            check_message_depth(BACKEND, OP, m)?;
             check_size(BACKEND, OP, json.len(), self.max_record_bytes)?;
             log.push((m.id.clone(), Arc::<str>::from(json)));
         }

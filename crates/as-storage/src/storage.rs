@@ -259,6 +259,11 @@ pub enum ImportOutcome {
 ///   \[`save_turn_is_update_then_messages`, `save_turn_is_conditional`, `save_turn_is_all_or_nothing`\].
 /// * **Size.** A record (or message) over the backend's configured limit fails with
 ///   [`crate::StorageErrorKind::TooLarge`] and nothing is written \[`too_large_is_rejected_before_writing`\].
+/// * **Depth.** A record (its envelope and state) or message nested deeper than
+///   [`as_message::MAX_JSON_DEPTH`] levels, which no reader (here or in AgentScope 2.0.4) reads back,
+///   fails with [`crate::StorageErrorKind::InvalidInput`] and nothing is written; one at the limit is
+///   written and reads back (backends call [`crate::check_record_depth`] and
+///   [`crate::check_message_depth`]) \[`too_deep_is_rejected_before_writing`\].
 /// * **Raw reads.** [`StorageBase::get_session_raw`] sees exactly what
 ///   [`StorageBase::get_session`] sees (the same ownership, `None` alike), and its text reads back
 ///   as that record \[`get_session_raw_is_the_record`\].
@@ -334,8 +339,8 @@ pub trait StorageBase: Send + Sync + fmt::Debug {
     /// written once, as its last version).
     ///
     /// With [`Capabilities::atomic_turns`] the backend does both as **one** all-or-nothing write:
-    /// a `Conflict` (a stale `expected`), `NotFound`, `TooLarge` (the record or any message), a
-    /// corrupt log or a failure leaves the state and the log exactly as they were. So a writer
+    /// a `Conflict` (a stale `expected`), `NotFound`, `TooLarge` or `InvalidInput` (the record or
+    /// any message), a corrupt log or a failure leaves the state and the log exactly as they were. So a writer
     /// whose compare-and-set fails (a runner that lost its session lock, say) cannot append to the
     /// log either, and a crash never leaves a saved state without its messages.
     ///
@@ -383,6 +388,11 @@ pub trait StorageBase: Send + Sync + fmt::Debug {
         expected: Option<&Revision>,
         messages: &[Msg],
     ) -> Result<SavedTurn> {
+        // A message no reader would take back is refused before the state is written (the depth
+        // clause: nothing written), as atomic backends refuse it.
+        for m in messages {
+            crate::check_message_depth(self.backend_name(), "save_turn", m)?;
+        }
         let revision = self.update_session_state(key, state, expected).await?;
         for m in messages {
             if let Err(e) = self.upsert_message(key, m).await {

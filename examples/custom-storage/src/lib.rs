@@ -11,7 +11,8 @@ use as_state::AgentState;
 use as_storage::{
     Capabilities, DEFAULT_MAX_RECORD_BYTES, ImportMode, ImportOutcome, Owner, PageRequest, Result, Revision,
     SessionCursor, SessionKey, SessionMeta, SessionPage, SessionRecord, SessionSummary, StorageBase, StorageError,
-    StorageErrorKind, Timestamp, UpsertSession, check_size, encode_record, message_range, validate_id, validate_import,
+    StorageErrorKind, Timestamp, UpsertSession, check_message_depth, check_record_depth, check_size, encode_record,
+    message_range, validate_id, validate_import,
 };
 use async_trait::async_trait;
 
@@ -224,6 +225,7 @@ impl Inner {
 
     fn write_record(&self, op: &'static str, meta: &SessionMeta, state: &AgentState) -> Result<()> {
         // encode_record writes state.session_id as meta.id: the one-session-id invariant.
+        check_record_depth(BACKEND, op, meta, state)?;
         let json = encode_record(meta, state);
         check_size(BACKEND, op, json.len(), self.max_record_bytes)?;
         self.write_atomic(op, &self.record_path(&meta.user_id, &meta.id), json.as_bytes())
@@ -433,6 +435,7 @@ impl StorageBase for JsonDirStorage {
     async fn upsert_message(&self, key: &SessionKey, msg: &Msg) -> Result<()> {
         const OP: &str = "upsert_message";
         key.validate()?;
+        check_message_depth(BACKEND, OP, msg)?;
         let json = as_message::to_json(msg);
         check_size(BACKEND, OP, json.len(), self.inner.max_record_bytes)?;
         let (key, id) = (key.clone(), msg.id.clone());
@@ -498,12 +501,14 @@ impl StorageBase for JsonDirStorage {
         validate_import(record)?;
         let mut log = String::new();
         for m in messages {
+            check_message_depth(BACKEND, OP, m)?;
             let json = as_message::to_json(m);
             check_size(BACKEND, OP, json.len(), self.inner.max_record_bytes)?;
             log.push_str(&json);
             log.push('\n');
         }
         let meta = record.meta();
+        check_record_depth(BACKEND, OP, &meta, &record.state)?;
         let json = encode_record(&meta, &record.state);
         check_size(BACKEND, OP, json.len(), self.inner.max_record_bytes)?;
         self.run(OP, move |db| {
