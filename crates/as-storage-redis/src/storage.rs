@@ -489,9 +489,9 @@ impl RedisStorage {
 
     async fn create(&self, pool: &Pool, req: &UpsertSession, id: &str) -> Result<Option<SessionRecord>, StorageError> {
         const OP: &str = "upsert_session";
+        // An empty schedule id is stored as given (as 2.0.4 stores it) and indexed under no schedule.
         let schedule = req.source_schedule_id.clone().filter(|s| !s.is_empty());
-        let mut meta = SessionMeta::created(id, req);
-        meta.source_schedule_id.clone_from(&schedule);
+        let meta = SessionMeta::created(id, req);
         let state = req.state.clone().unwrap_or_default();
         let (json, token) = self.encode(OP, &meta, &state)?;
         let rkey = self.inner.keys.session(&meta.user_id, id);

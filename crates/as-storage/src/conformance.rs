@@ -945,6 +945,11 @@ pub async fn invalid_ids_are_rejected<F: StorageFactory>(factory: &F) -> Res {
     }
     c.ensure(c.list_all(&s, &good, 50).await?.is_empty(), || "a rejected call wrote something".into())?;
     let unscheduled = c.create(&s, req(&good, "no schedule").with_schedule("")).await?;
+    // Stored as given, as 2.0.4 stores it (`"source_schedule_id":""`), and indexed under no schedule.
+    let stored = c.must_get(&s, &good.session(unscheduled.id.clone())).await?;
+    c.ensure(unscheduled.source_schedule_id.as_deref() == Some("") && stored == unscheduled, || {
+        format!("an empty schedule id is not stored as given: {:?}", stored.source_schedule_id)
+    })?;
     c.ensure(c.ok("delete", s.delete_session(&good.session(unscheduled.id)).await)?, || {
         "the session created with an empty schedule id is not there".into()
     })?;
