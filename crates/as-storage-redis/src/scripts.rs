@@ -329,13 +329,18 @@ redis.call('SREM', KEYS[3], ARGV[1])
 return 1
 "#;
 
-/// KEYS: messages, record. ARGV: msg json, msg id, needle, owner fragment, user, agent, mode, ttl.
+/// KEYS: messages, record, agent index. ARGV: msg json, msg id, needle, owner fragment, user, agent,
+/// mode, ttl, session id.
 /// Returns 1 (appended), 2 (replaced the last), 0 (no such session), -2 (last message is corrupt),
-/// or `owner_check`'s -4 / -5. A sliding TTL restarts on the record too (2.0.4 expires only the
-/// list here), so the record never expires before the conversation written after it.
+/// or `owner_check`'s -4 / -5. A sliding TTL restarts on the record and on the agent's index set too
+/// (2.0.4 expires only the list here), so neither the record nor its listing entry expires before
+/// the conversation written after it; a missing index entry is re-added, as an update re-adds it.
+/// (The schedule index, whose key the record names, is refreshed by the next state write.)
 const UPSERT_MESSAGE: &str = r#"
 local owner = owner_check(KEYS[2], ARGV[4], ARGV[5], ARGV[6])
 if owner ~= 1 then return owner end
+local bad = check_sets(3)
+if bad then return bad end
 local same = tail_is(KEYS[1], ARGV[3], ARGV[2])
 if same == -2 then return -2 end
 if same == 1 then
@@ -345,6 +350,7 @@ else
 end
 apply_ttl(KEYS[1], ARGV[7], ARGV[8])
 apply_ttl(KEYS[2], ARGV[7], ARGV[8])
+add_to_indexes(3, ARGV[9], ARGV[7], ARGV[8])
 return same + 1
 "#;
 
@@ -551,7 +557,11 @@ mod tests {
                 ],
             ),
             ("delete", &s.delete, &["check_sets", "top_level_is", "owner_check", "schedule_is"]),
-            ("upsert_message", &s.upsert_message, &["top_level_is", "owner_check", "tail_is", "apply_ttl"]),
+            (
+                "upsert_message",
+                &s.upsert_message,
+                &["check_sets", "top_level_is", "owner_check", "tail_is", "apply_ttl", "add_to_indexes"],
+            ),
             ("list_messages", &s.list_messages, &["top_level_is", "owner_check"]),
             ("get_message", &s.get_message, &["top_level_is", "owner_check"]),
             ("prune", &s.prune, &[]),

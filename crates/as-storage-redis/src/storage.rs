@@ -867,10 +867,13 @@ impl RedisStorage {
             str_value(key.agent_id.clone()),
             mode,
             ttl,
+            str_value(key.session_id.clone()),
         ];
-        let r: i64 = Self::eval(&pool, &self.inner.scripts.upsert_message, vec![mkey.clone(), rkey.clone()], args)
-            .await
-            .map_err(|e| map_fred(OP, Some(&mkey), e))?;
+        let index = self.inner.keys.session_index(&key.user_id, &key.agent_id);
+        let r: i64 =
+            Self::eval(&pool, &self.inner.scripts.upsert_message, vec![mkey.clone(), rkey.clone(), index], args)
+                .await
+                .map_err(|e| map_fred(OP, Some(&mkey), e))?;
         bad_record(OP, &rkey, r)?;
         match r {
             0 => Err(not_found(OP, key)),

@@ -650,10 +650,20 @@ async fn a_sliding_message_write_restarts_the_records_ttl() {
     let o = owner();
     let rec = s.upsert_session(req(&o)).await.unwrap();
     let rkey = format!("agentscope:user:user-1:session:{}", rec.id);
+    let index = "agentscope:user:user-1:agent:agent-1:sessions";
     r.expire::<(), _>(&rkey, 100, None).await.unwrap();
+    r.expire::<(), _>(index, 100, None).await.unwrap();
     s.upsert_message(&o.session(rec.id.clone()), &Msg::user("u", "hi")).await.unwrap();
     let ttl: i64 = r.ttl(&rkey).await.unwrap();
     assert!(ttl > 3000, "record ttl {ttl}");
+    // The listing entry lives as long as the session: its index set's TTL restarts too, and a
+    // missing entry is re-added (as a state update re-adds it).
+    let ttl: i64 = r.ttl(index).await.unwrap();
+    assert!(ttl > 3000, "index ttl {ttl}");
+    r.srem::<(), _, _>(index, rec.id.as_str()).await.unwrap();
+    s.upsert_message(&o.session(rec.id.clone()), &Msg::user("u", "again")).await.unwrap();
+    let listed = s.list_sessions(&o, &PageRequest::first(10)).await.unwrap();
+    assert_eq!(listed.sessions.iter().map(|i| i.id.as_str()).collect::<Vec<_>>(), [rec.id.as_str()]);
 }
 
 /// An index key of another Redis type than a set fails a write before anything is written
@@ -679,6 +689,10 @@ async fn a_wrong_type_index_key_fails_writes_before_they_write() {
         assert_eq!(after, before, "the record was written although the write failed");
         let log: i64 = r.llen(format!("agentscope:user:user-1:session:{}:messages", rec.id)).await.unwrap();
         assert_eq!(log, 0, "the messages were written although the write failed");
+        let e = s.upsert_message(&key, &Msg::user("u", "hi")).await.unwrap_err();
+        assert_eq!(e.kind(), StorageErrorKind::Serialization, "{e}");
+        let log: i64 = r.llen(format!("agentscope:user:user-1:session:{}:messages", rec.id)).await.unwrap();
+        assert_eq!(log, 0, "the message was written although the write failed");
         let e = s.delete_session(&key).await.unwrap_err();
         assert_eq!(e.kind(), StorageErrorKind::Serialization, "{e}");
         assert!(s.get_session(&key).await.unwrap().is_some(), "the record was deleted although the delete failed");
