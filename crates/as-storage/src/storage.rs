@@ -240,7 +240,9 @@ pub enum ImportOutcome {
 ///   `message_racing_delete_leaves_no_log`\].
 /// * **Revisions.** Each record's revision is its stored `updated_at` ([`Revision`]); a create sets
 ///   `updated_at` equal to `created_at` (so a caller can tell from the returned record whether its
-///   upsert created the session), every write makes it strictly greater than before, and the
+///   upsert created the session), every write of the record makes it strictly greater than before
+///   (except a verbatim [`StorageBase::import_record`], which writes the `updated_at` it is given,
+///   older or not: a compare-and-set from a revision read before an overwrite may then succeed), and the
 ///   revision a write returns is the one a following read sees \[`create_and_get_roundtrip`,
 ///   `revisions_strictly_increase`\].
 /// * **Compare-and-set.** `update_session_state` with `expected` writes only when the stored
@@ -255,7 +257,9 @@ pub enum ImportOutcome {
 ///   of each message would leave, and a failed state update (`Conflict`, `NotFound`) writes no
 ///   message; of N concurrent conditional `save_turn`s from one revision exactly one wins and the
 ///   log holds exactly the winner's messages. With [`crate::Capabilities::atomic_turns`], any failure
-///   (`TooLarge` of a message included) leaves the state and the log as they were
+///   (`TooLarge` of a message included) leaves the state and the log as they were, except an
+///   `Unavailable` whose outcome is unknown (the request was sent), after which the turn is whole or
+///   absent
 ///   \[`save_turn_is_update_then_messages`, `save_turn_is_conditional`, `save_turn_is_all_or_nothing`\].
 /// * **Size.** A record (or message) over the backend's configured limit fails with
 ///   [`crate::StorageErrorKind::TooLarge`] and nothing is written \[`too_large_is_rejected_before_writing`\].
@@ -340,7 +344,10 @@ pub trait StorageBase: Send + Sync + fmt::Debug {
     ///
     /// With [`Capabilities::atomic_turns`] the backend does both as **one** all-or-nothing write:
     /// a `Conflict` (a stale `expected`), `NotFound`, `TooLarge` or `InvalidInput` (the record or
-    /// any message), a corrupt log or a failure leaves the state and the log exactly as they were. So a writer
+    /// any message), a corrupt log or a failure leaves the state and the log exactly as they were.
+    /// One kind of error is the exception: `Unavailable` after the request was sent (a timeout, a
+    /// connection lost before the answer) cannot say whether the write landed. It is then whole or
+    /// absent, never half: re-read to know which. So a writer
     /// whose compare-and-set fails (a runner that lost its session lock, say) cannot append to the
     /// log either, and a crash never leaves a saved state without its messages.
     ///
@@ -352,7 +359,9 @@ pub trait StorageBase: Send + Sync + fmt::Debug {
     /// Pass `expected` for exactly-once messages: without it a backend retries a write that lost to
     /// another writer, and when the "loser" was its own earlier run (a command a client re-sent
     /// after its answer was lost: Redis Cluster clients do) the messages are written twice. With
-    /// it, that case is a `Conflict` and the caller can check what landed (the agent runner does).
+    /// it, that case is a `Conflict` and the caller can check what landed (the agent runner does),
+    /// or a success when the backend recognises its own re-sent write (the Redis backend does: the
+    /// record and the log's tail are exactly this turn's), with the messages written once.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
