@@ -1248,3 +1248,30 @@ async fn bash_safety_checks_read_a_quoted_redirection_as_the_program() {
         assert_eq!(d.behavior, B::Deny, "DontAsk: {command:?}");
     }
 }
+
+/// A long word whose braces are all quoted (a `bash -c '…'` script over 4 KB holding `${x}`) is read
+/// as written, so rules match only the commands it runs; a long word with a brace bash expands is
+/// still read as unknown (every deny and ask rule matches it).
+#[tokio::test]
+async fn bash_long_words_with_quoted_braces_are_read() {
+    let engine = PermissionEngine::new("/work");
+    let bash = BashTool::default().into_dyn_tool();
+    let script = "echo step; ".repeat(500);
+    for (rule, command, denied) in [
+        ("rm:*", format!("bash -c '{script}echo ${{HOME}}'"), false),
+        ("rm:*", format!("bash -c '{script}awk \"{{print}}\" f'"), false),
+        ("rm -rf *", format!("sh -c '{script}cd ${{DIR}} && ls'"), false),
+        ("git push:*", format!("bash -c '{script}echo ${{x}} {{a,b}}'"), false),
+        ("rm:*", format!("bash -c '{script}echo ${{HOME}}; rm x'"), true),
+        ("rm -rf *", format!("bash -c '{script}rm -rf ${{DIR}}'"), true),
+        ("rm -rf *", format!("bash -c '{script}r{{m,}} -rf x'"), true),
+        // a brace expansion in a word this long is not expanded: the word may be any command
+        ("rm:*", format!("bash -c '{script}echo hi'{{,}}"), true),
+        ("git push:*", format!("{{bash,-c,'{script}echo hi'}}"), true),
+    ] {
+        let ctx = context(M::Bypass, &[(B::Deny, "Bash", Some(rule))]);
+        let input = json!({ "command": command });
+        let d = engine.check_permission(&ctx, bash.as_ref(), input.as_object().unwrap()).await;
+        assert_eq!(d.behavior == B::Deny, denied, "{rule}: {}", &command[command.len() - 30..]);
+    }
+}

@@ -38,7 +38,9 @@ pub(super) const STAND_INS: &[char] = &[UNKNOWN, UNKNOWN_WORD, MORE_WORDS];
 /// more is read as [`UNKNOWN`].
 const MAX_WORDS: usize = 1024;
 
-/// A word longer than this (in bytes) that holds a `{` is read as [`UNKNOWN`] rather than expanded.
+/// A word longer than this (in bytes) that holds an unquoted `{` (one bash may brace-expand) is
+/// read as [`UNKNOWN`] rather than expanded. Braces in quotes, escaped or in `${…}` do not count: a
+/// long `bash -c '…'` script holding `${x}` is read as written.
 const MAX_BRACED_WORD: usize = 4096;
 
 /// At most this many bytes come out of one brace expansion; one that would make more is read as
@@ -233,6 +235,20 @@ fn brace_closes(chars: &[char]) -> Vec<Option<(usize, bool)>> {
     closes
 }
 
+/// Whether a word holds a `{` outside quotes and expansions, not escaped: only such a brace may be
+/// expanded.
+fn unquoted_brace(chars: &[char]) -> bool {
+    let mut j = 0;
+    while let Some(&c) = chars.get(j) {
+        match c {
+            '\\' => j += 2,
+            '{' => return true,
+            _ => j = construct_end(chars, j, 0).unwrap_or(j + 1),
+        }
+    }
+    false
+}
+
 /// The parts of a brace expression's text split at its top-level commas.
 fn brace_parts(amble: &[char]) -> Vec<String> {
     let mut parts = Vec::new();
@@ -318,10 +334,13 @@ fn brace_expand_at(word: &str, budget: &mut usize, depth: usize) -> Option<Vec<S
     if !word.contains('{') {
         return Some(vec![word.to_owned()]);
     }
+    let chars: Vec<char> = word.chars().collect();
+    if !unquoted_brace(&chars) {
+        return Some(vec![word.to_owned()]);
+    }
     if depth > MAX_DEPTH || word.len() > MAX_BRACED_WORD {
         return None;
     }
-    let chars: Vec<char> = word.chars().collect();
     let closes = brace_closes(&chars);
     let mut i = 0;
     while let Some(&c) = chars.get(i) {
@@ -646,6 +665,23 @@ mod tests {
         let long = "x".repeat(MAX_BRACED_WORD + 1);
         let mut budget = MAX_WORDS;
         assert_eq!(brace_expand(&long, &mut budget), Some(vec![long.clone()]));
+        // Only unquoted braces count: quoted, escaped and `${…}` ones are not expanded by bash, so a
+        // long word holding only those is read as written; one with an unquoted brace is unknown.
+        let x = "x".repeat(MAX_BRACED_WORD);
+        for (word, unknown) in [
+            (format!("'{x} ${{y}} {{a,b}}'"), false),
+            (format!("\"{x} ${{y}} {{a,b}}\""), false),
+            (format!("{x}${{y}}"), false),
+            (format!("{x}\\{{a,b\\}}"), false),
+            (format!("$'{x} {{a,b}}'"), false),
+            (format!("'{x}'{{a,b}}"), true),
+            (format!("{{a,b}}'{x}'"), true),
+            (format!("{x}{{"), true),
+        ] {
+            let mut budget = MAX_WORDS;
+            let expect = if unknown { None } else { Some(vec![word.clone()]) };
+            assert_eq!(brace_expand(&word, &mut budget), expect, "{}", &word[word.len() - 20..]);
+        }
     }
 
     #[test]
