@@ -752,6 +752,9 @@ impl RedisStorage {
         out.sort_by(|a, b| b.created_at.sort_key().cmp(&a.created_at.sort_key()).then_with(|| b.id.cmp(&a.id)));
         if let Some(c) = &after {
             out.retain(|s| c.is_before(&s.created_at, &s.id));
+            // An unreadable record has no place in the order: it is reported once, on the first
+            // page, not again on every page after it.
+            errors.clear();
         }
         let limit = page.limit.max(1);
         let next_cursor = if out.len() > limit {

@@ -272,7 +272,9 @@ pub enum ImportOutcome {
 ///   [`StorageBase::get_session`] sees (the same ownership, `None` alike), and its text reads back
 ///   as that record \[`get_session_raw_is_the_record`\].
 /// * **Listing is cheap.** A listing reads summaries without parsing states; a record that
-///   cannot be read is reported in [`SessionPage::errors`] instead of failing the page.
+///   cannot be read is reported in [`SessionPage::errors`] instead of failing the page, on one
+///   page of a listing rather than on every page (where is the backend's choice: SQLite reports
+///   it at its place in the order, Redis on the first page).
 /// * **Expiry** (optional, [`crate::Capabilities::ttl`]). With a TTL configured, a session that
 ///   is not written for that long disappears with its message log and its listing entry; writes
 ///   restart the TTL, reads do not \[`ttl_expires_idle_sessions`\].
