@@ -916,6 +916,19 @@ const MAX_STARTS: usize = 64;
 /// [`MAX_FORMS`] forms of thousands of words each); it is read as [`UNKNOWN`] instead.
 const MAX_FORM_WORDS: usize = 1 << 20;
 
+/// Whether forms of a command of `words` words are not read because of the forms already in `out`
+/// ([`MAX_FORM_WORDS`]); then [`UNKNOWN`] is added (once): too much to read, it may be any command.
+/// Checked before the words are copied.
+fn over_form_words(out: &mut Vec<String>, words: usize) -> bool {
+    if out.len().saturating_mul(words) <= MAX_FORM_WORDS {
+        return false;
+    }
+    if out.last().is_none_or(|f| f != UNKNOWN_STR) {
+        out.push(UNKNOWN_STR.to_owned());
+    }
+    true
+}
+
 /// Adds the forms of the commands in a text (a `-c` string, `eval`'s arguments, a `trap` action)
 /// to `out`, reading it at nesting level `depth`.
 type Nested = fn(&str, usize, &mut Vec<String>);
@@ -970,14 +983,7 @@ fn pattern_forms(text: &str, depth: usize, out: &mut Vec<String>) {
 /// one word) wherever it occurs. After an argument of `find` that is only known when it runs (it
 /// may be `-exec`: `find . $opt rm x \;`), the next word may start the command it runs.
 fn command_forms(marked: &[String], depth: usize, out: &mut Vec<String>, nested: Nested) {
-    if out.len() >= MAX_FORMS {
-        return;
-    }
-    if out.len().saturating_mul(marked.len()) > MAX_FORM_WORDS {
-        // Too much to read (each form copies its words): it may be any command.
-        if out.last().is_none_or(|f| f != UNKNOWN_STR) {
-            out.push(UNKNOWN_STR.to_owned());
-        }
+    if out.len() >= MAX_FORMS || over_form_words(out, marked.len()) {
         return;
     }
     let words: Vec<String> = marked.iter().map(|w| w.replace(BRACED, "")).collect();
@@ -1085,8 +1091,16 @@ fn command_forms(marked: &[String], depth: usize, out: &mut Vec<String>, nested:
     if prog == "xargs" {
         // Its input adds arguments, and replaces the replace string wherever it occurs.
         let (start, replace) = xargs_command(args);
-        let fed = |from: usize| {
-            let mut fed: Vec<String> = marked_args[from.min(args.len())..]
+        // The command from `from` on, with what the input adds: `None` (and UNKNOWN in `out`) when
+        // it is too long to read after the forms in `out`, checked before its words are copied.
+        let fed = |from: usize, out: &mut Vec<String>| {
+            let from = from.min(args.len());
+            if over_form_words(out, args.len() - from + 1) {
+                return None;
+            }
+            #[cfg(test)]
+            tests::FED_WORDS.with(|n| n.set(n.get() + args.len() - from));
+            let mut fed: Vec<String> = marked_args[from..]
                 .iter()
                 .map(|w| match &replace {
                     Some(r) if !r.is_empty() && w.contains(r.as_str()) => w.replace(r.as_str(), UNKNOWN_WORD_STR),
@@ -1094,19 +1108,25 @@ fn command_forms(marked: &[String], depth: usize, out: &mut Vec<String>, nested:
                 })
                 .collect();
             fed.push(UNKNOWN_STR.to_owned());
-            fed
+            Some(fed)
         };
         match start {
-            Some(start) if start < args.len() => command_forms(&fed(start), depth + 1, out, nested),
+            Some(start) if start < args.len() => {
+                if let Some(fed) = fed(start, out) {
+                    command_forms(&fed, depth + 1, out, nested);
+                }
+            }
             Some(_) => {}
             None => {
-                // The cap is checked before `fed` copies the words, and at most MAX_STARTS starts
-                // are tried (a copy of the rest per start was quadratic); past them, any command.
+                // The word cap is checked before `fed` copies the words (each start copied them all
+                // first, then found them too many), and at most MAX_STARTS starts are tried (a copy
+                // of the rest per start was quadratic); past them, any command.
                 for start in 0..args.len().min(MAX_STARTS) {
                     if out.len() >= MAX_FORMS {
                         return;
                     }
-                    command_forms(&fed(start), depth + 1, out, nested);
+                    let Some(fed) = fed(start, out) else { return };
+                    command_forms(&fed, depth + 1, out, nested);
                 }
                 if args.len() > MAX_STARTS {
                     out.push(UNKNOWN_STR.to_owned());
@@ -1873,6 +1893,34 @@ mod tests {
             ("", false),
         ] {
             assert_eq!(is_read_only_command(cmd), expect, "{cmd}");
+        }
+    }
+
+    thread_local! {
+        /// Words `xargs` forms copied on this thread (see `fed` in [`command_forms`]).
+        pub(super) static FED_WORDS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    #[test]
+    fn xargs_forms_check_the_word_cap_before_copying() {
+        // With an unknown option every start is tried: each copied all later words before the
+        // cap turned them down (MAX_STARTS copies of the whole command). Now a start past the cap
+        // copies nothing, so the words copied stay under MAX_FORM_WORDS.
+        for (text, most, unknown) in [
+            (format!("xargs -Z {}", "a ".repeat(100_000)), MAX_FORM_WORDS, true),
+            (format!("xargs -Z xargs -Z {}", "a ".repeat(100_000)), MAX_FORM_WORDS, true),
+            (format!("nice xargs -Z {}", "a ".repeat(50_000)), MAX_FORM_WORDS, true),
+            // Options known: one copy.
+            (format!("xargs {}", "a ".repeat(100_000)), 100_000, false),
+        ] {
+            for reading in [run_forms as fn(&str, usize, &mut Vec<String>), pattern_forms] {
+                FED_WORDS.with(|n| n.set(0));
+                let mut out = Vec::new();
+                reading(&text, 0, &mut out);
+                let copied = FED_WORDS.with(std::cell::Cell::get);
+                assert!(copied <= most, "{}: {copied} words copied", &text[..20]);
+                assert_eq!(out.iter().any(|f| f == UNKNOWN_STR), unknown, "{}", &text[..20]);
+            }
         }
     }
 
