@@ -41,7 +41,9 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::context::ToolCallContext;
 use crate::error::{ToolError, ToolErrorKind};
-use crate::permission::{PermissionCheckContext, PermissionDecision, bash_rule_matches, split_command_segments};
+use crate::permission::{
+    MAX_NESTING, PermissionCheckContext, PermissionDecision, bash_rule_matches, split_command_segments,
+};
 use crate::response::ToolStream;
 use crate::tool::Tool;
 
@@ -512,19 +514,22 @@ fn assignment_name(word: &str) -> Option<&str> {
     valid.then_some(name)
 }
 
+/// Bash's redirection operators, longest first (so the first one a word starts with is its
+/// operator); each may follow a file descriptor, digits or `{name}` (`2>`, `{fd}>`). Those holding
+/// `>` write a file ([`redirections`]).
+const REDIRECTION_OPERATORS: &[&str] = &["&>>", "<<<", "<<-", "&>", ">>", ">|", ">&", "<<", "<>", "<&", ">", "<"];
+
 /// How many words the redirection that `words` starts with takes (its operator with the target
-/// attached, `>x`, `2>&1`, `3>&-`, or followed by it, `> x`), or 0 when the first word is none:
-/// `[n]>`, `[n]>>`, `[n]>|`, `[n]>&`, `&>`, `&>>`, `[n]<`, `[n]<<`, `[n]<<-`, `[n]<<<`, `[n]<>`,
-/// `[n]<&`, with `n` digits or `{name}`. Bash runs the command after it (`>/dev/null rm x` runs `rm`).
+/// attached, `>x`, `2>&1`, `3>&-`, or followed by it, `> x`), or 0 when the first word is none (see
+/// [`REDIRECTION_OPERATORS`]). Bash runs the command after it (`>/dev/null rm x` runs `rm`).
 fn redirection_len(words: &[String]) -> usize {
-    const OPERATORS: &[&str] = &["&>>", "<<<", "<<-", "&>", ">>", ">|", ">&", "<<", "<>", "<&", ">", "<"];
     let Some(word) = words.first() else { return 0 };
     let word = word.trim_start_matches(['(', '!']);
     let rest = match word.strip_prefix('{').and_then(|w| w.split_once('}')) {
         Some((name, rest)) if assignment_name(&format!("{name}=")).is_some() => rest,
         _ => word.trim_start_matches(|c: char| c.is_ascii_digit()),
     };
-    match OPERATORS.iter().find(|op| rest.starts_with(**op)) {
+    match REDIRECTION_OPERATORS.iter().find(|op| rest.starts_with(**op)) {
         Some(op) if rest.len() == op.len() => words.len().min(2),
         Some(_) => 1,
         None => 0,
@@ -643,9 +648,7 @@ fn command_readings(segment: &str) -> Vec<Vec<String>> {
 /// Whether a redirection comes before a segment's program (`>/dev/null ls`); a quoted word that
 /// looks like one (`'>x' ls`) is the program, so such a segment is not told to be read-only.
 fn redirection_first(segment: &str) -> bool {
-    let words = stripped_words(segment);
-    let skip = words.iter().take_while(|w| assignment_name(w).is_some()).count();
-    redirection_len(&words[skip..]) > 0
+    leading_words(&stripped_words(segment)).1.is_some()
 }
 
 /// Variables a read-only command may be run with: they change formatting, not what runs
@@ -902,11 +905,6 @@ fn rule_words_occur(rule: &str, command: &str) -> bool {
 /// At most this many forms are collected for one command; more make it unanalysable.
 const MAX_FORMS: usize = 4096;
 
-/// Commands inside commands (a wrapper's or `xargs`'s command, a `-c` string, a function body,
-/// `find -exec`, a process substitution) are read to this depth; deeper, the command is read as
-/// [`UNKNOWN`] (any command: deny and ask rules match it, allow rules do not see forms).
-const MAX_NESTING: usize = 8;
-
 /// A wrapper or `xargs` whose options are not known may run any later word as the command: the
 /// first this many are read as such; with more words, the command is read as [`UNKNOWN`] too.
 const MAX_STARTS: usize = 64;
@@ -970,7 +968,9 @@ fn pattern_forms(text: &str, depth: usize, out: &mut Vec<String>) {
     }
 }
 
-/// The commands `words` may run: the first word after leading `(`, `{`, `!` and `VAR=value` words;
+/// The commands `words` may run: the first word after leading `(`, `{`, `!`, `VAR=value` words and
+/// redirections ([`program_index`]), and when a redirection was skipped, also from that word on (the
+/// words are unquoted, so it may have been quoted: bash runs `'>'/rm -rf x` as the program `>/rm`);
 /// the command a wrapper runs, found through its options ([`WRAPPER_OPTIONS`]), or, for a wrapper
 /// whose options are not known, every later word; the string of a shell's (or `su`'s, `script`'s,
 /// `flock`'s) `-c` option, `eval`'s arguments and a `trap` action, read as commands (by `nested`);
@@ -1013,7 +1013,8 @@ fn command_forms(marked: &[String], depth: usize, out: &mut Vec<String>, nested:
     let marked_args = &marked[k + 1..];
     out.push(std::iter::once(prog).chain(args.iter().map(String::as_str)).collect::<Vec<_>>().join(" "));
     if depth >= MAX_NESTING {
-        // What it may run is not read further: it may be any command (deny and ask rules match).
+        // What it may run is not read further: it may be any command (deny and ask rules match it,
+        // allow rules do not see forms).
         out.push(UNKNOWN_STR.to_owned());
         return;
     }
@@ -1553,8 +1554,8 @@ pub(crate) fn dangerous_pattern(command: &str) -> Option<String> {
     None
 }
 
-/// The files a segment's output redirections (`>`, `>>`, `>|`, `&>`, `&>>`, `N>`, `N>>`, `<>`,
-/// `>& file`, `2> f`) write, unquoted; `None` for one whose name is only known when it runs (`$x`,
+/// The files a segment's output redirections (the [`REDIRECTION_OPERATORS`] holding `>`) write,
+/// unquoted; `None` for one whose name is only known when it runs (`$x`,
 /// `~user`, a glob, a brace, `>(…)`). Duplications (`>&2`, `2>&-`) write no file.
 fn redirect_targets(segment: &str) -> Vec<Option<String>> {
     redirections(segment).into_iter().map(|(word, known)| known.then_some(word)).collect()

@@ -325,6 +325,14 @@ pub fn split_command_segments(command: &str) -> Vec<String> {
     out
 }
 
+/// Commands inside commands are read to this depth: here the bodies of substitutions; in Bash's
+/// checks also a wrapper's or `xargs`'s command, a `-c` string, a function body, `find -exec` and a
+/// process substitution, where a deeper command is read as any command (deny and ask rules match
+/// it, allow rules do not see it).
+pub(crate) const MAX_NESTING: usize = 8;
+
+/// Adds the segments of `command` to `out`, and those of its substitutions' bodies to a depth of
+/// [`MAX_NESTING`].
 fn split_into(command: &str, out: &mut Vec<String>, depth: usize) {
     let chars: Vec<char> = command.chars().collect();
     let mut cur = String::new();
@@ -420,7 +428,7 @@ fn split_into(command: &str, out: &mut Vec<String>, depth: usize) {
         i += 1;
     }
     flush(&mut cur, out);
-    if depth < 8 {
+    if depth < MAX_NESTING {
         for s in subs {
             split_into(&s, out, depth + 1);
         }
