@@ -1086,6 +1086,10 @@ async fn bash_deny_rules_fail_closed_on_what_is_only_known_at_run_time() {
         "echo rm -rf /tmp/x | xargs -I P P",
         "ls | xargs rm",
         "find . $X rm -rf /tmp/x \\;",
+        // an unquoted expansion in find's arguments may hold `-exec rm …` itself
+        "find /tmp/x $X",
+        "find /tmp/x -name x $X",
+        "find $X",
         // what the segment splitter misread: comments, `$'…'` quoting, process substitutions
         "ls # it's\nr''m -rf /tmp/x",
         "echo $'\\''; r''m -rf /tmp/x",
@@ -1138,7 +1142,8 @@ async fn bash_deny_rules_fail_closed_on_what_is_only_known_at_run_time() {
         ("rm -rf *", "rm *.o"),
         ("rm -rf *", "./scripts/*.sh"),
         ("rm -rf *", "find . -name '*.o' -exec rm {} \\;"),
-        ("rm:*", "find $DIR -name '*.o' -delete"),
+        ("rm:*", "find \"$DIR\" -name '*.o' -delete"),
+        ("git push:*", "find \"$DIR\" -name x -print"),
         ("rm:*", "ls | xargs -I{} mv {} dst/"),
         ("rm:*", "cd $HOME && ls"),
         ("git push:*", "\"$PYTHON\" script.py"),

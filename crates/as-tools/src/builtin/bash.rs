@@ -981,7 +981,8 @@ fn pattern_forms(text: &str, depth: usize, out: &mut Vec<String>) {
 /// expansion (a word ending in [`BRACED`]: any text), a program `{}` (what `find -exec` puts there:
 /// one word), the words `xargs` appends from its input (any text), and its replace string (`-I R`:
 /// one word) wherever it occurs. After an argument of `find` that is only known when it runs (it
-/// may be `-exec`: `find . $opt rm x \;`), the next word may start the command it runs.
+/// may be `-exec`: `find . "$opt" rm x \;`), the next word may start the command it runs; one made
+/// by an unquoted expansion may hold that command itself (`find . $x`): it may be any command.
 fn command_forms(marked: &[String], depth: usize, out: &mut Vec<String>, nested: Nested) {
     if out.len() >= MAX_FORMS || over_form_words(out, marked.len()) {
         return;
@@ -1061,6 +1062,12 @@ fn command_forms(marked: &[String], depth: usize, out: &mut Vec<String>, nested:
                     let end = args[i + 1..].iter().position(|a| a == ";" || a == "+").map_or(args.len(), |p| i + 1 + p);
                     command_forms(&marked_args[i + 1..end], depth + 1, out, nested);
                     i = end;
+                } else if args[i].contains(UNKNOWN) {
+                    // An unquoted expansion may split into several words: `-exec` and the command
+                    // it runs among them (`find . $x` may be `find . -exec rm -rf y ;`), so any.
+                    if out.last().is_none_or(|f| f != UNKNOWN_STR) {
+                        out.push(UNKNOWN_STR.to_owned());
+                    }
                 } else if args[i].contains(STAND_INS) && i + 1 < args.len() {
                     // It may end in `-exec`.
                     command_forms(&marked_args[i + 1..], depth + 1, out, nested);
