@@ -1465,6 +1465,12 @@ pub(crate) fn is_read_only_command(command: &str) -> bool {
                     || w.starts_with("--c")
                     || (w.starts_with('-') && !w.starts_with("--") && w.contains('o'))
             });
+            // An expansion may be any option (`find . $x` with `x=-delete`), so the commands whose
+            // options write or run something are read-only only without one.
+            let expansion = words.iter().skip(1).any(|w| w.contains('$'));
+            if expansion && matches!(first.as_str(), "git" | "sort" | "tree" | "rg" | "find") {
+                return false;
+            }
             match first.as_str() {
                 "git" => {
                     words.get(1).is_some_and(|s| READ_ONLY_GIT.contains(&s.as_str()))
@@ -1898,6 +1904,15 @@ mod tests {
             ("rg -n todo src", true),
             ("find . -fprint0 notes.txt", false),
             ("printenv OPENAI_API_KEY", false),
+            // An expansion may be an option that writes or runs something.
+            ("find . $X", false),
+            ("find . -name \"$N\"", false),
+            ("sort $F in.txt", false),
+            ("tree $X", false),
+            ("rg $X todo", false),
+            ("git log $X", false),
+            ("ls $HOME", true),
+            ("grep -n \"$P\" src", true),
             ("", false),
         ] {
             assert_eq!(is_read_only_command(cmd), expect, "{cmd}");
