@@ -94,10 +94,65 @@ pub trait StorageFactory: Send + Sync {
         async { Ok(None) }
     }
 
+    /// A new empty store, opened, that honours `options`, together with a hook that makes its
+    /// low-level writes fail on demand ([`Faults`]), returned disarmed. Needed by
+    /// [`save_turn_failure_at_any_write_leaves_nothing`]; `Ok(None)` (the default) skips it.
+    ///
+    /// The faults must come from **outside** the backend (the medium it writes to, such as extra
+    /// triggers in an SQLite test file, or a proxy in front of a server), never from test-only code
+    /// paths in the backend itself: the scenario is to check the code that runs in production.
+    fn build_faulty(
+        &self,
+        options: &BuildOptions,
+    ) -> impl Future<Output = Result<Option<Faulty<Self::Guard>>, StorageError>> + Send {
+        let _ = options;
+        async { Ok(None) }
+    }
+
     /// `Some(reason)` to skip every scenario (e.g. "set AS_TEST_REDIS_URL"); printed.
     fn skip_reason(&self) -> Option<String> {
         None
     }
+}
+
+/// A store whose low-level writes can be made to fail, from [`StorageFactory::build_faulty`].
+#[non_exhaustive]
+pub struct Faulty<G> {
+    /// Kept alive for the whole scenario, as [`StorageFactory::build`]'s guard.
+    pub guard: G,
+    /// The store, opened.
+    pub store: SharedStorage,
+    /// Arms and disarms the store's faults.
+    pub faults: Arc<dyn Faults>,
+}
+
+impl<G> Faulty<G> {
+    /// A store with its fault hook, disarmed.
+    pub fn new(guard: G, store: SharedStorage, faults: Arc<dyn Faults>) -> Self {
+        Self { guard, store, faults }
+    }
+}
+
+/// Fault injection into a store's low-level writes, for
+/// [`save_turn_failure_at_any_write_leaves_nothing`].
+///
+/// A *low-level write* is one unit of what the backend writes to its medium (an SQL row written, a
+/// command sent, a file replaced); a call makes finitely many of them, in an order that does not
+/// depend on the faults. An injected fault must be a definite failure the backend is told about (a
+/// write refused, rolled back with whatever transaction it is part of), not a lost answer: the
+/// scenario demands that a call failing with it wrote nothing.
+#[async_trait::async_trait]
+pub trait Faults: Send + Sync {
+    /// From now until [`Faults::disarm`], the `n`-th low-level write (counted from 0, from this
+    /// call on) fails; the writes before it do not. Called between store calls, never during one.
+    async fn arm(&self, n: usize) -> Result<(), StorageError>;
+
+    /// No write fails any more.
+    async fn disarm(&self) -> Result<(), StorageError>;
+
+    /// Whether `error` (returned by a store call) is the failure an armed fault caused, and not
+    /// some other failure.
+    fn is_injected(&self, error: &StorageError) -> bool;
 }
 
 /// How a scenario ended when it did not fail.
@@ -1394,6 +1449,136 @@ pub async fn save_turn_is_all_or_nothing<F: StorageFactory>(factory: &F) -> Res 
     Ok(Outcome::Passed)
 }
 
+/// Fault positions [`save_turn_failure_at_any_write_leaves_nothing`] tries per turn before it
+/// gives up on reaching a turn that succeeds.
+const MAX_FAULT_POSITIONS: usize = 64;
+
+/// The log `upsert_message` of each of `turn` leaves after `log`: the last message replaced when
+/// the ids are equal, else appended.
+fn upserted(log: &[Msg], turn: &[Msg]) -> Vec<Msg> {
+    let mut out = log.to_vec();
+    for m in turn {
+        match out.last_mut() {
+            Some(last) if last.id == m.id => *last = m.clone(),
+            _ => out.push(m.clone()),
+        }
+    }
+    out
+}
+
+/// With [`crate::Capabilities::atomic_turns`], a `save_turn` that fails at **any** of its writes
+/// leaves the record and the message log exactly as they were (the **Turns** clause: "any failure
+/// leaves the state and the log as they were"; the fault is a definite failure, not an
+/// `Unavailable` of unknown outcome). Needs the factory's fault hook
+/// ([`StorageFactory::build_faulty`]), and skips without it.
+///
+/// For n = 0, 1, 2, … the n-th low-level write of a turn (a new state, a message replacing the
+/// log's last one, new messages, one of them replaced within the turn) is made to fail: the call
+/// must fail with the injected fault and the record (its raw text too) and the log must equal
+/// the ones read before. The sweep ends at the first n past the turn's last write, where the turn
+/// must succeed, whole; a hook whose first fault lets the turn through injects nothing and fails
+/// the scenario. Done for a conditional turn, then an unconditional one.
+///
+/// Not yet in [`SCENARIOS`], so neither [`run_all`] nor
+/// [`storage_conformance_tests!`](crate::storage_conformance_tests) runs it: a backend whose
+/// factory has a fault hook calls it from its own tests (the SQLite backend does).
+pub async fn save_turn_failure_at_any_write_leaves_nothing<F: StorageFactory>(factory: &F) -> Res {
+    let c = Ctx { name: "save_turn_failure_at_any_write_leaves_nothing" };
+    let faulty = c.ok("factory.build_faulty", factory.build_faulty(&BuildOptions::default()).await)?;
+    let Some(Faulty { guard: _g, store: s, faults }) = faulty else {
+        return skipped("the factory cannot inject faults (StorageFactory::build_faulty)");
+    };
+    if !s.capabilities().atomic_turns {
+        return skipped("capability `atomic_turns` not declared");
+    }
+    let o = owner("user-1", "agent-1");
+    let rec = c.create(&s, req(&o, "faults").with_state(conversation_state(2, "before"))).await?;
+    let k = o.session(rec.id.clone());
+    for m in [msg("m0", "zero"), tool_result_msg("m1", "one"), msg("m2", "two")] {
+        c.ok("upsert_message", s.upsert_message(&k, &m).await)?;
+    }
+    let turns = [
+        (
+            true,
+            conversation_state(3, "conditional"),
+            vec![msg("m2", "two-v2"), tool_result_msg("m3", "three"), msg("m4", "four"), msg("m4", "four-v2")],
+        ),
+        (false, conversation_state(4, "unconditional"), vec![msg("m4", "four-v3"), msg("m5", "five")]),
+    ];
+    for (conditional, state, turn) in turns {
+        let what = if conditional { "conditional" } else { "unconditional" };
+        let before = c.must_get(&s, &k).await?;
+        let before_raw = c.ok("get_session_raw", s.get_session_raw(&k).await)?;
+        let before_log = c.ok("list_messages", s.list_messages(&k, 0, 0).await)?;
+        let expected = conditional.then(|| before.revision());
+        let mut n = 0;
+        let saved = loop {
+            if n == MAX_FAULT_POSITIONS {
+                return Err(c.fail(format!(
+                    "the {what} save_turn still failed with its write {n} armed to fail; it never got through"
+                )));
+            }
+            c.ok("faults.arm", faults.arm(n).await)?;
+            let r = s.save_turn(&k, &state, expected.as_ref(), &turn).await;
+            c.ok("faults.disarm", faults.disarm().await)?;
+            match r {
+                Ok(_) if n == 0 => {
+                    return Err(c.fail(format!(
+                        "the {what} save_turn succeeded with its first write armed to fail: the fault hook injects \
+                         nothing"
+                    )));
+                }
+                Ok(saved) => break saved,
+                Err(e) if faults.is_injected(&e) => {
+                    let at = format!("the {what} save_turn failed at write {n} ({e})");
+                    c.ensure(c.must_get(&s, &k).await? == before, || format!("{at} but changed the record"))?;
+                    let raw = c.ok("get_session_raw", s.get_session_raw(&k).await)?;
+                    c.ensure(raw == before_raw, || format!("{at} but changed the stored text of the record"))?;
+                    let log = c.ok("list_messages", s.list_messages(&k, 0, 0).await)?;
+                    c.ensure(log == before_log, || {
+                        format!("{at} but changed the log from {:?} to {:?}", texts(&before_log), texts(&log))
+                    })?;
+                }
+                Err(e) => {
+                    return Err(c.fail(format!(
+                        "with write {n} armed to fail, the {what} save_turn failed with an error the hook did not \
+                         inject: {:?}: {e}",
+                        e.kind()
+                    )));
+                }
+            }
+            n += 1;
+        };
+        c.ensure(saved.log_error.is_none(), || {
+            format!("the {what} save_turn (write {n} armed) reported a log error: {:?}", saved.log_error)
+        })?;
+        let got = c.must_get(&s, &k).await?;
+        let mut want = state.clone();
+        want.session_id.clone_from(&rec.id);
+        c.ensure(got.revision() == saved.revision && got.state == want, || {
+            format!(
+                "after the {what} save_turn got through, the record holds {} at {}, not reply-{what} at {}",
+                got.state.reply_id,
+                got.revision(),
+                saved.revision
+            )
+        })?;
+        c.ensure(got.config == before.config && got.created_at == before.created_at, || {
+            format!("the {what} save_turn changed the session's config or created_at")
+        })?;
+        let log = c.ok("list_messages", s.list_messages(&k, 0, 0).await)?;
+        let want_log = upserted(&before_log, &turn);
+        c.ensure(log == want_log, || {
+            format!(
+                "after the {what} save_turn got through, the log is {:?}, expected {:?}",
+                texts(&log),
+                texts(&want_log)
+            )
+        })?;
+    }
+    Ok(Outcome::Passed)
+}
+
 /// `list_messages(offset, limit)` returns exactly `LRANGE offset offset+limit-1`.
 pub async fn messages_list_uses_lrange_semantics<F: StorageFactory>(factory: &F) -> Res {
     let c = Ctx { name: "messages_list_uses_lrange_semantics" };
@@ -2581,9 +2766,42 @@ mod tests {
     }
 
     /// A backend written before `import_record`/`list_agents`/`save_turn` existed: only the
-    /// required methods (`.1`: the capabilities it declares).
+    /// required methods (`.1`: the capabilities it declares; `.2`: faults counted on its writes).
     #[derive(Debug)]
-    struct Legacy(crate::InMemoryStorage, Capabilities);
+    struct Legacy(crate::InMemoryStorage, Capabilities, Arc<CountingFaults>);
+
+    /// Faults on a wrapper's writes: `Some(n)` fails the write after `n` more, before it writes.
+    #[derive(Debug, Default)]
+    struct CountingFaults(std::sync::Mutex<Option<usize>>);
+
+    impl CountingFaults {
+        fn hit(&self, op: &'static str) -> crate::Result<()> {
+            let mut armed = self.0.lock().unwrap();
+            match armed.as_mut() {
+                Some(0) => Err(StorageError::new(StorageErrorKind::Backend, "test", op, "injected fault")),
+                Some(n) => {
+                    *n -= 1;
+                    Ok(())
+                }
+                None => Ok(()),
+            }
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl Faults for CountingFaults {
+        async fn arm(&self, n: usize) -> Result<(), StorageError> {
+            *self.0.lock().unwrap() = Some(n);
+            Ok(())
+        }
+        async fn disarm(&self) -> Result<(), StorageError> {
+            *self.0.lock().unwrap() = None;
+            Ok(())
+        }
+        fn is_injected(&self, error: &StorageError) -> bool {
+            error.message() == "injected fault"
+        }
+    }
 
     #[async_trait::async_trait]
     impl StorageBase for Legacy {
@@ -2608,7 +2826,114 @@ mod tests {
             state: &AgentState,
             expected: Option<&Revision>,
         ) -> crate::Result<Revision> {
+            self.2.hit("update_session_state")?;
             self.0.update_session_state(key, state, expected).await
+        }
+        async fn get_session(&self, key: &SessionKey) -> crate::Result<Option<SessionRecord>> {
+            self.0.get_session(key).await
+        }
+        async fn list_sessions(&self, owner: &Owner, page: &PageRequest) -> crate::Result<crate::SessionPage> {
+            self.0.list_sessions(owner, page).await
+        }
+        async fn delete_session(&self, key: &SessionKey) -> crate::Result<bool> {
+            self.0.delete_session(key).await
+        }
+        async fn upsert_message(&self, key: &SessionKey, msg: &Msg) -> crate::Result<()> {
+            self.2.hit("upsert_message")?;
+            self.0.upsert_message(key, msg).await
+        }
+        async fn get_message(&self, key: &SessionKey, message_id: &str) -> crate::Result<Option<Msg>> {
+            self.0.get_message(key, message_id).await
+        }
+        async fn list_messages(&self, key: &SessionKey, offset: i64, limit: i64) -> crate::Result<Vec<Msg>> {
+            self.0.list_messages(key, offset, limit).await
+        }
+    }
+
+    struct LegacyFactory;
+
+    impl StorageFactory for LegacyFactory {
+        type Guard = ();
+        async fn build(&self, options: &BuildOptions) -> Result<((), SharedStorage), StorageError> {
+            legacy(options, Capabilities::none()).await
+        }
+    }
+
+    async fn legacy(options: &BuildOptions, caps: Capabilities) -> Result<((), SharedStorage), StorageError> {
+        let (store, _) = faulty_legacy(options, caps).await?;
+        Ok(((), store))
+    }
+
+    async fn faulty_legacy(
+        options: &BuildOptions,
+        caps: Capabilities,
+    ) -> Result<(SharedStorage, Arc<CountingFaults>), StorageError> {
+        let mut m = crate::InMemoryStorage::new();
+        if let Some(max) = options.max_record_bytes {
+            m = m.with_max_record_bytes(max);
+        }
+        m.open().await?;
+        let faults = Arc::new(CountingFaults::default());
+        Ok((Arc::new(Legacy(m, caps, faults.clone())), faults))
+    }
+
+    /// Declares `atomic_turns` but keeps the default, two-step `save_turn`. With `true`, its
+    /// fault hook works; with `false`, it is wired to nothing.
+    struct OverclaimingFactory(bool);
+
+    impl StorageFactory for OverclaimingFactory {
+        type Guard = ();
+        async fn build(&self, options: &BuildOptions) -> Result<((), SharedStorage), StorageError> {
+            legacy(options, Capabilities::none().with_atomic_turns(true)).await
+        }
+        async fn build_faulty(&self, options: &BuildOptions) -> Result<Option<Faulty<()>>, StorageError> {
+            let (store, faults) = faulty_legacy(options, Capabilities::none().with_atomic_turns(true)).await?;
+            let faults: Arc<dyn Faults> = if self.0 { faults } else { Arc::new(CountingFaults::default()) };
+            Ok(Some(Faulty::new((), store, faults)))
+        }
+    }
+
+    /// `InMemoryStorage` (whose `save_turn` is atomic) behind a fault hook that fails a turn
+    /// before it writes when the armed write is one of the turn's (the state, then each message).
+    #[derive(Debug)]
+    struct AtomicFaulty(crate::InMemoryStorage, Arc<CountingFaults>);
+
+    #[async_trait::async_trait]
+    impl StorageBase for AtomicFaulty {
+        fn backend_name(&self) -> &'static str {
+            "atomic-faulty"
+        }
+        fn capabilities(&self) -> Capabilities {
+            self.0.capabilities()
+        }
+        async fn open(&self) -> crate::Result<()> {
+            self.0.open().await
+        }
+        async fn close(&self) -> crate::Result<()> {
+            self.0.close().await
+        }
+        async fn upsert_session(&self, req: UpsertSession) -> crate::Result<SessionRecord> {
+            self.0.upsert_session(req).await
+        }
+        async fn update_session_state(
+            &self,
+            key: &SessionKey,
+            state: &AgentState,
+            expected: Option<&Revision>,
+        ) -> crate::Result<Revision> {
+            self.0.update_session_state(key, state, expected).await
+        }
+        async fn save_turn(
+            &self,
+            key: &SessionKey,
+            state: &AgentState,
+            expected: Option<&Revision>,
+            messages: &[Msg],
+        ) -> crate::Result<crate::SavedTurn> {
+            for _ in 0..=messages.len() {
+                self.1.hit("save_turn")?;
+            }
+            self.0.save_turn(key, state, expected, messages).await
         }
         async fn get_session(&self, key: &SessionKey) -> crate::Result<Option<SessionRecord>> {
             self.0.get_session(key).await
@@ -2630,32 +2955,35 @@ mod tests {
         }
     }
 
-    struct LegacyFactory;
+    struct AtomicFaultyFactory;
 
-    impl StorageFactory for LegacyFactory {
+    impl StorageFactory for AtomicFaultyFactory {
         type Guard = ();
-        async fn build(&self, options: &BuildOptions) -> Result<((), SharedStorage), StorageError> {
-            legacy(options, Capabilities::none()).await
+        async fn build(&self, _options: &BuildOptions) -> Result<((), SharedStorage), StorageError> {
+            Err(StorageError::new(StorageErrorKind::Unsupported, "atomic-faulty", "build", "only build_faulty"))
+        }
+        async fn build_faulty(&self, _options: &BuildOptions) -> Result<Option<Faulty<()>>, StorageError> {
+            let m = crate::InMemoryStorage::new();
+            m.open().await?;
+            let faults = Arc::new(CountingFaults::default());
+            Ok(Some(Faulty::new((), Arc::new(AtomicFaulty(m, faults.clone())), faults)))
         }
     }
 
-    async fn legacy(options: &BuildOptions, caps: Capabilities) -> Result<((), SharedStorage), StorageError> {
-        let mut m = crate::InMemoryStorage::new();
-        if let Some(max) = options.max_record_bytes {
-            m = m.with_max_record_bytes(max);
-        }
-        m.open().await?;
-        Ok(((), Arc::new(Legacy(m, caps))))
-    }
-
-    /// Declares `atomic_turns` but keeps the default, two-step `save_turn`.
-    struct OverclaimingFactory;
-
-    impl StorageFactory for OverclaimingFactory {
-        type Guard = ();
-        async fn build(&self, options: &BuildOptions) -> Result<((), SharedStorage), StorageError> {
-            legacy(options, Capabilities::none().with_atomic_turns(true)).await
-        }
+    #[tokio::test]
+    async fn a_failure_at_any_write_of_a_turn_is_checked() {
+        // Without a fault hook (the default), or without `atomic_turns`, the scenario skips.
+        let r = save_turn_failure_at_any_write_leaves_nothing(&LegacyFactory).await;
+        assert!(matches!(&r, Ok(Outcome::Skipped(why)) if why.contains("build_faulty")), "{r:?}");
+        // An atomic turn passes.
+        assert_eq!(save_turn_failure_at_any_write_leaves_nothing(&AtomicFaultyFactory).await.unwrap(), Outcome::Passed);
+        // The two-step default declared atomic is caught: a failed message write after the saved
+        // state is reported beside it, so the turn "succeeds" half written.
+        let e = save_turn_failure_at_any_write_leaves_nothing(&OverclaimingFactory(true)).await.unwrap_err();
+        assert!(e.details().contains("(write 1 armed) reported a log error"), "{e}");
+        // A hook that injects nothing does not pass for one that found nothing.
+        let e = save_turn_failure_at_any_write_leaves_nothing(&OverclaimingFactory(false)).await.unwrap_err();
+        assert!(e.details().contains("the fault hook injects nothing"), "{e}");
     }
 
     #[tokio::test]
@@ -2665,7 +2993,7 @@ mod tests {
         assert!(matches!(save_turn_is_all_or_nothing(&LegacyFactory).await, Ok(Outcome::Skipped(_))));
         // Declaring atomicity it does not have is caught: the state is written before the message
         // that is too large fails.
-        let e = save_turn_is_all_or_nothing(&OverclaimingFactory).await.unwrap_err();
+        let e = save_turn_is_all_or_nothing(&OverclaimingFactory(true)).await.unwrap_err();
         assert!(e.details().contains("too large message"), "{e}");
         // And the default reports that failure beside the revision, with the state saved.
         let (_, s) = LegacyFactory.build(&BuildOptions::default().with_max_record_bytes(4096)).await.unwrap();
