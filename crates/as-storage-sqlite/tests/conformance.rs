@@ -153,13 +153,16 @@ async fn save_turn_fault_sweep_runs_and_passes() {
 
 /// An injected fault reaches the caller as what it is, a failed write (`Backend`, not retryable,
 /// the trigger's message kept), and is not mistaken for a lost answer (`Unavailable`) or a lost
-/// compare-and-set (`Conflict`); the file is sound afterwards, and the extra triggers do not stop
-/// the file from being opened again.
+/// compare-and-set (`Conflict`). The counter's own updates roll back with the failed turn (so
+/// arming `n` before each call fails a distinct write each time); the file is sound afterwards,
+/// and the extra triggers do not stop the file from being opened again.
 #[tokio::test]
 async fn injected_faults_are_plain_write_failures() {
-    let Some(Faulty { guard, store, faults, .. }) = SqliteFactory.build_faulty(&BuildOptions::default()).await.unwrap()
-    else {
-        panic!("the SQLite factory has a fault hook");
+    let (guard, store) = SqliteFactory.build(&BuildOptions::default()).await.unwrap();
+    let faults = TriggerFaults::install(&guard.path()).unwrap();
+    let remaining = || -> Option<i64> {
+        let conn = faults.conn.lock().unwrap();
+        conn.query_row("SELECT remaining FROM test_faults", [], |r| r.get(0)).unwrap()
     };
     let owner = as_storage::Owner::new("u", "a");
     let rec = store
@@ -167,19 +170,33 @@ async fn injected_faults_are_plain_write_failures() {
         .await
         .unwrap();
     let key = owner.session(rec.id.clone());
-    let mut m = as_message::Msg::user("u", "hi");
-    m.id = "m1".into();
-    faults.arm(0).await.unwrap();
-    let e = store.save_turn(&key, &rec.state, Some(&rec.revision()), &[m.clone()]).await.unwrap_err();
-    faults.disarm().await.unwrap();
-    assert!(faults.is_injected(&e), "{e}");
-    assert_eq!(e.kind(), StorageErrorKind::Backend, "{e}");
-    assert!(!e.is_retryable(), "{e}");
-    assert!(e.to_string().contains(INJECTED), "{e}");
+    let turn: Vec<as_message::Msg> = (0..3)
+        .map(|i| {
+            let mut m = as_message::Msg::user("u", format!("hi {i}"));
+            m.id = format!("m{i}");
+            m
+        })
+        .collect();
+    // The state row and three messages: four writes; the first, the third (inside the transaction,
+    // after two rows were written) and the last fail alike.
+    for n in [0, 2, 3] {
+        faults.arm(n).await.unwrap();
+        let e = store.save_turn(&key, &rec.state, Some(&rec.revision()), &turn).await.unwrap_err();
+        assert_eq!(remaining(), Some(n as i64), "write {n}: the counter's updates were rolled back with the turn");
+        faults.disarm().await.unwrap();
+        assert!(faults.is_injected(&e), "{e}");
+        assert_eq!(e.kind(), StorageErrorKind::Backend, "{e}");
+        assert!(!e.is_retryable(), "{e}");
+        assert!(e.to_string().contains(INJECTED), "{e}");
+    }
     assert!(!faults.is_injected(&StorageError::new(StorageErrorKind::Backend, "sqlite", "x", "disk full")));
-    // Disarmed, the same turn goes through.
-    store.save_turn(&key, &rec.state, Some(&rec.revision()), &[m]).await.unwrap();
+    // Armed past the last write, the turn goes through and uses up exactly its four writes.
+    faults.arm(4).await.unwrap();
+    store.save_turn(&key, &rec.state, Some(&rec.revision()), &turn).await.unwrap();
+    assert_eq!(remaining(), Some(0));
+    faults.disarm().await.unwrap();
+    assert_eq!(remaining(), None);
     let sqlite = SqliteStorage::open_path(guard.path()).await.unwrap();
     assert!(sqlite.integrity_check().await.unwrap().is_empty());
-    assert_eq!(sqlite.list_messages(&key, 0, 0).await.unwrap().len(), 1);
+    assert_eq!(sqlite.list_messages(&key, 0, 0).await.unwrap().len(), 3);
 }
