@@ -102,5 +102,7 @@ async fn whole_suite_on_a_real_cluster() {
     let report = as_storage::conformance::run_all(&ClusterFactory { url: cluster.url() }).await;
     println!("{report}");
     assert!(report.is_success(), "{report}");
-    assert!(report.skipped().next().is_none(), "nothing skipped on the cluster:\n{report}");
+    // Only the fault sweep skips: this factory has no fault hook (StorageFactory::build_faulty) yet.
+    let skipped: Vec<&str> = report.skipped().map(|(n, _)| n).collect();
+    assert_eq!(skipped, ["save_turn_failure_at_any_write_leaves_nothing"], "skipped on the cluster:\n{report}");
 }

@@ -267,6 +267,7 @@ pub const SCENARIOS: &[&str] = &[
     "save_turn_is_update_then_messages",
     "save_turn_is_conditional",
     "save_turn_is_all_or_nothing",
+    "save_turn_failure_at_any_write_leaves_nothing",
     "concurrent_cas_writers_lose_no_update",
     "concurrent_readers_see_whole_writes",
     "delete_racing_update_leaves_no_zombie",
@@ -299,6 +300,7 @@ macro_rules! __storage_conformance_scenarios {
             list_ties_are_ordered_by_id
             messages_upsert_replaces_last_or_appends messages_list_uses_lrange_semantics messages_require_session
             save_turn_is_update_then_messages save_turn_is_conditional save_turn_is_all_or_nothing
+            save_turn_failure_at_any_write_leaves_nothing
             concurrent_cas_writers_lose_no_update concurrent_readers_see_whole_writes
             delete_racing_update_leaves_no_zombie concurrent_creates_of_one_id_have_one_winner
             concurrent_message_writers_overwrite_nothing message_racing_delete_leaves_no_log
@@ -600,6 +602,24 @@ pub async fn lifecycle<F: StorageFactory>(factory: &F) -> Res {
     optional("list_agents", s.list_agents("user-1").await.map(|a| format!("{a:?}")))?;
     optional("list_users", s.list_users().await.map(|a| format!("{a:?}")))?;
     c.kind("get_session_raw after close", s.get_session_raw(&k).await, StorageErrorKind::Unavailable)?;
+    c.kind(
+        "save_turn after close",
+        s.save_turn(&k, &AgentState::default(), None, &[msg("m", "t")]).await,
+        StorageErrorKind::Unavailable,
+    )?;
+    // Ids are checked before the store's state: a bad one is `InvalidKey` on a closed store too.
+    let bad = o.session("a:b");
+    c.kind("get_session with a bad id after close", s.get_session(&bad).await, StorageErrorKind::InvalidKey)?;
+    c.kind(
+        "save_turn with a bad id after close",
+        s.save_turn(&bad, &AgentState::default(), None, &[]).await,
+        StorageErrorKind::InvalidKey,
+    )?;
+    c.kind(
+        "upsert_message with a bad id after close",
+        s.upsert_message(&bad, &msg("m", "t")).await,
+        StorageErrorKind::InvalidKey,
+    )?;
     Ok(Outcome::Passed)
 }
 
@@ -1478,10 +1498,6 @@ fn upserted(log: &[Msg], turn: &[Msg]) -> Vec<Msg> {
 /// the ones read before. The sweep ends at the first n past the turn's last write, where the turn
 /// must succeed, whole; a hook whose first fault lets the turn through injects nothing and fails
 /// the scenario. Done for a conditional turn, then an unconditional one.
-///
-/// Not yet in [`SCENARIOS`], so neither [`run_all`] nor
-/// [`storage_conformance_tests!`](crate::storage_conformance_tests) runs it: a backend whose
-/// factory has a fault hook calls it from its own tests (the SQLite backend does).
 pub async fn save_turn_failure_at_any_write_leaves_nothing<F: StorageFactory>(factory: &F) -> Res {
     let c = Ctx { name: "save_turn_failure_at_any_write_leaves_nothing" };
     let faulty = c.ok("factory.build_faulty", factory.build_faulty(&BuildOptions::default()).await)?;

@@ -156,8 +156,8 @@ impl InMemoryStorage {
         expected: Option<&Revision>,
         messages: &[Msg],
     ) -> Result<Revision> {
-        self.ready(op)?;
         key.validate()?;
+        self.ready(op)?;
         let mut encoded = Vec::with_capacity(messages.len());
         for m in messages {
             let json = as_message::to_json(m);
@@ -294,8 +294,8 @@ impl StorageBase for InMemoryStorage {
     }
 
     async fn upsert_session(&self, req: UpsertSession) -> Result<SessionRecord> {
-        self.ready("upsert_session")?;
         req.validate()?;
+        self.ready("upsert_session")?;
         let explicit = req.session_id.clone().filter(|s| !s.is_empty());
         let Some(id) = explicit else {
             // A fresh id: a collision is practically impossible, but stay correct anyway.
@@ -340,8 +340,8 @@ impl StorageBase for InMemoryStorage {
     }
 
     async fn get_session(&self, key: &SessionKey) -> Result<Option<SessionRecord>> {
-        self.ready("get_session")?;
         key.validate()?;
+        self.ready("get_session")?;
         match self.snapshot(key) {
             Some((_, bytes)) => parse_record(&bytes, "get_session").map(Some),
             None => Ok(None),
@@ -349,14 +349,14 @@ impl StorageBase for InMemoryStorage {
     }
 
     async fn get_session_raw(&self, key: &SessionKey) -> Result<Option<String>> {
-        self.ready("get_session_raw")?;
         key.validate()?;
+        self.ready("get_session_raw")?;
         Ok(self.snapshot(key).map(|(_, bytes)| bytes.to_string()))
     }
 
     async fn list_sessions(&self, owner: &Owner, page: &PageRequest) -> Result<SessionPage> {
-        self.ready("list_sessions")?;
         owner.validate()?;
+        self.ready("list_sessions")?;
         let cursor = page.cursor.as_deref().map(|c| SessionCursor::decode(BACKEND, c)).transpose()?;
         let limit = page.limit.max(1);
         let inner = self.lock();
@@ -390,8 +390,8 @@ impl StorageBase for InMemoryStorage {
     }
 
     async fn delete_session(&self, key: &SessionKey) -> Result<bool> {
-        self.ready("delete_session")?;
         key.validate()?;
+        self.ready("delete_session")?;
         let mut inner = self.lock();
         let k = rk(key);
         if inner.sessions.get(&k).is_none_or(|e| e.meta.agent_id != key.agent_id) {
@@ -411,8 +411,8 @@ impl StorageBase for InMemoryStorage {
 
     async fn upsert_message(&self, key: &SessionKey, msg: &Msg) -> Result<()> {
         const OP: &str = "upsert_message";
-        self.ready(OP)?;
         key.validate()?;
+        self.ready(OP)?;
         let json = as_message::to_json(msg);
         check_message_depth(BACKEND, OP, msg)?;
         check_size(BACKEND, OP, json.len(), self.max_record_bytes)?;
@@ -426,8 +426,8 @@ impl StorageBase for InMemoryStorage {
 
     async fn get_message(&self, key: &SessionKey, message_id: &str) -> Result<Option<Msg>> {
         const OP: &str = "get_message";
-        self.ready(OP)?;
         key.validate()?;
+        self.ready(OP)?;
         let found = {
             let inner = self.lock();
             inner
@@ -441,8 +441,8 @@ impl StorageBase for InMemoryStorage {
 
     async fn list_messages(&self, key: &SessionKey, offset: i64, limit: i64) -> Result<Vec<Msg>> {
         const OP: &str = "list_messages";
-        self.ready(OP)?;
         key.validate()?;
+        self.ready(OP)?;
         let slice: Vec<Arc<str>> = {
             let inner = self.lock();
             match inner.sessions.get(&rk(key)).filter(|e| e.meta.agent_id == key.agent_id) {
@@ -457,8 +457,8 @@ impl StorageBase for InMemoryStorage {
 
     async fn import_record(&self, record: &SessionRecord, messages: &[Msg], mode: ImportMode) -> Result<ImportOutcome> {
         const OP: &str = "import_record";
-        self.ready(OP)?;
         validate_import(record)?;
+        self.ready(OP)?;
         let meta = record.meta();
         let bytes = encode_record(&meta, &record.state);
         check_record_depth(BACKEND, OP, &meta, &record.state)?;
@@ -504,8 +504,8 @@ impl StorageBase for InMemoryStorage {
     }
 
     async fn list_agents(&self, user_id: &str) -> Result<Vec<String>> {
-        self.ready("list_agents")?;
         validate_id("user_id", user_id)?;
+        self.ready("list_agents")?;
         let inner = self.lock();
         let agents: BTreeSet<String> = inner
             .index

@@ -216,8 +216,11 @@ pub enum ImportOutcome {
 ///   never opened may fail the same way; [`crate::InMemoryStorage`] does); the optional methods may
 ///   answer `Unsupported` instead \[`lifecycle`\].
 /// * **Ids.** Every id (a non-empty `source_schedule_id` included) is checked with
-///   [`crate::validate_id`] before any I/O; a bad one fails with
-///   [`crate::StorageErrorKind::InvalidKey`] and nothing is read or written \[`invalid_ids_are_rejected`\].
+///   [`crate::validate_id`] before any I/O, and before the store's own state is looked at (a bad id
+///   is `InvalidKey` on a closed store too); a bad one fails with
+///   [`crate::StorageErrorKind::InvalidKey`] and nothing is read or written. Every id it accepts
+///   (up to [`crate::MAX_ID_BYTES`], with dots, `@` or non-ASCII letters) is usable. Message ids are
+///   data inside the log, not keys, and are not checked \[`invalid_ids_are_rejected`\].
 /// * **Addressing and ownership.** A session is addressed by `(user_id, agent_id, session_id)`;
 ///   session ids are unique per user (as in the 2.0.4 Redis layout). Every method sees a session
 ///   only under the exact owner that created it: a wrong `agent_id` (or `user_id`) behaves as if
@@ -260,7 +263,8 @@ pub enum ImportOutcome {
 ///   (`TooLarge` of a message included) leaves the state and the log as they were, except an
 ///   `Unavailable` whose outcome is unknown (the request was sent), after which the turn is whole or
 ///   absent
-///   \[`save_turn_is_update_then_messages`, `save_turn_is_conditional`, `save_turn_is_all_or_nothing`\].
+///   \[`save_turn_is_update_then_messages`, `save_turn_is_conditional`, `save_turn_is_all_or_nothing`,
+///   `save_turn_failure_at_any_write_leaves_nothing` (needs the factory's fault hook)\].
 /// * **Size.** A record (or message) over the backend's configured limit fails with
 ///   [`crate::StorageErrorKind::TooLarge`] and nothing is written \[`too_large_is_rejected_before_writing`\].
 /// * **Depth.** A record (its envelope and state) or message nested deeper than
