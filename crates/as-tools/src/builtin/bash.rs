@@ -1465,10 +1465,17 @@ pub(crate) fn is_read_only_command(command: &str) -> bool {
                     || w.starts_with("--c")
                     || (w.starts_with('-') && !w.starts_with("--") && w.contains('o'))
             });
-            // An expansion may be any option (`find . $x` with `x=-delete`), so the commands whose
-            // options write or run something are read-only only without one.
-            let expansion = words.iter().skip(1).any(|w| w.contains('$'));
+            // An expansion may be any option (`find . $x` with `x=-delete`), and so may a brace
+            // expansion (`find . -{delete,true}` runs `find . -delete -true`), so the commands whose
+            // options write or run something are read-only only without either. printf's options
+            // come first: only its first argument may be one (`printf $x` with `x='-v a[$(id)] 1'`
+            // runs `id`).
+            let expands = |w: &String| w.contains(['$', '{']);
+            let expansion = words.iter().skip(1).any(expands);
             if expansion && matches!(first.as_str(), "git" | "sort" | "tree" | "rg" | "find") {
+                return false;
+            }
+            if first == "printf" && words.get(1).is_some_and(expands) {
                 return false;
             }
             match first.as_str() {
@@ -1913,6 +1920,18 @@ mod tests {
             ("git log $X", false),
             ("ls $HOME", true),
             ("grep -n \"$P\" src", true),
+            // So may a brace expansion: bash runs `find . -delete -true`, `rg --pre=sh x .`.
+            ("find . -{delete,true}", false),
+            ("rg {--pre=sh,x} .", false),
+            ("tree {-o,x}", false),
+            ("sort {-o,x} in.txt", false),
+            ("git log {--output=x,}", false),
+            ("find . -name '*.rs'", true),
+            // printf's first argument may be an option (`-v` assigns, and evaluates a subscript).
+            ("printf $X", false),
+            ("printf -{v,} x 1", false),
+            ("printf '%s\\n' \"$HOME\"", true),
+            ("printf hi", true),
             ("", false),
         ] {
             assert_eq!(is_read_only_command(cmd), expect, "{cmd}");
