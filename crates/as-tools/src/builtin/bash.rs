@@ -1472,7 +1472,7 @@ pub(crate) fn is_read_only_command(command: &str) -> bool {
             // runs `id`).
             let expands = |w: &String| w.contains(['$', '{']);
             let expansion = words.iter().skip(1).any(expands);
-            if expansion && matches!(first.as_str(), "git" | "sort" | "tree" | "rg" | "find") {
+            if expansion && matches!(first.as_str(), "git" | "sort" | "tree" | "rg" | "find" | "file") {
                 return false;
             }
             if first == "printf" && words.get(1).is_some_and(expands) {
@@ -1486,6 +1486,11 @@ pub(crate) fn is_read_only_command(command: &str) -> bool {
                 "sort" | "tree" => !writes_output,
                 // `--pre COMMAND` runs a program on every file searched.
                 "rg" => !words.iter().any(|w| w.starts_with("--pre")),
+                // `-C` (`--compile`, any unique abbreviation) writes a compiled magic file.
+                "file" => !words
+                    .iter()
+                    .skip(1)
+                    .any(|w| w.starts_with("--co") || (w.starts_with('-') && !w.starts_with("--") && w.contains('C'))),
                 "find" => !words.iter().any(|w| {
                     matches!(
                         w.as_str(),
@@ -1932,6 +1937,11 @@ mod tests {
             ("printf -{v,} x 1", false),
             ("printf '%s\\n' \"$HOME\"", true),
             ("printf hi", true),
+            ("file -C -m m", false),
+            ("file -zC -m m", false),
+            ("file --compile -m m", false),
+            ("file $X", false),
+            ("file -b src/main.rs", true),
             ("", false),
         ] {
             assert_eq!(is_read_only_command(cmd), expect, "{cmd}");
