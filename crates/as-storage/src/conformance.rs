@@ -1133,6 +1133,44 @@ pub async fn too_deep_is_rejected_before_writing<F: StorageFactory>(factory: &F)
     )?;
     c.ensure(c.get(&s, &o.session("deep")).await?.is_none(), || "a rejected create left a record".into())?;
     c.ensure(c.list_all(&s, &o, 50).await? == [rec.id.clone()], || "a rejected create left an index entry".into())?;
+    // The envelope counts too: a model config's free-form `parameters` are the record's fourth
+    // level (record, config, chat model config, parameters), so `n` arrays in it make it `n + 4` deep.
+    let config_of_record_depth = |depth: usize| {
+        let mut parameters = as_message::JsonMap::new();
+        parameters.insert("k".into(), nest(depth - 4));
+        let mut config = SessionConfig::new("ws-1");
+        config.chat_model_config = Some(crate::ChatModelConfig {
+            kind: "openai_credential".into(),
+            credential_id: "c".into(),
+            model: "m".into(),
+            parameters,
+        });
+        config
+    };
+    c.kind(
+        "create with a too deep config",
+        s.upsert_session(UpsertSession::new(o.clone(), config_of_record_depth(limit + 1)).with_session_id("deep"))
+            .await,
+        invalid,
+    )?;
+    c.kind(
+        "upsert update with a too deep config",
+        s.upsert_session(
+            UpsertSession::new(o.clone(), config_of_record_depth(limit + 1)).with_session_id(rec.id.clone()),
+        )
+        .await,
+        invalid,
+    )?;
+    c.ensure(c.must_get(&s, &k).await? == rec, || "a rejected config update changed the record".into())?;
+    c.ensure(c.get(&s, &o.session("deep")).await?.is_none(), || "a rejected create left a record".into())?;
+    let at_limit_config = config_of_record_depth(limit);
+    let created = c.ok(
+        "create with a config at the limit",
+        s.upsert_session(UpsertSession::new(o.clone(), at_limit_config.clone()).with_session_id("deep-config")).await,
+    )?;
+    c.ensure(c.must_get(&s, &o.session("deep-config")).await? == created && created.config == at_limit_config, || {
+        "a config at the limit did not read back equal".into()
+    })?;
     if let Ok(mut record) = foreign_record(&o, "deep", "deep") {
         record.state = deep;
         match s.import_record(&record, &[], ImportMode::CreateOnly).await {
@@ -2687,14 +2725,28 @@ async fn run_model_case(s: &SharedStorage, ops: &[Op]) -> Result<(), String> {
 
 /// Random operation sequences against the backend and a reference model agree (shrunk to a
 /// minimal failing sequence on divergence). `AS_CONFORMANCE_CASES` sets the number of cases
-/// (default 24).
+/// (default 24). The cases are the same on every run (a fixed seed), so a result is reproducible;
+/// `AS_CONFORMANCE_SEED` (any text) draws other ones, and `AS_CONFORMANCE_SEED=random` new ones each
+/// run (printed, so a failure can be replayed).
 pub async fn model_based_random_operations<F: StorageFactory>(factory: &F) -> Res {
     use proptest::strategy::{Strategy, ValueTree};
-    use proptest::test_runner::{Config, TestRunner};
+    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
     let c = Ctx { name: "model_based_random_operations" };
     let cases: u32 = std::env::var("AS_CONFORMANCE_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(24);
     let strategy = proptest::collection::vec(op_strategy(), 1..40);
-    let mut runner = TestRunner::new(Config { cases, ..Config::default() });
+    let seed = match std::env::var("AS_CONFORMANCE_SEED") {
+        Ok(s) if s == "random" => {
+            let s = uuid_like_seed();
+            println!("model_based_random_operations: AS_CONFORMANCE_SEED={s}");
+            s
+        }
+        Ok(s) => s,
+        Err(_) => "agentscope-rs conformance".to_owned(),
+    };
+    // ChaCha takes a 32-byte seed: the text and a 0, repeated to fill it (a longer text is cut).
+    let bytes: Vec<u8> = seed.bytes().chain(std::iter::once(0)).cycle().take(32).collect();
+    let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &bytes);
+    let mut runner = TestRunner::new_with_rng(Config { cases, ..Config::default() }, rng);
     let run = |ops: Vec<Op>| async move {
         let (_g, s) = factory.build(&BuildOptions::default()).await.map_err(|e| format!("factory.build: {e}"))?;
         run_model_case(&s, &ops).await
@@ -2728,6 +2780,12 @@ pub async fn model_based_random_operations<F: StorageFactory>(factory: &F) -> Re
         return Err(c.fail(format!("{e}\nminimal failing sequence:\n{}", listing.join("\n"))));
     }
     Ok(Outcome::Passed)
+}
+
+/// A fresh seed text for `AS_CONFORMANCE_SEED=random`: the clock's nanoseconds and the process id.
+fn uuid_like_seed() -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    format!("{nanos:x}-{:x}", std::process::id())
 }
 
 /// Test-only callback for `scenario_list_matches_macro`.

@@ -160,8 +160,8 @@ impl InMemoryStorage {
         self.ready(op)?;
         let mut encoded = Vec::with_capacity(messages.len());
         for m in messages {
-            let json = as_message::to_json(m);
             check_message_depth(BACKEND, op, m)?;
+            let json = as_message::to_json(m);
             check_size(BACKEND, op, json.len(), self.max_record_bytes)?;
             encoded.push((m.id.clone(), Arc::<str>::from(json)));
         }
@@ -178,8 +178,8 @@ impl InMemoryStorage {
             }
             let mut meta = old.clone();
             meta.updated_at = Timestamp::now_after(&old.updated_at);
-            let bytes = encode_record(&meta, state);
             check_record_depth(BACKEND, op, &meta, state)?;
+            let bytes = encode_record(&meta, state);
             check_size(BACKEND, op, bytes.len(), self.max_record_bytes)?;
             let rev = meta.revision();
             let update = Update { meta, bytes, message_count: state.context.len() as u64, messages: encoded.clone() };
@@ -201,8 +201,8 @@ impl InMemoryStorage {
     async fn create(&self, req: UpsertSession, id: String) -> Result<Option<SessionRecord>> {
         let meta = SessionMeta::created(id.clone(), &req);
         let state = req.state.clone().unwrap_or_default();
-        let bytes = encode_record(&meta, &state);
         check_record_depth(BACKEND, "upsert_session", &meta, &state)?;
+        let bytes = encode_record(&meta, &state);
         check_size(BACKEND, "upsert_session", bytes.len(), self.max_record_bytes)?;
         let mut inner = self.lock();
         let k = (meta.user_id.clone(), id.clone());
@@ -239,8 +239,8 @@ impl InMemoryStorage {
             let mut meta = old.clone();
             meta.config = req.config.clone();
             meta.updated_at = Timestamp::now_after(&old.updated_at);
-            let bytes = encode_record(&meta, &state);
             check_record_depth(BACKEND, "upsert_session", &meta, &state)?;
+            let bytes = encode_record(&meta, &state);
             check_size(BACKEND, "upsert_session", bytes.len(), self.max_record_bytes)?;
             let update =
                 Update { meta: meta.clone(), bytes, message_count: state.context.len() as u64, messages: Vec::new() };
@@ -413,8 +413,8 @@ impl StorageBase for InMemoryStorage {
         const OP: &str = "upsert_message";
         key.validate()?;
         self.ready(OP)?;
-        let json = as_message::to_json(msg);
         check_message_depth(BACKEND, OP, msg)?;
+        let json = as_message::to_json(msg);
         check_size(BACKEND, OP, json.len(), self.max_record_bytes)?;
         let mut inner = self.lock();
         let Some(e) = inner.sessions.get_mut(&rk(key)).filter(|e| e.meta.agent_id == key.agent_id) else {
@@ -460,13 +460,13 @@ impl StorageBase for InMemoryStorage {
         validate_import(record)?;
         self.ready(OP)?;
         let meta = record.meta();
-        let bytes = encode_record(&meta, &record.state);
         check_record_depth(BACKEND, OP, &meta, &record.state)?;
+        let bytes = encode_record(&meta, &record.state);
         check_size(BACKEND, OP, bytes.len(), self.max_record_bytes)?;
         let mut log = Vec::with_capacity(messages.len());
         for m in messages {
-            let json = as_message::to_json(m);
             check_message_depth(BACKEND, OP, m)?;
+            let json = as_message::to_json(m);
             check_size(BACKEND, OP, json.len(), self.max_record_bytes)?;
             log.push((m.id.clone(), Arc::<str>::from(json)));
         }

@@ -295,6 +295,8 @@ impl StorageBase for JsonDirStorage {
                 config: req.config,
             };
             let state = req.state.unwrap_or_default();
+            // Refused before anything is touched (write_record checks again, cheaply).
+            check_record_depth(BACKEND, OP, &meta, &state)?;
             // A message log without a record (a crash in the middle of an import) must not leak
             // into the new session: it goes first, and if it cannot go, nothing is created.
             match fs::remove_file(db.messages_path(&meta.user_id, &id)) {
