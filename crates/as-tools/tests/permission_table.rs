@@ -1014,6 +1014,8 @@ async fn bash_deny_rules_see_through_wrappers_in_bypass_mode() {
         "sudo -u root rm -rf x",
         "env rm -rf x",
         "env FOO=1 /bin/rm -rf x",
+        "/usr/bin/env rm -rf x",
+        "/usr/bin/sudo rm -rf x",
         "nice -n 5 rm -rf x",
         "timeout 10 rm -rf x",
         "time rm -rf x",
@@ -1227,12 +1229,14 @@ async fn bash_safety_checks_read_a_quoted_redirection_as_the_program() {
     const PATTERN: &str = "Safety check: dangerous command pattern detected";
     const SENSITIVE: &str = "Safety check: dangerous file or directory in bash command";
     const REMOVAL: &str = "Safety check: dangerous removal of critical system path";
+    const INJECTION: &str = "Safety check: command contains dynamic expansion that cannot be statically analyzed";
     for (command, reason) in [
         ("'>'/rm -rf /tmp/x", PATTERN),
         ("\\>/rm -rf /tmp/x", PATTERN),
         ("\">/rm\" -rf /tmp/x", PATTERN),
         ("'2>'/rm -rf /tmp/x", PATTERN),
-        ("A=1 '<'/sudo rm x", PATTERN),
+        // `<`/sudo is the program sudo, a wrapper: the injection check asks first.
+        ("A=1 '<'/sudo rm x", INJECTION),
         ("'>'/chmod -R 777 x", PATTERN),
         ("'>'/cp a .bashrc", SENSITIVE),
         ("'>>'/mv a .git/config", SENSITIVE),

@@ -803,10 +803,12 @@ pub(crate) fn injection_risk(command: &str) -> Option<String> {
     }
     for words in split_command_segments(command).iter().flat_map(|seg| command_readings(seg)) {
         let Some(first) = words.into_iter().next() else { continue };
-        if first == "exec" {
+        // `/usr/bin/env rm …` runs `env` as surely as `env rm …` does.
+        let prog = program(&first);
+        if prog == "exec" {
             return Some(format!("Command uses '{first}', which runs code that cannot be analysed"));
         }
-        if first.starts_with(['(', '{', '!']) || COMMAND_WRAPPERS.contains(&first.as_str()) {
+        if first.starts_with(['(', '{', '!']) || COMMAND_WRAPPERS.contains(&prog) {
             return Some(format!("Command runs another command through '{first}', which cannot be analysed"));
         }
     }
@@ -2069,7 +2071,17 @@ mod tests {
         assert!(injection_risk("ls $(rm -rf /)").is_some());
         assert!(injection_risk("echo '$(not)'").is_none());
         assert!(injection_risk("eval \"$X\"").is_some());
-        for wrapped in ["(rm -rf ~)", "{ rm -rf x; }", "time rm -rf ~", "command rm -rf /", "env rm -rf /", "! rm x"] {
+        for wrapped in [
+            "(rm -rf ~)",
+            "{ rm -rf x; }",
+            "time rm -rf ~",
+            "command rm -rf /",
+            "env rm -rf /",
+            "! rm x",
+            "/usr/bin/env rm -rf /",
+            "./sudo rm -rf /",
+            "/usr/bin/nohup rm -rf ~",
+        ] {
             assert!(injection_risk(wrapped).is_some(), "{wrapped}");
         }
         assert!(injection_risk("ls -la && git status").is_none());
