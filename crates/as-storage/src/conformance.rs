@@ -2736,7 +2736,7 @@ pub async fn model_based_random_operations<F: StorageFactory>(factory: &F) -> Re
     let strategy = proptest::collection::vec(op_strategy(), 1..40);
     let seed = match std::env::var("AS_CONFORMANCE_SEED") {
         Ok(s) if s == "random" => {
-            let s = uuid_like_seed();
+            let s = as_message::generate_id();
             println!("model_based_random_operations: AS_CONFORMANCE_SEED={s}");
             s
         }
@@ -2780,12 +2780,6 @@ pub async fn model_based_random_operations<F: StorageFactory>(factory: &F) -> Re
         return Err(c.fail(format!("{e}\nminimal failing sequence:\n{}", listing.join("\n"))));
     }
     Ok(Outcome::Passed)
-}
-
-/// A fresh seed text for `AS_CONFORMANCE_SEED=random`: the clock's nanoseconds and the process id.
-fn uuid_like_seed() -> String {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-    format!("{nanos:x}-{:x}", std::process::id())
 }
 
 /// Test-only callback for `scenario_list_matches_macro`.
