@@ -11,9 +11,8 @@ use as_state::AgentState;
 use as_storage::{
     Capabilities, ImportMode, ImportOutcome, ListError, Owner, PageRequest, Revision, SavedTurn, SessionConfig,
     SessionCursor, SessionKey, SessionMeta, SessionPage, SessionRecord, SessionSource, SessionSummary, StorageBase,
-    StorageError, StorageErrorKind, Timestamp, UpsertSession, check_envelope_depth, check_message_depth,
-    check_record_depth, check_state_depth, encode_envelope, encode_record, encode_record_split, validate_id,
-    validate_import,
+    StorageError, StorageErrorKind, Timestamp, UpsertSession, check_message_depth, encode_checked_record,
+    encode_envelope, validate_id, validate_import,
 };
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -477,13 +476,10 @@ impl RedisStorage {
         meta: &SessionMeta,
         state: &AgentState,
     ) -> Result<(String, Bytes), StorageError> {
-        check_state_depth(BACKEND, op, state)?;
-        let (json, head) = encode_record_split(meta, state);
-        // The envelope was found while writing: no second encoding of it.
-        let envelope = json.get(..head).unwrap_or_default();
-        check_envelope_depth(BACKEND, op, envelope)?;
+        let (json, head) = encode_checked_record(BACKEND, op, meta, state)?;
         self.check_size(op, &json)?;
-        let token = Bytes::copy_from_slice(envelope.as_bytes());
+        // The envelope was found while writing: no second encoding of it.
+        let token = Bytes::copy_from_slice(json.as_bytes().get(..head).unwrap_or_default());
         Ok((json, token))
     }
 
@@ -962,8 +958,7 @@ impl RedisStorage {
         validate_import(record)?;
         let pool = self.pool_for(OP)?;
         let meta = record.meta();
-        check_record_depth(BACKEND, OP, &meta, &record.state)?;
-        let json = encode_record(&meta, &record.state);
+        let (json, _) = encode_checked_record(BACKEND, OP, &meta, &record.state)?;
         self.check_size(OP, &json)?;
         let mut log = Vec::with_capacity(messages.len());
         for m in messages {

@@ -9,8 +9,8 @@ use as_state::AgentState;
 use as_storage::{
     Capabilities, ImportMode, ImportOutcome, Owner, PageRequest, Result, Revision, SavedTurn, SessionConfig,
     SessionKey, SessionMeta, SessionPage, SessionRecord, SessionSource, SessionSummary, StorageBase, StorageError,
-    StorageErrorKind, Timestamp, UpsertSession, check_envelope_depth, check_message_depth, check_record_depth,
-    check_state_depth, encode_envelope, encode_record, validate_id, validate_import,
+    StorageErrorKind, Timestamp, UpsertSession, check_envelope_depth, check_message_depth, check_state_depth,
+    encode_checked_record, encode_envelope, validate_id, validate_import,
 };
 use async_trait::async_trait;
 use rusqlite::types::ValueRef;
@@ -227,8 +227,7 @@ struct Encoded {
 }
 
 fn encode(op: &'static str, inner: &Inner, meta: &SessionMeta, state: &AgentState) -> Result<Encoded, OpError> {
-    check_record_depth(BACKEND, op, meta, state)?;
-    let record = encode_record(meta, state);
+    let (record, _) = encode_checked_record(BACKEND, op, meta, state)?;
     check_size(op, inner.opts.max_record_bytes, "the session record", record.len())?;
     Ok(Encoded {
         record,

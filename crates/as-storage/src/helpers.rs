@@ -7,7 +7,7 @@ use as_message::{JsonDepth, MAX_JSON_DEPTH, Msg, json_text_depth};
 use as_state::AgentState;
 
 use crate::error::{Result, StorageError, StorageErrorKind};
-use crate::record::{SessionMeta, encode_envelope};
+use crate::record::{SessionMeta, encode_envelope, encode_record_split};
 use crate::timestamp::Timestamp;
 
 /// The default maximum size of one stored value (a session record or a message), in bytes.
@@ -123,6 +123,30 @@ pub fn check_record_depth(
 ) -> Result<()> {
     check_state_depth(backend, operation, state)?;
     check_envelope_depth(backend, operation, &encode_envelope(record))
+}
+
+/// [`encode_record_split`] with [`check_record_depth`]'s checks: the state's depth before encoding,
+/// the envelope's on the bytes just written (encoded once, not again for the check). What a backend
+/// writes a record with: its JSON and envelope length, or `InvalidInput` before anything is written.
+///
+/// ```
+/// use as_storage::{SessionRecord, encode_checked_record, encode_record_split};
+/// # let text = include_str!("../../../tests/fixtures/agentscope-2.0.4/session_record.compact.json");
+/// let rec: SessionRecord = as_message::from_json(text).unwrap();
+/// let checked = encode_checked_record("memory", "update_session_state", &rec.meta(), &rec.state)?;
+/// assert_eq!(checked, encode_record_split(&rec.meta(), &rec.state));
+/// # Ok::<(), as_storage::StorageError>(())
+/// ```
+pub fn encode_checked_record(
+    backend: &'static str,
+    operation: &'static str,
+    record: &SessionMeta,
+    state: &AgentState,
+) -> Result<(String, usize)> {
+    check_state_depth(backend, operation, state)?;
+    let (json, head) = encode_record_split(record, state);
+    check_envelope_depth(backend, operation, json.get(..head).unwrap_or_default())?;
+    Ok((json, head))
 }
 
 /// The part of [`check_record_depth`] about the state, for a backend that encodes the state apart

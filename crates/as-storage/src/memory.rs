@@ -10,10 +10,10 @@ use async_trait::async_trait;
 
 use crate::error::{Result, StorageError, StorageErrorKind};
 use crate::helpers::{
-    DEFAULT_MAX_RECORD_BYTES, SessionCursor, check_message_depth, check_record_depth, check_size, message_range,
+    DEFAULT_MAX_RECORD_BYTES, SessionCursor, check_message_depth, check_size, encode_checked_record, message_range,
 };
 use crate::key::{Owner, SessionKey, validate_id};
-use crate::record::{Revision, SessionMeta, SessionRecord, encode_record};
+use crate::record::{Revision, SessionMeta, SessionRecord};
 use crate::storage::{
     Capabilities, ImportMode, ImportOutcome, PageRequest, SavedTurn, SessionPage, SessionSummary, StorageBase,
     UpsertSession, validate_import,
@@ -178,8 +178,7 @@ impl InMemoryStorage {
             }
             let mut meta = old.clone();
             meta.updated_at = Timestamp::now_after(&old.updated_at);
-            check_record_depth(BACKEND, op, &meta, state)?;
-            let bytes = encode_record(&meta, state);
+            let (bytes, _) = encode_checked_record(BACKEND, op, &meta, state)?;
             check_size(BACKEND, op, bytes.len(), self.max_record_bytes)?;
             let rev = meta.revision();
             let update = Update { meta, bytes, message_count: state.context.len() as u64, messages: encoded.clone() };
@@ -201,8 +200,7 @@ impl InMemoryStorage {
     async fn create(&self, req: UpsertSession, id: String) -> Result<Option<SessionRecord>> {
         let meta = SessionMeta::created(id.clone(), &req);
         let state = req.state.clone().unwrap_or_default();
-        check_record_depth(BACKEND, "upsert_session", &meta, &state)?;
-        let bytes = encode_record(&meta, &state);
+        let (bytes, _) = encode_checked_record(BACKEND, "upsert_session", &meta, &state)?;
         check_size(BACKEND, "upsert_session", bytes.len(), self.max_record_bytes)?;
         let mut inner = self.lock();
         let k = (meta.user_id.clone(), id.clone());
@@ -239,8 +237,7 @@ impl InMemoryStorage {
             let mut meta = old.clone();
             meta.config = req.config.clone();
             meta.updated_at = Timestamp::now_after(&old.updated_at);
-            check_record_depth(BACKEND, "upsert_session", &meta, &state)?;
-            let bytes = encode_record(&meta, &state);
+            let (bytes, _) = encode_checked_record(BACKEND, "upsert_session", &meta, &state)?;
             check_size(BACKEND, "upsert_session", bytes.len(), self.max_record_bytes)?;
             let update =
                 Update { meta: meta.clone(), bytes, message_count: state.context.len() as u64, messages: Vec::new() };
@@ -460,8 +457,7 @@ impl StorageBase for InMemoryStorage {
         validate_import(record)?;
         self.ready(OP)?;
         let meta = record.meta();
-        check_record_depth(BACKEND, OP, &meta, &record.state)?;
-        let bytes = encode_record(&meta, &record.state);
+        let (bytes, _) = encode_checked_record(BACKEND, OP, &meta, &record.state)?;
         check_size(BACKEND, OP, bytes.len(), self.max_record_bytes)?;
         let mut log = Vec::with_capacity(messages.len());
         for m in messages {

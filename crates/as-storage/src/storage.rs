@@ -270,8 +270,8 @@ pub enum ImportOutcome {
 /// * **Depth.** A record (its envelope and state) or message nested deeper than
 ///   [`as_message::MAX_JSON_DEPTH`] levels, which no reader (here or in AgentScope 2.0.4) reads back,
 ///   fails with [`crate::StorageErrorKind::InvalidInput`] and nothing is written; one at the limit is
-///   written and reads back (backends call [`crate::check_record_depth`] and
-///   [`crate::check_message_depth`]) \[`too_deep_is_rejected_before_writing`\].
+///   written and reads back (backends encode with [`crate::encode_checked_record`] or call
+///   [`crate::check_record_depth`], and call [`crate::check_message_depth`]) \[`too_deep_is_rejected_before_writing`\].
 /// * **Raw reads.** [`StorageBase::get_session_raw`] sees exactly what
 ///   [`StorageBase::get_session`] sees (the same ownership, `None` alike), and its text reads back
 ///   as that record \[`get_session_raw_is_the_record`\].

@@ -11,8 +11,8 @@ use as_state::AgentState;
 use as_storage::{
     Capabilities, DEFAULT_MAX_RECORD_BYTES, ImportMode, ImportOutcome, Owner, PageRequest, Result, Revision,
     SessionCursor, SessionKey, SessionMeta, SessionPage, SessionRecord, SessionSummary, StorageBase, StorageError,
-    StorageErrorKind, Timestamp, UpsertSession, check_message_depth, check_record_depth, check_size, encode_record,
-    message_range, validate_id, validate_import,
+    StorageErrorKind, Timestamp, UpsertSession, check_message_depth, check_record_depth, check_size,
+    encode_checked_record, message_range, validate_id, validate_import,
 };
 use async_trait::async_trait;
 
@@ -225,8 +225,7 @@ impl Inner {
 
     fn write_record(&self, op: &'static str, meta: &SessionMeta, state: &AgentState) -> Result<()> {
         // encode_record writes state.session_id as meta.id: the one-session-id invariant.
-        check_record_depth(BACKEND, op, meta, state)?;
-        let json = encode_record(meta, state);
+        let (json, _) = encode_checked_record(BACKEND, op, meta, state)?;
         check_size(BACKEND, op, json.len(), self.max_record_bytes)?;
         self.write_atomic(op, &self.record_path(&meta.user_id, &meta.id), json.as_bytes())
     }
@@ -510,8 +509,7 @@ impl StorageBase for JsonDirStorage {
             log.push('\n');
         }
         let meta = record.meta();
-        check_record_depth(BACKEND, OP, &meta, &record.state)?;
-        let json = encode_record(&meta, &record.state);
+        let (json, _) = encode_checked_record(BACKEND, OP, &meta, &record.state)?;
         check_size(BACKEND, OP, json.len(), self.inner.max_record_bytes)?;
         self.run(OP, move |db| {
             let path = db.record_path(&meta.user_id, &meta.id);
