@@ -42,6 +42,25 @@ fn bench(c: &mut Criterion) {
         b.iter(|| rt.block_on(engine.check_permission(black_box(&ctx), bash.as_ref(), black_box(&input))))
     });
 
+    // The slowest command shape found near the length cap (`a;` repeated to 64 KiB: 32,768
+    // segments) against 8 deny rules: the command is read once for all the rules.
+    let mut many = PermissionContext::default();
+    for rule in ["rm -rf *", "git push:*", "curl", "sudo *", "dd:*", "mkfs:*", "shutdown", "chmod 777 *"] {
+        PermissionEngine::add_rule(
+            &mut many,
+            PermissionRule::new("Bash", Some(rule.into()), PermissionBehavior::Deny, "b"),
+        );
+    }
+    let long = "a;".repeat(as_tools::builtin::MAX_COMMAND_BYTES / 2);
+    let long = serde_json::json!({ "command": long });
+    let long = long.as_object().unwrap().clone();
+    let mut slow = c.benchmark_group("permission_check_bash_64k");
+    slow.sample_size(10);
+    slow.bench_function("8_deny_rules", |b| {
+        b.iter(|| rt.block_on(engine.check_permission(black_box(&many), bash.as_ref(), black_box(&long))))
+    });
+    slow.finish();
+
     c.bench_function("parse_arguments_strict", |b| {
         b.iter(|| parse_arguments(black_box(r#"{"file_path": "/work/src/main.rs", "offset": 10, "limit": 200}"#)))
     });

@@ -63,6 +63,19 @@ pub trait DynTool: Send + Sync + 'static {
         let _ = (rule_content, list, input, ctx);
         false
     }
+    /// The index of the first of `rule_contents` (non-empty contents of rules that sit in `list`,
+    /// in order) that matches this invocation, as [`DynTool::match_rule`] decides each. The
+    /// default asks `match_rule` rule by rule; a tool whose matching starts with costly work that
+    /// does not depend on the rule (Bash reads the command) overrides it to do that work once.
+    fn first_matching_rule(
+        &self,
+        rule_contents: &[&str],
+        list: PermissionBehavior,
+        input: &JsonMap,
+        ctx: &PermissionCheckContext<'_>,
+    ) -> Option<usize> {
+        rule_contents.iter().position(|rule| self.match_rule(rule, list, input, ctx))
+    }
     /// Rules to suggest when asking the user. Defaults to one allow rule for the whole tool.
     fn generate_suggestions(&self, input: &JsonMap, ctx: &PermissionCheckContext<'_>) -> Vec<PermissionRule> {
         let _ = (input, ctx);
@@ -128,6 +141,17 @@ pub trait Tool: Send + Sync + 'static {
     ) -> bool {
         let _ = (rule_content, list, args, ctx);
         false
+    }
+    /// See [`DynTool::first_matching_rule`]: by default [`Tool::match_rule`] rule by rule. An
+    /// override must answer exactly as that default does.
+    fn first_matching_rule(
+        &self,
+        rule_contents: &[&str],
+        list: PermissionBehavior,
+        args: &Self::Args,
+        ctx: &PermissionCheckContext<'_>,
+    ) -> Option<usize> {
+        rule_contents.iter().position(|rule| self.match_rule(rule, list, args, ctx))
     }
     /// See [`DynTool::generate_suggestions`].
     fn generate_suggestions(&self, args: &Self::Args, ctx: &PermissionCheckContext<'_>) -> Vec<PermissionRule> {
@@ -210,6 +234,17 @@ impl<T: Tool> DynTool for TypedTool<T> {
             Ok(args) => self.tool.match_rule(rule_content, list, &args, ctx),
             Err(_) => false,
         }
+    }
+    fn first_matching_rule(
+        &self,
+        rule_contents: &[&str],
+        list: PermissionBehavior,
+        input: &JsonMap,
+        ctx: &PermissionCheckContext<'_>,
+    ) -> Option<usize> {
+        // The arguments are parsed once for all the rules.
+        let args = parse_args::<T::Args>(self.tool.name(), input).ok()?;
+        self.tool.first_matching_rule(rule_contents, list, &args, ctx)
     }
     fn generate_suggestions(&self, input: &JsonMap, ctx: &PermissionCheckContext<'_>) -> Vec<PermissionRule> {
         match parse_args::<T::Args>(self.tool.name(), input) {

@@ -1284,3 +1284,69 @@ async fn bash_long_words_with_quoted_braces_are_read() {
         assert_eq!(d.behavior == B::Deny, denied, "{rule}: {}", &command[command.len() - 30..]);
     }
 }
+
+/// A tool gets all the content rules of a list at once (Bash reads the command once for all of
+/// them): the answer is the first rule that matches alone, for every rotation of the rules, in
+/// every list.
+#[test]
+fn bash_rules_matched_together_answer_as_each_alone() {
+    let bash = BashTool::default().into_dyn_tool();
+    let perm = PermissionContext::default();
+    let ctx = PermissionCheckContext::new(&perm, std::path::Path::new("/work"));
+    let rules = ["git push:*", "curl *", "rm -rf *", "sudo *", "npm run:*", "echo"];
+    let commands = [
+        "ls -la",
+        "rm -rf x",
+        "sudo rm -rf x",
+        "curl x | sh",
+        "git push origin && rm -rf /tmp/x",
+        "$x -rf y",
+        "bash -c \"echo $HOME\"",
+        "npm run build",
+        "cd web && npm run build > /tmp/out",
+        "echo {a,b}; r{m,} -rf q",
+        "xargs rm -rf < list",
+        "find . -exec rm -rf {} \\;",
+        "echo 'git push' # rm -rf /",
+    ];
+    let mut matched = 0;
+    for list in [B::Deny, B::Ask, B::Allow] {
+        for command in commands {
+            let input = json!({ "command": command });
+            let input = input.as_object().unwrap();
+            for turn in 0..rules.len() {
+                let mut order = rules.to_vec();
+                order.rotate_left(turn);
+                let alone = order.iter().position(|r| bash.match_rule(r, list, input, &ctx));
+                let together = bash.first_matching_rule(&order, list, input, &ctx);
+                assert_eq!(together, alone, "{list:?} {order:?} on {command:?}");
+                matched += usize::from(alone.is_some());
+            }
+        }
+    }
+    // The table is not vacuous: rules matched, and not all of them everywhere.
+    assert!(matched > 20 && matched < 3 * commands.len() * rules.len(), "{matched}");
+}
+
+/// The engine reports the first rule of a list in order that matches, a rule without content
+/// (which matches every call) included, also when rules with content come after it.
+#[tokio::test]
+async fn a_rule_without_content_keeps_its_place_in_the_order() {
+    let engine = PermissionEngine::new("/work");
+    let bash = BashTool::default().into_dyn_tool();
+    for (rules, command, reason) in [
+        (vec![Some("git push:*"), None, Some("rm:*")], "rm x", "Rule: None"),
+        (vec![Some("git push:*"), None, Some("rm:*")], "git push", "Rule: git push:*"),
+        (vec![Some("rm:*"), Some(""), Some("ls:*")], "ls", "Rule: "),
+        (vec![Some("rm:*"), Some("ls:*"), None], "ls", "Rule: ls:*"),
+        (vec![None, Some("rm:*")], "rm x", "Rule: None"),
+        (vec![Some("rm:*"), None, Some("ls:*"), Some("cat:*")], "cat x", "Rule: None"),
+        (vec![Some("rm:*"), Some(""), Some("ls:*"), Some("cat:*")], "cat x", "Rule: "),
+    ] {
+        let rules: Vec<(B, &str, Option<&str>)> = rules.into_iter().map(|r| (B::Deny, "Bash", r)).collect();
+        let ctx = context(M::Default, &rules);
+        let input = json!({ "command": command });
+        let d = engine.check_permission(&ctx, bash.as_ref(), input.as_object().unwrap()).await;
+        assert_eq!((d.behavior, d.decision_reason.as_deref()), (B::Deny, Some(reason)), "{rules:?} on {command:?}");
+    }
+}

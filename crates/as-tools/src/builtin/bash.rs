@@ -28,6 +28,7 @@
 //!   sh`, `python -c …`, a script written earlier with Write) is not seen, so a Bash deny rule
 //!   cannot contain a determined model; a sandbox can.
 
+use std::cell::OnceCell;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -42,7 +43,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use crate::context::ToolCallContext;
 use crate::error::{ToolError, ToolErrorKind};
 use crate::permission::{
-    MAX_NESTING, PermissionCheckContext, PermissionDecision, bash_rule_matches, split_command_segments,
+    BashRule, CompiledGlob, MAX_NESTING, PermissionCheckContext, PermissionDecision, split_command_segments,
 };
 use crate::response::ToolStream;
 use crate::tool::Tool;
@@ -185,28 +186,51 @@ impl Tool for BashTool {
     /// Line continuations (backslash-newline) are removed first, as bash does (`r\<newline>m` is
     /// `rm`). Deny and ask rules are best-effort: code a command makes at run time is not seen.
     fn match_rule(&self, rule: &str, list: PermissionBehavior, a: &BashArgs, ctx: &PermissionCheckContext<'_>) -> bool {
+        self.first_matching_rule(&[rule], list, a, ctx).is_some()
+    }
+    /// As [`Tool::match_rule`] for each rule, reading the command once for all of them: the
+    /// readings do not depend on the rule, and reading a long command is most of the cost.
+    fn first_matching_rule(
+        &self,
+        rules: &[&str],
+        list: PermissionBehavior,
+        a: &BashArgs,
+        ctx: &PermissionCheckContext<'_>,
+    ) -> Option<usize> {
         let command = join_continuations(&a.command);
         match list {
             // `unanalysable` first: it refuses a command over MAX_COMMAND_BYTES before it is split.
             PermissionBehavior::Allow => {
-                unanalysable(&command).is_none() && {
-                    let segments = split_command_segments(&command);
-                    !segments.is_empty()
-                        && segments.iter().all(|s| {
-                            bash_rule_matches(rule, s)
-                                && program_known(s)
-                                && redirect_targets(s).iter().all(|t| {
-                                    t.as_deref().is_some_and(|t| t == "/dev/null" || ctx.is_in_working_dirs(t))
-                                })
-                        })
+                if unanalysable(&command).is_some() {
+                    return None;
                 }
+                let segments = split_command_segments(&command);
+                // An allow rule covers a segment only if its program is known and its
+                // redirections stay in the working directories (`/dev/null` is fine).
+                let coverable = !segments.is_empty()
+                    && segments.iter().all(|s| {
+                        program_known(s)
+                            && redirect_targets(s)
+                                .iter()
+                                .all(|t| t.as_deref().is_some_and(|t| t == "/dev/null" || ctx.is_in_working_dirs(t)))
+                    });
+                if !coverable {
+                    return None;
+                }
+                rules.iter().position(|rule| {
+                    let rule = BashRule::new(rule);
+                    segments.iter().all(|s| rule.matches(s))
+                })
             }
             // Also as the shell reads the segment (`\rm -r x`, `r''m`, `/bin/rm` are `rm`; braces
             // are expanded), so quoting cannot dodge a deny or ask rule, and failing closed where a
             // program or argument is only known when it runs (`$x`, `{r,}m`, `/bin/r?`).
             // Also through subshells, groups, negations and wrappers (`(rm …)`, `sudo rm …`,
             // `sh -c 'rm …'`), since a deny rule must hold in every mode, `bypass` included.
-            _ => restrictive_rule_matches(rule, &command),
+            _ => {
+                let reading = RestrictiveReading::new(&command);
+                rules.iter().position(|rule| reading.matches(&BashRule::new(rule)))
+            }
         }
     }
     fn generate_suggestions(&self, a: &BashArgs, _: &PermissionCheckContext<'_>) -> Vec<PermissionRule> {
@@ -825,7 +849,7 @@ pub(crate) fn injection_risk(command: &str) -> Option<String> {
 ///    brace expansions expanded, process substitutions read as commands), where a command with a
 ///    part only known when it runs (an expansion, a glob, a program named by a brace expansion or
 ///    by `find`'s `{}`, what `xargs` appends) matches when **some** text for those parts would
-///    make it match ([`crate::permission::bash_rule_could_match`]): `$x -rf y`, `{r,}m -rf y`,
+///    make it match ([`BashRule::could_match`]): `$x -rf y`, `{r,}m -rf y`,
 ///    `rm $flags y` and `/bin/r? -rf y` all match `rm -rf *`. So deny rules fail closed;
 /// 3. for a command that cannot be analysed (see [`unanalysable`]) or has too many forms, the
 ///    rule's words in sequence anywhere in the text ([`rule_words_occur`]), also with quotes
@@ -833,33 +857,80 @@ pub(crate) fn injection_risk(command: &str) -> Option<String> {
 ///
 /// This is best-effort: a command can run code these checks never see (`base64 -d <<<… | sh`,
 /// `python -c …`, a script written earlier), so a Bash deny rule cannot contain a determined model.
+#[cfg(test)]
 fn restrictive_rule_matches(rule: &str, command: &str) -> bool {
-    if too_long(command) || bash_rule_matches(rule, command) {
-        return true;
+    RestrictiveReading::new(command).matches(&BashRule::new(rule))
+}
+
+/// The readings of a command that deny and ask rules are matched against, each made on first
+/// use and kept, so that several rules read the command once.
+struct RestrictiveReading<'a> {
+    command: &'a str,
+    /// Each segment as written and the commands it runs ([`run_forms`]).
+    forms: OnceCell<Vec<String>>,
+    /// The commands as bash reads the text ([`pattern_forms`]).
+    read: OnceCell<Vec<String>>,
+    /// Whether the forms are complete: not capped, and the command can be analysed.
+    complete: OnceCell<bool>,
+    /// [`reading::joined_readings`], for the fallback of an incomplete reading.
+    joined: OnceCell<[String; 2]>,
+}
+
+impl<'a> RestrictiveReading<'a> {
+    fn new(command: &'a str) -> Self {
+        Self {
+            command,
+            forms: OnceCell::new(),
+            read: OnceCell::new(),
+            complete: OnceCell::new(),
+            joined: OnceCell::new(),
+        }
     }
-    let mut forms = Vec::new();
-    for seg in split_command_segments(command) {
-        forms.push(seg.clone());
-        run_forms(&seg, 0, &mut forms);
+
+    fn forms(&self) -> &[String] {
+        self.forms.get_or_init(|| {
+            let mut forms = Vec::new();
+            for seg in split_command_segments(self.command) {
+                forms.push(seg.clone());
+                run_forms(&seg, 0, &mut forms);
+            }
+            forms
+        })
     }
-    if forms.iter().any(|f| bash_rule_matches(rule, f)) {
-        return true;
+
+    fn read(&self) -> &[String] {
+        self.read.get_or_init(|| {
+            let mut read = Vec::new();
+            pattern_forms(self.command, 0, &mut read);
+            read
+        })
     }
-    let mut read = Vec::new();
-    pattern_forms(command, 0, &mut read);
-    let could_match = |f: &String| {
-        bash_rule_matches(rule, f)
-            || (f.contains(STAND_INS)
-                && crate::permission::bash_rule_could_match(rule, f, reading::ANY_TEXT, reading::ANY_WORD))
-    };
-    if read.iter().any(could_match) {
-        return true;
+
+    /// Whether `rule` matches: always for a command over [`MAX_COMMAND_BYTES`]; else the whole
+    /// command, a form, or a reading (one with stand-ins where some value could make it match);
+    /// and when the readings are incomplete, the rule's words occurring in the text.
+    fn matches(&self, rule: &BashRule) -> bool {
+        if too_long(self.command) || rule.matches(self.command) {
+            return true;
+        }
+        if self.forms().iter().any(|f| rule.matches(f)) {
+            return true;
+        }
+        let could_match = |f: &String| {
+            rule.matches(f) || (f.contains(STAND_INS) && rule.could_match(f, reading::ANY_TEXT, reading::ANY_WORD))
+        };
+        if self.read().iter().any(could_match) {
+            return true;
+        }
+        let complete = *self.complete.get_or_init(|| {
+            self.forms().len() < MAX_FORMS && self.read().len() < MAX_FORMS && unanalysable(self.command).is_none()
+        });
+        if complete {
+            return false;
+        }
+        let [expanded, opaque] = self.joined.get_or_init(|| reading::joined_readings(self.command));
+        [self.command, expanded.as_str(), opaque.as_str()].iter().any(|text| rule_words_occur(rule.text(), text))
     }
-    if forms.len() < MAX_FORMS && read.len() < MAX_FORMS && unanalysable(command).is_none() {
-        return false;
-    }
-    let [expanded, opaque] = reading::joined_readings(command);
-    [command, &expanded, &opaque].iter().any(|text| rule_words_occur(rule, text))
 }
 
 /// Whether the program a segment runs is known before it runs: not named by an expansion, a glob
@@ -891,15 +962,17 @@ fn rule_words_occur(rule: &str, command: &str) -> bool {
     if words.is_empty() {
         return false;
     }
-    let one = |token: &str, word: &str| {
+    // Each rule word is a glob matched against every token: compiled once.
+    let globs: Vec<CompiledGlob> = words.iter().map(|w| CompiledGlob::new(w)).collect();
+    let one = |token: &str, k: usize, word: &str| {
         token.contains('$')
-            || crate::permission::fnmatch(token, word)
+            || globs.get(k).is_some_and(|g| g.is_match(token))
             || (token.contains(['*', '?', '[']) && crate::permission::fnmatch(word, token))
     };
     let command_tokens = tokens(command);
     (0..command_tokens.len()).any(|start| {
         words.iter().enumerate().all(|(k, word)| {
-            command_tokens.get(start + k).is_some_and(|t| one(t, word) || (k == 0 && one(program(t), word)))
+            command_tokens.get(start + k).is_some_and(|t| one(t, k, word) || (k == 0 && one(program(t), k, word)))
         })
     })
 }

@@ -190,8 +190,14 @@ fn first_match<'r>(
     input: &JsonMap,
     ctx: &PermissionCheckContext<'_>,
 ) -> Option<&'r PermissionRule> {
-    rules.get(tool.name())?.iter().find(|r| match r.rule_content.as_deref() {
-        None | Some("") => true,
-        Some(content) => tool.match_rule(content, list, input, ctx),
-    })
+    let rules = rules.get(tool.name())?;
+    // Rules before the first one without content (which matches every call) go to the tool
+    // together, so work that does not depend on the rule is done once.
+    let open = rules.iter().position(|r| r.rule_content.as_deref().is_none_or(str::is_empty));
+    let contents: Vec<&str> =
+        rules.iter().take(open.unwrap_or(rules.len())).filter_map(|r| r.rule_content.as_deref()).collect();
+    match tool.first_matching_rule(&contents, list, input, ctx) {
+        Some(i) => rules.get(i),
+        None => open.and_then(|i| rules.get(i)),
+    }
 }

@@ -136,41 +136,89 @@ fn fnmatch_translate(pat: &str) -> String {
 /// (see [`split_command_segments`]), which fixes 2.0.4's miss of `rm -rf x\necho` by a deny
 /// rule `rm -rf *`.
 pub fn bash_rule_matches(rule: &str, command: &str) -> bool {
-    if let Some(prefix) = rule.strip_suffix(":*") {
-        let prefix = prefix.trim();
-        return command == prefix || command.starts_with(&format!("{prefix} "));
-    }
-    if !has_unescaped_star(rule) {
-        let literal = rule.replace("\\\\", "\u{0}").replace("\\*", "*").replace('\u{0}', "\\");
-        return command.contains(&literal);
-    }
-    // protect escapes, escape regex metacharacters 2.0.4 escapes, turn * into .*
-    let protected = rule.replace("\\\\", "\u{1}").replace("\\*", "\u{2}");
-    let mut re = String::new();
-    for ch in protected.chars() {
-        match ch {
-            '.' | '^' | '$' | '+' | '?' | '{' | '}' | '[' | ']' | '|' | '(' | ')' => {
-                re.push('\\');
-                re.push(ch);
+    BashRule::new(rule).matches(command)
+}
+
+/// A Bash rule prepared once to be matched against many commands: [`bash_rule_matches`] and
+/// [`bash_rule_could_match`] without building the rule's pattern for every command.
+#[derive(Debug)]
+pub(crate) struct BashRule {
+    how: RuleMatch,
+    /// [`rule_shapes`], made on first use.
+    shapes: std::cell::OnceCell<Vec<Vec<Piece>>>,
+    rule: String,
+}
+
+#[derive(Debug)]
+enum RuleMatch {
+    /// `prefix:*`: the prefix itself, or the prefix and a space.
+    Prefix { bare: String, spaced: String },
+    /// No unescaped `*`: a substring.
+    Literal(String),
+    /// The bare stem of a trailing `*` (when it compiles), then the whole pattern; a pattern
+    /// that does not compile falls back to the rule without its stars as a substring.
+    Pattern { stem: Option<Arc<Regex>>, full: Result<Arc<Regex>, String> },
+}
+
+impl BashRule {
+    pub(crate) fn new(rule: &str) -> Self {
+        let how = if let Some(prefix) = rule.strip_suffix(":*") {
+            let prefix = prefix.trim();
+            RuleMatch::Prefix { bare: prefix.to_owned(), spaced: format!("{prefix} ") }
+        } else if !has_unescaped_star(rule) {
+            RuleMatch::Literal(rule.replace("\\\\", "\u{0}").replace("\\*", "*").replace('\u{0}', "\\"))
+        } else {
+            // protect escapes, escape regex metacharacters 2.0.4 escapes, turn * into .*
+            let protected = rule.replace("\\\\", "\u{1}").replace("\\*", "\u{2}");
+            let mut re = String::new();
+            for ch in protected.chars() {
+                match ch {
+                    '.' | '^' | '$' | '+' | '?' | '{' | '}' | '[' | ']' | '|' | '(' | ')' => {
+                        re.push('\\');
+                        re.push(ch);
+                    }
+                    '*' => re.push_str(".*"),
+                    '\u{1}' => re.push_str("\\\\"),
+                    '\u{2}' => re.push_str("\\*"),
+                    // a lone backslash stays as in 2.0.4; escape it for Rust's regex syntax when it
+                    // would otherwise start an escape Python treats literally
+                    '\\' => re.push_str("\\\\"),
+                    other => re.push(other),
+                }
             }
-            '*' => re.push_str(".*"),
-            '\u{1}' => re.push_str("\\\\"),
-            '\u{2}' => re.push_str("\\*"),
-            // a lone backslash stays as in 2.0.4; escape it for Rust's regex syntax when it
-            // would otherwise start an escape Python treats literally
-            '\\' => re.push_str("\\\\"),
-            other => re.push(other),
+            let full = |pattern: &str| cached_regex(&format!("^(?:{pattern})$"));
+            let stem = re.strip_suffix(".*").and_then(|stem| full(stem.trim_end()).ok());
+            RuleMatch::Pattern { stem, full: full(&re).map_err(|_| rule.replace('*', "")) }
+        };
+        Self { how, shapes: std::cell::OnceCell::new(), rule: rule.to_owned() }
+    }
+
+    /// The rule as written.
+    pub(crate) fn text(&self) -> &str {
+        &self.rule
+    }
+
+    /// [`bash_rule_matches`]`(rule, command)`.
+    pub(crate) fn matches(&self, command: &str) -> bool {
+        match &self.how {
+            RuleMatch::Prefix { bare, spaced } => command == bare || command.starts_with(spaced.as_str()),
+            RuleMatch::Literal(literal) => command.contains(literal.as_str()),
+            RuleMatch::Pattern { stem, full } => {
+                stem.as_ref().is_some_and(|re| re.is_match(command))
+                    || match full {
+                        Ok(re) => re.is_match(command),
+                        Err(without_stars) => command.contains(without_stars.as_str()),
+                    }
+            }
         }
     }
-    let full = |pattern: &str| cached_regex(&format!("^(?:{pattern})$")).map(|r| r.is_match(command));
-    if let Some(stem) = re.strip_suffix(".*")
-        && let Ok(true) = full(stem.trim_end())
-    {
-        return true;
-    }
-    match full(&re) {
-        Ok(m) => m,
-        Err(_) => command.contains(&rule.replace('*', "")),
+
+    /// Whether some text for the parts of `form` only known when it runs (characters of `any_text`
+    /// stand for any text, of `any_word` for any text without blanks) makes the rule match; see
+    /// the shapes below for the two ways this matches more often than [`bash_rule_matches`].
+    pub(crate) fn could_match(&self, form: &str, any_text: &[char], any_word: &[char]) -> bool {
+        let form = form_pieces(form, any_text, any_word);
+        self.shapes.get_or_init(|| rule_shapes(&self.rule)).iter().any(|shape| shapes_meet(shape, &form))
     }
 }
 
@@ -203,16 +251,20 @@ impl Piece {
 /// able to **start** the command. The substring form exists for commands with something before them
 /// (`sudo npm install`, `cd x && npm install`), which the caller has already taken apart; anywhere
 /// in the command it would let any unknown argument match (`echo $HOME` against `npm install`).
-pub(crate) fn bash_rule_could_match(rule: &str, form: &str, any_text: &[char], any_word: &[char]) -> bool {
-    let form: Vec<Piece> = form
-        .chars()
+#[cfg(test)]
+fn bash_rule_could_match(rule: &str, form: &str, any_text: &[char], any_word: &[char]) -> bool {
+    BashRule::new(rule).could_match(form, any_text, any_word)
+}
+
+/// A command as a shape: each character of `any_text` any text, of `any_word` any word.
+fn form_pieces(form: &str, any_text: &[char], any_word: &[char]) -> Vec<Piece> {
+    form.chars()
         .map(|c| match c {
             c if any_text.contains(&c) => Piece::Any,
             c if any_word.contains(&c) => Piece::AnyWord,
             c => Piece::Char(c),
         })
-        .collect();
-    rule_shapes(rule).iter().any(|shape| shapes_meet(shape, &form))
+        .collect()
 }
 
 /// The texts a rule matches, as shapes (see [`bash_rule_matches`] for the forms).

@@ -7,6 +7,5 @@ mod matching;
 pub use decision::{PermissionCheckContext, PermissionDecision};
 pub(crate) use decision::{expand_user, real_path};
 pub use engine::PermissionEngine;
-pub(crate) use matching::bash_rule_could_match;
-pub(crate) use matching::{CompiledGlob, MAX_NESTING};
+pub(crate) use matching::{BashRule, CompiledGlob, MAX_NESTING};
 pub use matching::{bash_rule_matches, fnmatch, split_command_segments};
