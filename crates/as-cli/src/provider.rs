@@ -26,7 +26,7 @@ impl std::fmt::Debug for ModelSpec {
         f.debug_struct("ModelSpec")
             .field("provider", &self.provider)
             .field("model", &self.model)
-            .field("base_url", &self.base_url)
+            .field("base_url", &masked_endpoint(&self.base_url))
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .finish()
     }
@@ -68,9 +68,9 @@ pub(crate) fn resolve(
     // Checked here, before a session is opened or created for a turn that could never run.
     let endpoint_ok = url::Url::parse(&base_url).is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.has_host());
     if !endpoint_ok {
-        let shown = if base_url.contains('@') { "the given URL".to_owned() } else { format!("{base_url:?}") };
         return Err(usage(format!(
-            "the model endpoint {shown} (--base-url or {}) is not an http(s) URL, e.g. http://localhost:11434/v1",
+            "the model endpoint {:?} (--base-url or {}) is not an http(s) URL, e.g. http://localhost:11434/v1",
+            masked_endpoint(&base_url),
             provider.base_url_var()
         )));
     }
@@ -89,6 +89,44 @@ pub(crate) fn resolve(
         },
     };
     Ok(ModelSpec { provider, model: name.to_owned(), base_url, api_key })
+}
+
+/// An endpoint as a message may show it: what may be a credential becomes `***`, as
+/// `as-model-openai` masks URLs: the user name and password (everything before the last `@`, which
+/// may itself hold `/`, `?` or `#`), each query value (names are kept: `?api-version=***&key=***`;
+/// a part without `=` is all value) and a fragment. Works on the text, so an endpoint that is not a
+/// valid URL (`localhost:8080/v1?key=…`, no scheme) is masked too.
+pub(crate) fn masked_endpoint(text: &str) -> String {
+    let text = text.trim();
+    // A scheme only when what precedes `://` looks like one (not `://` inside a query value).
+    let (scheme, rest) = match text.split_once("://") {
+        Some((s, rest)) if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) => {
+            (&text[..s.len() + 3], rest)
+        }
+        _ => ("", text),
+    };
+    let rest = match rest.rfind('@') {
+        Some(at) => format!("***{}", &rest[at..]),
+        None => rest.to_owned(),
+    };
+    let (rest, fragment) = match rest.split_once('#') {
+        Some((r, _)) => (r, "#***"),
+        None => (rest.as_str(), ""),
+    };
+    let (path, query) = match rest.split_once('?') {
+        Some((path, query)) => {
+            let parts: Vec<String> = query
+                .split('&')
+                .map(|part| match part.split_once('=') {
+                    Some((name, _)) => format!("{name}=***"),
+                    None => "***".to_owned(),
+                })
+                .collect();
+            (path, format!("?{}", parts.join("&")))
+        }
+        None => (rest, String::new()),
+    };
+    format!("{scheme}{path}{query}{fragment}")
 }
 
 /// Builds the model.
@@ -120,6 +158,39 @@ mod tests {
         let e = resolve("openai:gpt-4o", Some("x://user:pw@h"), &|_| Some("k".into())).unwrap_err();
         assert!(!e.to_string().contains("pw"), "{e}");
         assert!(resolve("openai:gpt-4o", Some("https://h.example/v1"), &|_| Some("k".into())).is_ok());
+    }
+
+    /// A rejected endpoint is echoed with its credentials masked: the user name and password, every
+    /// query value and a fragment, whether it came from --base-url or from the provider's variable.
+    #[test]
+    fn a_rejected_endpoint_is_shown_without_its_credentials() {
+        for (base_url, var, shown) in [
+            ("localhost:8080/v1?key=sk-SECRET", None, "localhost:8080/v1?key=***"),
+            ("localhost:8080/v1?api-version=1&key=sk-SECRET", None, "localhost:8080/v1?api-version=***&key=***"),
+            ("localhost:8080/v1?sk-SECRET", None, "localhost:8080/v1?***"),
+            ("localhost:8080/v1#sk-SECRET", None, "localhost:8080/v1#***"),
+            ("user:sk-SECRET@localhost:8080/v1", None, "***@localhost:8080/v1"),
+            ("ftp://u:sk-SECRET@h/v1?token=sk-SECRET", None, "ftp://***@h/v1?token=***"),
+            ("http://u:sk?SECRET@h/v1", None, "http://***@h/v1"),
+            ("ftp://h/v1?key=sk-SECRET", None, "ftp://h/v1?key=***"),
+            ("localhost:8080/v1?key=sk-SECRET", Some("OPENAI_BASE_URL"), "localhost:8080/v1?key=***"),
+            ("localhost:11434/v1", None, "localhost:11434/v1"),
+        ] {
+            let env = |k: &str| match (k, var) {
+                ("OPENAI_API_KEY", _) => Some("k".to_owned()),
+                (k, Some(v)) if k == v => Some(base_url.to_owned()),
+                _ => None,
+            };
+            let flag = if var.is_some() { None } else { Some(base_url) };
+            let e = resolve("openai:m", flag, &env).unwrap_err();
+            assert_eq!(e.kind(), ExitKind::Usage, "{base_url}");
+            let msg = e.to_string();
+            assert!(!msg.contains("SECRET"), "{base_url}: {msg}");
+            assert!(msg.contains(&format!("endpoint {shown:?} ")), "{base_url}: {msg}");
+        }
+        // An accepted one is masked in the spec's Debug output too.
+        let s = resolve("openai:m", Some("http://u:pw@h/v1?key=sk-SECRET"), &|_| None).unwrap();
+        assert!(format!("{s:?}").contains("http://***@h/v1?key=***"), "{s:?}");
     }
 
     #[test]
