@@ -222,7 +222,7 @@ impl SessionRunner {
                 log_error: None,
             });
         }
-        if let Some(id) = answered_meanwhile(&input, &state) {
+        if let Some(id) = answered_meanwhile(&input, &state, agent.name()) {
             // The calls this answers were parked when the caller looked, but another writer answered
             // them before this turn took the lock: it lost a race, its input is not invalid.
             release(guard, key).await;
@@ -773,18 +773,31 @@ impl Drop for PendingWrite {
 /// The first call a confirmation or external result answers that the stored state no longer
 /// waits for because it is already finished (answered by another writer since the caller loaded
 /// the session). A call the state never had is left to the agent (an unexpected event).
-fn answered_meanwhile(input: &ReplyInput, state: &AgentState) -> Option<String> {
-    let ids: Vec<&str> = match input {
-        ReplyInput::Confirm(e) => e.confirm_results.iter().map(|r| r.tool_call.id.as_str()).collect(),
-        ReplyInput::External(e) => e.execution_results.iter().map(|r| r.id.as_str()).collect(),
+///
+/// Only the answered reply's calls count (spec §4, §7: ids are matched against the parked message):
+/// the message the answer's `reply_id` names and the agent's messages at the end of the context
+/// (2.0.4 parks calls in the last own message whatever its id). Call ids repeat across replies
+/// (providers number calls per response), so an older reply's finished call with the same id says
+/// nothing; nor does a finished call whose id the parked message still waits for.
+fn answered_meanwhile(input: &ReplyInput, state: &AgentState, name: &str) -> Option<String> {
+    use as_message::{ContentBlock, Role, ToolCallState};
+    let (reply_id, ids): (&str, Vec<&str>) = match input {
+        ReplyInput::Confirm(e) => (&e.reply_id, e.confirm_results.iter().map(|r| r.tool_call.id.as_str()).collect()),
+        ReplyInput::External(e) => (&e.reply_id, e.execution_results.iter().map(|r| r.id.as_str()).collect()),
         _ => return None,
     };
+    let waiting: std::collections::HashSet<&str> =
+        crate::run::own_unanswered(state, name).into_iter().map(|c| c.id.as_str()).collect();
+    let own_tail = state.context.iter().rev().take_while(|m| m.role == Role::Assistant && m.name == name);
+    let named = state.context.iter().rev().find(|m| m.id == reply_id);
     let finished = |id: &str| {
-        state.context.iter().flat_map(|m| m.content.iter()).any(|b| {
-            matches!(b, as_message::ContentBlock::ToolCall(c) if c.id == id && c.state == as_message::ToolCallState::Finished)
-        })
+        own_tail
+            .clone()
+            .chain(named)
+            .flat_map(|m| m.content.iter())
+            .any(|b| matches!(b, ContentBlock::ToolCall(c) if c.id == id && c.state == ToolCallState::Finished))
     };
-    ids.into_iter().find(|id| finished(id)).map(str::to_owned)
+    ids.into_iter().find(|id| !waiting.contains(id) && finished(id)).map(str::to_owned)
 }
 
 /// Whether `input` is a run with no input (`reply(None)`).

@@ -1366,3 +1366,55 @@ async fn cancelling_while_waiting_for_the_lock_ends_the_turn_and_writes_nothing(
     assert_eq!(r.unwrap_err().kind(), AgentErrorKind::Interrupted);
     assert!(storage.get_session(&key("waiting")).await.unwrap().is_none(), "nothing was created");
 }
+
+/// Tool-call ids repeat across replies (providers number calls per response, `CallIds` only keeps
+/// them apart within one reply): a resume is judged against the parked reply's calls (spec §4, §7),
+/// so an earlier reply's finished call with the same id does not make it a conflict. The same
+/// answer sent again after the call was answered still is one (also once the session has moved
+/// on), for a confirmation and for an external result alike.
+#[tokio::test]
+async fn a_call_id_an_earlier_reply_used_does_not_make_a_resume_conflict() {
+    let confirm = |reply_id: String| -> ReplyInput {
+        let call = as_message::ToolCallBlock::new("c1", "waits", r#"{"text": "b"}"#);
+        UserConfirmResultEvent::new(reply_id, vec![as_agent::ConfirmResult::approve(call)]).into()
+    };
+    let external = |reply_id: String| -> ReplyInput {
+        let result = as_message::ToolResultBlock::new("c1", "waits", "B", as_message::ToolResultState::Success);
+        as_agent::ExternalExecutionResultEvent::new(reply_id, vec![result]).into()
+    };
+    type Answer = fn(String) -> ReplyInput;
+    let cases: [(&str, AllowTool, Answer); 2] = [
+        ("confirmation", AllowTool::new("waits").ask(), confirm),
+        ("external result", AllowTool::new("waits").external(), external),
+    ];
+    for (what, waits, answer) in cases {
+        let storage = store().await;
+        let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
+        let agent = agent_with(
+            vec![
+                ScriptedTurn::new().tool_call("c1", "echo", r#"{"text": "a"}"#),
+                ScriptedTurn::new().text("ok"),
+                ScriptedTurn::new().tool_call("c1", "waits", r#"{"text": "b"}"#),
+                ScriptedTurn::new().text("done"),
+                ScriptedTurn::new().text("more"),
+            ],
+            Toolkit::new().with(AllowTool::new("echo").arc()).with(waits.arc()),
+        );
+        let k = key("reused-id");
+        let first = turn(&runner, &agent, &k, Msg::user("user", "a")).await.1.unwrap();
+        assert_eq!(first.status, ReplyStatus::Completed, "{what}");
+        let parked = turn(&runner, &agent, &k, Msg::user("user", "b")).await.1.unwrap();
+        assert_eq!(parked.status, ReplyStatus::Parked, "{what}");
+        let done = turn(&runner, &agent, &k, answer(parked.state.reply_id.clone())).await.1;
+        assert_eq!(done.map(|d| d.status).map_err(|e| e.to_string()), Ok(ReplyStatus::Completed), "{what}");
+        // The same answer again (another process that lost the race): a conflict, nothing written.
+        let before = footprint(&storage, &k).await;
+        let late = turn(&runner, &agent, &k, answer(parked.state.reply_id.clone())).await.1;
+        assert_eq!(late.unwrap_err().kind(), AgentErrorKind::Conflict, "{what}");
+        assert_eq!(footprint(&storage, &k).await, before, "{what}");
+        // Still one after the session moved on to another reply: the answer names the answered one.
+        assert_eq!(turn(&runner, &agent, &k, Msg::user("user", "c")).await.1.unwrap().status, ReplyStatus::Completed);
+        let later = turn(&runner, &agent, &k, answer(parked.state.reply_id.clone())).await.1;
+        assert_eq!(later.unwrap_err().kind(), AgentErrorKind::Conflict, "{what}");
+    }
+}
