@@ -131,6 +131,29 @@ fn unknown_session_is_exit_3_with_the_fix() {
     assert!(err.contains("unknown session nope") && err.contains("sessions list"), "{err}");
 }
 
+/// `--confirm` answers a parked session, so it needs `--session`: without it the command is a
+/// usage error (exit 2) at parse time and writes nothing, rather than creating a new session it
+/// then cannot answer (exit 5, a stray empty session left behind).
+#[test]
+fn confirm_without_session_is_a_usage_error_that_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = format!("sqlite:{}", dir.path().join("s.db").display());
+    for extra in
+        [&["--confirm", "yes"][..], &["--confirm", "always", "--json"], &["--confirm", "no", "--message", "hi"]]
+    {
+        let mut args = chat_args(&storage, "http://127.0.0.1:9/v1");
+        args.extend(extra);
+        let o = run(&args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {err}");
+        assert!(err.contains("--session"), "{extra:?}: {err}");
+        assert!(!err.contains("new session"), "{extra:?}: {err}");
+        let o = run(&["--storage", &storage, "sessions", "list", "--user", "alice", "--agent", "friday"]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        assert_eq!(stdout(&o).trim(), "", "{extra:?} left a session behind");
+    }
+}
+
 #[test]
 fn unreachable_model_is_exit_6() {
     let dir = tempfile::tempdir().unwrap();

@@ -130,8 +130,10 @@ pub(crate) struct ChatArgs {
     /// With --message or --confirm: print the event stream as JSON lines instead of text.
     #[arg(long)]
     pub(crate) json: bool,
-    /// Answer the session's parked tool confirmations without a prompt, run that turn and exit.
-    #[arg(long, value_enum, value_name = "ANSWER")]
+    /// Answer the parked tool confirmations of the --session given, without a prompt; run that turn and exit.
+    // `requires`: a new session has nothing parked, so without --session this fails at parse time,
+    // before a session is created.
+    #[arg(long, value_enum, value_name = "ANSWER", requires = "session")]
     pub(crate) confirm: Option<Answer>,
 }
 
