@@ -620,6 +620,12 @@ pub async fn lifecycle<F: StorageFactory>(factory: &F) -> Res {
         s.upsert_message(&bad, &msg("m", "t")).await,
         StorageErrorKind::InvalidKey,
     )?;
+    // Reopened, the store holds what it held.
+    c.ok("open after close", s.open().await)?;
+    let back = c.ok("get_session after reopening", s.get_session(&k).await)?;
+    if back.as_ref().map(|r| &r.id) != Some(&k.session_id) {
+        return Err(c.fail(format!("after reopening, get_session found {back:?}")));
+    }
     Ok(Outcome::Passed)
 }
 

@@ -279,10 +279,9 @@ impl StorageBase for InMemoryStorage {
     }
 
     async fn open(&self) -> Result<()> {
-        match self.lifecycle.compare_exchange(NEW, OPEN, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) | Err(OPEN) => Ok(()),
-            Err(_) => Err(err(StorageErrorKind::Unavailable, "open", "the store is closed and cannot be reopened")),
-        }
+        // A closed store reopens with the sessions it held, like the durable backends.
+        self.lifecycle.store(OPEN, Ordering::Release);
+        Ok(())
     }
 
     async fn close(&self) -> Result<()> {
@@ -543,14 +542,16 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn must_be_opened_and_stays_closed() {
+    async fn must_be_opened_and_reopens_with_its_sessions() {
         let s = InMemoryStorage::new();
         assert_eq!(s.upsert_session(req()).await.unwrap_err().kind(), StorageErrorKind::Unavailable);
         s.open().await.unwrap();
-        s.upsert_session(req()).await.unwrap();
+        let rec = s.upsert_session(req()).await.unwrap();
         s.close().await.unwrap();
-        assert_eq!(s.open().await.unwrap_err().kind(), StorageErrorKind::Unavailable);
         assert_eq!(s.upsert_session(req()).await.unwrap_err().kind(), StorageErrorKind::Unavailable);
+        s.open().await.unwrap();
+        let key = Owner::new("u", "a").session(rec.id.clone());
+        assert_eq!(s.get_session(&key).await.unwrap().map(|r| r.id), Some(rec.id));
     }
 
     #[tokio::test]

@@ -118,7 +118,10 @@ impl UpsertSession {
 /// A page request for [`StorageBase::list_sessions`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PageRequest {
-    /// Most items to return (at least 1 is used).
+    /// Most sessions to return (at least 1 is used). Records that cannot be read are reported
+    /// in [`SessionPage::errors`]; whether they take a place of the page is the backend's choice
+    /// (SQLite's do, Redis's do not), so a page may hold fewer than `limit` sessions and still
+    /// have a next one.
     pub limit: usize,
     /// The `next_cursor` of the previous page; `None` for the first page.
     pub cursor: Option<String>,
@@ -214,7 +217,8 @@ pub enum ImportOutcome {
 /// * **Lifecycle.** Call [`StorageBase::open`] before use and [`StorageBase::close`] after; both are
 ///   idempotent. Methods called on a closed store fail with `Unavailable` (a store that was
 ///   never opened may fail the same way; [`crate::InMemoryStorage`] does); the optional methods may
-///   answer `Unsupported` instead \[`lifecycle`\].
+///   answer `Unsupported` instead. `open` after `close` reopens the store, and what it held
+///   before is there again \[`lifecycle`\].
 /// * **Ids.** Every id (a non-empty `source_schedule_id` included) is checked with
 ///   [`crate::validate_id`] before any I/O, and before the store's own state is looked at (a bad id
 ///   is `InvalidKey` on a closed store too); a bad one fails with
