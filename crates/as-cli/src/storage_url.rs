@@ -3,7 +3,7 @@
 //! | URL | store |
 //! |---|---|
 //! | `memory` | [`as_storage::InMemoryStorage`]: lives for one process |
-//! | `sqlite:PATH` | `as_storage_sqlite::SqliteStorage` on one file |
+//! | `sqlite:PATH` | `as_storage_sqlite::SqliteStorage` on one file (a leading `~/` is the home directory) |
 //! | `redis://[:password@]host:port[/db][?layout=compat\|cluster&ttl=SECONDS]`, `rediss://…` (TLS), `redis-cluster://host:port?node=host:port…` | [`as_storage_redis::RedisStorage`] (AgentScope 2.0.4's keys by default; `layout=cluster` for Redis Cluster; `ttl` a sliding key TTL) |
 //! | (none) | the default store (see [`DEFAULT_SQLITE_FILE`]) |
 
@@ -62,6 +62,28 @@ pub(crate) fn with_storage_help(command: clap::Command) -> clap::Command {
     command.mut_arg("storage", |a| a.help(storage_help()))
 }
 
+/// A `sqlite:` path with a leading `~/` read as the home directory `home` (the shell does not expand
+/// `~` after `sqlite:`, and a directory named `~` in the working directory is never what was meant).
+/// Another leading `~` (`~user/…`, a bare `~`, `~x.db`) is a usage error, as is `~/` with no home.
+fn expand_home(path: &str, home: Option<std::ffi::OsString>) -> CliResult<PathBuf> {
+    if !path.starts_with('~') {
+        return Ok(PathBuf::from(path));
+    }
+    let usage = |m: String| CliError::new(ExitKind::Usage, m);
+    let Some(rest) = path.strip_prefix("~/") else {
+        return Err(usage(format!(
+            "--storage sqlite:{path}: only a leading ~/ (your home directory) is expanded; write the full path \
+             (or ./{path} for a file of that name here)"
+        )));
+    };
+    match home.filter(|h| !h.is_empty()) {
+        Some(home) => Ok(PathBuf::from(home).join(rest)),
+        None => Err(usage(format!(
+            "--storage sqlite:{path}: HOME is not set, so ~ cannot be expanded; write the full path"
+        ))),
+    }
+}
+
 /// A parsed `--storage` value.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum StorageUrl {
@@ -85,7 +107,7 @@ impl StorageUrl {
             if path.is_empty() {
                 return Err(CliError::new(ExitKind::Usage, "--storage sqlite:PATH needs a file path"));
             }
-            return Ok(Self::Sqlite(PathBuf::from(path)));
+            return Ok(Self::Sqlite(expand_home(path, std::env::var_os("HOME"))?));
         }
         if ["redis://", "rediss://", "redis-cluster://", "rediss-cluster://"].iter().any(|p| url.starts_with(p)) {
             as_storage_redis::RedisStorageConfig::from_url(url)
@@ -234,6 +256,25 @@ mod tests {
         check("ftp://x", Err(ExitKind::Usage));
         check("", Err(ExitKind::Usage));
         check("Memory", Err(ExitKind::Usage));
+    }
+
+    #[test]
+    fn a_leading_tilde_is_the_home_directory() {
+        for (path, home, expect) in [
+            ("~/x.db", Some("/home/u"), Ok("/home/u/x.db")),
+            ("~/a/b.db", Some("/home/u/"), Ok("/home/u/a/b.db")),
+            ("x~/y.db", Some("/home/u"), Ok("x~/y.db")),
+            ("/tmp/~/y.db", None, Ok("/tmp/~/y.db")),
+            ("./~", None, Ok("./~")),
+            ("~/x.db", None, Err(ExitKind::Usage)),
+            ("~/x.db", Some(""), Err(ExitKind::Usage)),
+            ("~other/x.db", Some("/home/u"), Err(ExitKind::Usage)),
+            ("~", Some("/home/u"), Err(ExitKind::Usage)),
+            ("~x.db", Some("/home/u"), Err(ExitKind::Usage)),
+        ] {
+            let got = expand_home(path, home.map(Into::into)).map_err(|e| e.kind());
+            assert_eq!(got, expect.map(PathBuf::from), "{path} with HOME {home:?}");
+        }
     }
 
     #[test]

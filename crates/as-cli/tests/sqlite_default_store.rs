@@ -11,8 +11,14 @@ use std::process::{Command, Output, Stdio};
 
 /// Runs the binary with a clean storage environment plus `env`.
 fn run(args: &[&str], env: &[(&str, &Path)]) -> Output {
+    run_in(args, env, Path::new("."))
+}
+
+/// [`run`] in the working directory `cwd`.
+fn run_in(args: &[&str], env: &[(&str, &Path)], cwd: &Path) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentscope"));
-    cmd.args(args)
+    cmd.current_dir(cwd)
+        .args(args)
         .env_remove("AGENTSCOPE_STORAGE")
         .env_remove("AGENTSCOPE_HOME")
         .env_remove("XDG_DATA_HOME")
@@ -104,4 +110,38 @@ fn an_empty_agentscope_storage_is_the_default_store() {
     let o =
         run(&["--storage", "", "sessions", "list", "--user", "a", "--agent", "b"], &[("AGENTSCOPE_HOME", home.path())]);
     assert_eq!(code(&o), 2, "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// The shell does not expand `~` after `sqlite:`, so the CLI does: `sqlite:~/x.db` is `$HOME/x.db`,
+/// not a directory named `~` in the working directory; `~user/…` (and a bare `~`) is a usage error.
+#[test]
+fn a_leading_tilde_in_a_sqlite_path_is_the_home_directory() {
+    let cwd = tempfile::tempdir().expect("temp dir");
+    let home = tempfile::tempdir().expect("temp dir");
+    let create = |storage: &str| {
+        run_in(
+            &["--storage", storage, "sessions", "create", "--user", "u", "--agent", "a"],
+            &[("HOME", home.path())],
+            cwd.path(),
+        )
+    };
+    for (storage, file) in [("sqlite:~/x.db", "x.db"), ("sqlite://~/sub/y.db", "sub/y.db")] {
+        if let Some(parent) = home.path().join(file).parent() {
+            std::fs::create_dir_all(parent).expect("mkdir");
+        }
+        let id = ok(&create(storage));
+        assert!(home.path().join(file).is_file(), "{storage}: no {file} in HOME");
+        let list = run_in(
+            &["--storage", storage, "sessions", "list", "--user", "u", "--agent", "a"],
+            &[("HOME", home.path())],
+            cwd.path(),
+        );
+        assert!(ok(&list).contains(id.split_whitespace().last().expect("an id")), "{storage}");
+    }
+    for storage in ["sqlite:~other/x.db", "sqlite:~", "sqlite:~x.db"] {
+        let o = create(storage);
+        assert_eq!(code(&o), 2, "{storage}: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(String::from_utf8_lossy(&o.stderr).contains('~'), "{storage}");
+    }
+    assert_eq!(std::fs::read_dir(cwd.path()).expect("read cwd").count(), 0, "nothing created in the working directory");
 }
