@@ -157,13 +157,10 @@ pub(crate) async fn compress(
             r = agent.model.generate_structured_output(request) => r,
         };
         match result {
-            Ok(r) => match cfg.render_summary(&r.content) {
-                Ok(s) => break Some(s),
-                Err(e) => {
-                    tracing::warn!(error = %e, "compression summary is unusable; truncating instead");
-                    break None;
-                }
-            },
+            // A summary that does not render fails the compression (and the reply) with the state as
+            // it was: `validate` accepted the template, so only a model that skips the schema's required
+            // keys gets here, and dropping the history for the truncation note would lose it for good.
+            Ok(r) => break Some(cfg.render_summary(&r.content)?),
             Err(e) if overflow && attempt == 0 => {
                 tracing::warn!(error = %e, "compression call failed with an overflowing input; retrying shorter");
                 attempt += 1;

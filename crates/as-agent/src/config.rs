@@ -60,7 +60,8 @@ pub struct ContextConfig {
     pub reserve_ratio: f64,
     /// The last user message of the compression call.
     pub compression_prompt: String,
-    /// Rendered with the structured summary's fields (`{task_overview}`, ...).
+    /// Rendered with the structured summary's fields (`{task_overview}`, ...); every placeholder must be a
+    /// required field of `summary_schema` ([`ContextConfig::validate`] checks it).
     pub summary_template: String,
     /// The JSON Schema the summary must satisfy.
     pub summary_schema: Value,
@@ -89,7 +90,7 @@ impl ContextConfig {
         self
     }
 
-    /// Checks the ratio bounds.
+    /// Checks the ratio bounds and that `summary_template` renders every summary of `summary_schema`.
     pub fn validate(&self) -> Result<()> {
         if !(self.trigger_ratio > 0.0 && self.trigger_ratio <= 0.9) {
             return Err(AgentError::config(format!(
@@ -103,48 +104,93 @@ impl ContextConfig {
                 self.reserve_ratio
             )));
         }
-        Ok(())
+        self.validate_summary_template()
     }
 
     /// `summary_template` with `{key}` replaced by the summary's string fields (Python `str.format`
-    /// for the simple case; `{{`/`}}` escape braces).
+    /// for the simple case; `{{`/`}}` escape braces). A template [`ContextConfig::validate`] accepts
+    /// renders every summary that has the schema's required fields.
     pub fn render_summary(&self, fields: &as_message::JsonMap) -> Result<String> {
-        let t = &self.summary_template;
-        let mut out = String::with_capacity(t.len() + 256);
-        let mut chars = t.char_indices().peekable();
-        while let Some((i, c)) = chars.next() {
-            match c {
-                '{' if matches!(chars.peek(), Some((_, '{'))) => {
-                    chars.next();
-                    out.push('{');
-                }
-                '}' if matches!(chars.peek(), Some((_, '}'))) => {
-                    chars.next();
-                    out.push('}');
-                }
-                '{' => {
-                    let rest = &t[i + 1..];
-                    let end = rest
-                        .find('}')
-                        .ok_or_else(|| AgentError::config("summary_template has an unclosed '{'".to_owned()))?;
-                    let key = &rest[..end];
-                    let value = fields.get(key).ok_or_else(|| {
-                        AgentError::compression(format!("the summary has no field {key:?} used by summary_template"))
-                    })?;
-                    match value {
-                        Value::String(s) => out.push_str(s),
-                        other => out.push_str(&other.to_string()),
+        let mut out = String::with_capacity(self.summary_template.len() + 256);
+        for piece in template_pieces(&self.summary_template)? {
+            match piece {
+                Piece::Text(t) => out.push_str(t),
+                Piece::Field(key) => match fields.get(key) {
+                    Some(Value::String(s)) => out.push_str(s),
+                    Some(other) => out.push_str(&other.to_string()),
+                    None => {
+                        return Err(AgentError::compression(format!(
+                            "the summary has no field {key:?} used by summary_template"
+                        )));
                     }
-                    // Past the key and its `}`: `end` is a byte offset, the iterator counts characters.
-                    for _ in 0..=key.chars().count() {
-                        chars.next();
-                    }
-                }
-                c => out.push(c),
+                },
             }
         }
         Ok(out)
     }
+
+    /// Checks that `summary_template` parses and names only fields the summary schema requires
+    /// (so every summary the model layer accepts renders): a mistake there is a configuration
+    /// error, found when the agent is built, not at the first compression.
+    fn validate_summary_template(&self) -> Result<()> {
+        let required: Vec<&str> = self
+            .summary_schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        for piece in template_pieces(&self.summary_template)? {
+            if let Piece::Field(key) = piece
+                && !required.contains(&key)
+            {
+                return Err(AgentError::config(format!(
+                    "context_config.summary_template uses {{{key}}}, which is not a required field of \
+                     context_config.summary_schema (required: {required:?})"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A piece of a summary template: text as it is, or a `{field}` placeholder.
+enum Piece<'t> {
+    Text(&'t str),
+    Field(&'t str),
+}
+
+/// Splits a `str.format` template into text and `{field}` placeholders (`{{` and `}}` are braces).
+/// Like Python, an unclosed `{`, a single `}` and a `{` inside a placeholder are errors.
+fn template_pieces(template: &str) -> Result<Vec<Piece<'_>>> {
+    let bad = |what: &str| AgentError::config(format!("context_config.summary_template has {what}"));
+    let mut pieces = Vec::new();
+    let mut rest = template;
+    while let Some(at) = rest.find(['{', '}']) {
+        let (text, tail) = rest.split_at(at);
+        if !text.is_empty() {
+            pieces.push(Piece::Text(text));
+        }
+        if let Some(after) = tail.strip_prefix("{{") {
+            pieces.push(Piece::Text("{"));
+            rest = after;
+        } else if let Some(after) = tail.strip_prefix("}}") {
+            pieces.push(Piece::Text("}"));
+            rest = after;
+        } else if let Some(open) = tail.strip_prefix('{') {
+            let (key, after) = open.split_once('}').ok_or_else(|| bad("an unclosed '{'"))?;
+            if key.contains('{') {
+                return Err(bad("a '{' inside a placeholder"));
+            }
+            pieces.push(Piece::Field(key));
+            rest = after;
+        } else {
+            return Err(bad("a single '}' (write '}}' for a brace)"));
+        }
+    }
+    if !rest.is_empty() {
+        pieces.push(Piece::Text(rest));
+    }
+    Ok(pieces)
 }
 
 /// The JSON Schema of 2.0.4's `SummarySchema`: five required string fields.

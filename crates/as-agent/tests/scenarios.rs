@@ -1190,3 +1190,83 @@ fn data_delta_urls_are_normalised_when_a_message_is_rebuilt() {
     let Source::Url(u) = &d.source else { panic!("not a URL source") };
     assert_eq!(u.url, "http://example.com/x");
 }
+
+/// A model whose structured output skips the schema's checks: its summary lacks `next_steps`.
+#[derive(Debug)]
+struct IncompleteSummary(ScriptedModel);
+
+#[async_trait::async_trait]
+impl as_model::ChatModel for IncompleteSummary {
+    fn model_name(&self) -> &str {
+        self.0.model_name()
+    }
+    fn provider(&self) -> &'static str {
+        self.0.provider()
+    }
+    fn context_size(&self) -> usize {
+        self.0.context_size()
+    }
+    async fn stream(&self, request: as_model::ChatRequest) -> as_model::Result<as_model::ChatStream> {
+        self.0.stream(request).await
+    }
+    async fn generate_structured_output(
+        &self,
+        _request: as_model::StructuredOutputRequest,
+    ) -> as_model::Result<as_model::StructuredResponse> {
+        let mut content: as_message::JsonMap = serde_json::from_value(numbers_summary()).unwrap();
+        content.remove("next_steps");
+        Ok(as_model::StructuredResponse::new(content, "so".into(), None, as_model::FinishReason::ToolCalls))
+    }
+}
+
+/// A `summary_template` that cannot render every valid summary (an unclosed or a single brace, a
+/// field the schema does not require) is a configuration mistake, not an unusable model answer:
+/// building the agent, or compressing with such settings, fails with a `Config` error, and nothing
+/// of the history is dropped for the truncation note. A summary that does not render at run time
+/// (a model that skips the schema's checks) fails the reply and leaves the history and the summary
+/// as they were.
+#[tokio::test]
+async fn a_summary_template_that_cannot_render_is_an_error_never_a_truncation() {
+    let history = {
+        let long = "x".repeat(400);
+        let mut state = AgentState::default();
+        for i in 0..6 {
+            state.context.push(Msg::user("user", format!("q{i} {long}")));
+            state.context.push(Msg::assistant("Friday", format!("a{i} {long}")));
+        }
+        state
+    };
+    let summarizes = || {
+        ScriptedModel::new(
+            "m",
+            [ScriptedTurn::new().tool_call("so", as_model::STRUCTURED_OUTPUT_TOOL, numbers_summary().to_string())],
+        )
+        .with_context_size(1500)
+    };
+    let ratios = ContextConfig::default().with_ratios(0.5, 0.2);
+    let required = "{task_overview}{current_state}{important_discoveries}{next_steps}{context_to_preserve}";
+    for template in ["{task_overview", "{no_such_field}", "{}", "a } b", "{task{overview}", "{task_overview!r}"] {
+        let bad = ContextConfig { summary_template: template.into(), ..ratios.clone() };
+        let built = Agent::builder("Friday", "sys", Arc::new(summarizes())).context_config(bad.clone()).build();
+        assert_eq!(built.map(|_| ()).map_err(|e| e.kind()), Err(AgentErrorKind::Config), "{template:?}");
+        let agent = Agent::builder("Friday", "sys", Arc::new(summarizes())).context_config(ratios.clone()).build();
+        let mut state = history.clone();
+        let r = agent.unwrap().compress_context_with(&mut state, as_agent::CompressRequest::new(bad)).await;
+        assert_eq!(r.map_err(|e| e.kind()), Err(AgentErrorKind::Config), "{template:?}");
+        assert!(state == history, "{template:?}: nothing compressed");
+    }
+    for good in [as_agent::DEFAULT_SUMMARY_TEMPLATE, required, "{{literal}} {next_steps} }}{{"] {
+        let ok = ContextConfig { summary_template: good.into(), ..ratios.clone() };
+        assert!(ok.validate().is_ok(), "{good:?}");
+    }
+    // At run time: the reply fails, and the context (with the new input) and summary stay.
+    let model =
+        IncompleteSummary(ScriptedModel::new("m", [ScriptedTurn::new().text("Short answer.")]).with_context_size(1500));
+    let agent = Agent::builder("Friday", "sys", Arc::new(model)).context_config(ratios).build().unwrap();
+    let mut state = history.clone();
+    let r = agent.reply_outcome(&mut state, Msg::user("user", "last?")).await;
+    assert_eq!(r.map(|o| o.status).map_err(|e| e.kind()), Err(AgentErrorKind::Compression));
+    assert_eq!(state.context.len(), 13, "the history and the input are kept");
+    assert!(state.context[..12] == history.context[..], "the history is kept");
+    assert!(state.summary.is_empty(), "{:?}", state.summary);
+}
