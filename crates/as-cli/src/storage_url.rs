@@ -18,9 +18,10 @@ use crate::exit::{CliError, CliResult, ExitKind};
 pub(crate) const DEFAULT_SQLITE_FILE: &str = "sessions.db";
 
 /// Where the default store lives: `$AGENTSCOPE_HOME/sessions.db` when set, else
-/// `$XDG_DATA_HOME/agentscope/sessions.db`, else `~/.local/share/agentscope/sessions.db`
-/// (else `./sessions.db` when no home directory is known).
-pub(crate) fn default_sqlite_path() -> PathBuf {
+/// `$XDG_DATA_HOME/agentscope/sessions.db`, else `~/.local/share/agentscope/sessions.db`. `None`
+/// when no home directory is known: there is no default then (a `./sessions.db` would be another
+/// database in every directory a command runs from).
+pub(crate) fn default_sqlite_path() -> Option<PathBuf> {
     resolve_default_sqlite_path(
         std::env::var_os("AGENTSCOPE_HOME"),
         std::env::var_os("XDG_DATA_HOME"),
@@ -28,32 +29,38 @@ pub(crate) fn default_sqlite_path() -> PathBuf {
     )
 }
 
-/// [`default_sqlite_path`] from explicit environment values. Empty values count as unset, and
-/// a relative `XDG_DATA_HOME` is ignored (the XDG base directory spec).
+/// [`default_sqlite_path`] from explicit environment values. Empty values count as unset, and a
+/// relative `XDG_DATA_HOME` is ignored (the XDG base directory spec), as is a relative `HOME` (it
+/// too would name another file in each working directory).
 fn resolve_default_sqlite_path(
     agentscope_home: Option<std::ffi::OsString>,
     xdg_data_home: Option<std::ffi::OsString>,
     home: Option<std::ffi::OsString>,
-) -> PathBuf {
+) -> Option<PathBuf> {
     let set = |v: Option<std::ffi::OsString>| v.filter(|v| !v.is_empty()).map(PathBuf::from);
     if let Some(dir) = set(agentscope_home) {
-        return dir.join(DEFAULT_SQLITE_FILE);
+        return Some(dir.join(DEFAULT_SQLITE_FILE));
     }
     if let Some(dir) = set(xdg_data_home).filter(|d| d.is_absolute()) {
-        return dir.join("agentscope").join(DEFAULT_SQLITE_FILE);
+        return Some(dir.join("agentscope").join(DEFAULT_SQLITE_FILE));
     }
-    match set(home) {
-        Some(h) => h.join(".local/share/agentscope").join(DEFAULT_SQLITE_FILE),
-        None => PathBuf::from(DEFAULT_SQLITE_FILE),
-    }
+    set(home).filter(|h| h.is_absolute()).map(|h| h.join(".local/share/agentscope").join(DEFAULT_SQLITE_FILE))
 }
+
+/// Why there is no default store, and the fix.
+const NO_DEFAULT_STORE: &str = "no default store: no home directory is known (HOME is unset or relative, and \
+     neither AGENTSCOPE_HOME nor XDG_DATA_HOME is set); give --storage sqlite:/full/path.db (or \
+     AGENTSCOPE_STORAGE), or set AGENTSCOPE_HOME to a directory for the default store";
 
 /// The `--storage` help text, naming the default this process would use.
 pub(crate) fn storage_help() -> String {
+    let default = match default_sqlite_path() {
+        Some(path) => format!("sqlite:{}; set AGENTSCOPE_HOME to move it", path.display()),
+        None => "none, as no home directory is known; set AGENTSCOPE_HOME or give --storage".to_owned(),
+    };
     format!(
         "Session storage: `memory`, `sqlite:PATH`, `redis://[:password@]host:port[/db][?layout=compat|cluster&ttl=SECONDS]`, `rediss://…` \
-         [default: sqlite:{}; set AGENTSCOPE_HOME to move it]",
-        default_sqlite_path().display()
+         [default: {default}]"
     )
 }
 
@@ -98,7 +105,7 @@ pub(crate) enum StorageUrl {
 impl StorageUrl {
     /// Parses a `--storage` value; `None` is the default store.
     pub(crate) fn parse(url: Option<&str>) -> CliResult<Self> {
-        let Some(url) = url.map(str::trim) else { return Ok(Self::default_store()) };
+        let Some(url) = url.map(str::trim) else { return Self::default_store() };
         if url == "memory" || url == "memory:" {
             return Ok(Self::Memory);
         }
@@ -123,9 +130,10 @@ impl StorageUrl {
         ))
     }
 
-    /// The store used without `--storage`: SQLite at [`default_sqlite_path`].
-    fn default_store() -> Self {
-        Self::Sqlite(default_sqlite_path())
+    /// The store used without `--storage`: SQLite at [`default_sqlite_path`]; a usage error when
+    /// there is no default.
+    fn default_store() -> CliResult<Self> {
+        default_sqlite_path().map(Self::Sqlite).ok_or_else(|| CliError::new(ExitKind::Usage, NO_DEFAULT_STORE))
     }
 
     /// Builds and opens the store and, `for_turns`, the session lock turns on it take: AgentScope's
@@ -282,25 +290,41 @@ mod tests {
         let r = |a: Option<&str>, x: Option<&str>, h: Option<&str>| {
             resolve_default_sqlite_path(a.map(Into::into), x.map(Into::into), h.map(Into::into))
         };
-        assert_eq!(r(Some("/srv/as"), Some("/x"), Some("/home/u")), PathBuf::from("/srv/as/sessions.db"));
-        assert_eq!(r(None, Some("/x/data"), Some("/home/u")), PathBuf::from("/x/data/agentscope/sessions.db"));
-        assert_eq!(
-            r(Some(""), Some(""), Some("/home/u")),
-            PathBuf::from("/home/u/.local/share/agentscope/sessions.db")
-        );
-        assert_eq!(r(None, Some("rel"), Some("/home/u")), PathBuf::from("/home/u/.local/share/agentscope/sessions.db"));
-        assert_eq!(r(None, None, None), PathBuf::from("sessions.db"));
+        for (a, x, h, expect) in [
+            (Some("/srv/as"), Some("/x"), Some("/home/u"), Some("/srv/as/sessions.db")),
+            (None, Some("/x/data"), Some("/home/u"), Some("/x/data/agentscope/sessions.db")),
+            (Some(""), Some(""), Some("/home/u"), Some("/home/u/.local/share/agentscope/sessions.db")),
+            (None, Some("rel"), Some("/home/u"), Some("/home/u/.local/share/agentscope/sessions.db")),
+            (Some("/srv/as"), None, None, Some("/srv/as/sessions.db")),
+            (None, Some("/x/data"), None, Some("/x/data/agentscope/sessions.db")),
+            // No home directory known: no default (never a `./sessions.db`).
+            (None, None, None, None),
+            (Some(""), Some(""), Some(""), None),
+            (None, Some("rel"), Some("rel/home"), None),
+        ] {
+            assert_eq!(r(a, x, h), expect.map(PathBuf::from), "{a:?} {x:?} {h:?}");
+        }
     }
 
     #[test]
     fn help_names_the_resolved_default() {
         let help = storage_help();
-        assert!(help.contains(&format!("sqlite:{}", default_sqlite_path().display())), "{help}");
+        match default_sqlite_path() {
+            Some(path) => assert!(help.contains(&format!("[default: sqlite:{}", path.display())), "{help}"),
+            None => assert!(help.contains("[default: none"), "{help}"),
+        }
     }
 
     #[test]
     fn default_is_sqlite() {
-        assert!(matches!(StorageUrl::parse(None), Ok(StorageUrl::Sqlite(p)) if p.ends_with(DEFAULT_SQLITE_FILE)));
+        match default_sqlite_path() {
+            Some(_) => {
+                assert!(
+                    matches!(StorageUrl::parse(None), Ok(StorageUrl::Sqlite(p)) if p.ends_with(DEFAULT_SQLITE_FILE))
+                );
+            }
+            None => assert_eq!(StorageUrl::parse(None).map_err(|e| e.kind()), Err(ExitKind::Usage)),
+        }
     }
 
     #[tokio::test]

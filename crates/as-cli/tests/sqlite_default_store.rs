@@ -26,7 +26,12 @@ fn run_in(args: &[&str], env: &[(&str, &Path)], cwd: &Path) -> Output {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     for (k, v) in env {
-        cmd.env(k, v);
+        // `("HOME", "")` stands for HOME unset.
+        if *k == "HOME" && v.as_os_str().is_empty() {
+            cmd.env_remove(k);
+        } else {
+            cmd.env(k, v);
+        }
     }
     cmd.output().expect("run agentscope")
 }
@@ -144,4 +149,36 @@ fn a_leading_tilde_in_a_sqlite_path_is_the_home_directory() {
         assert!(String::from_utf8_lossy(&o.stderr).contains('~'), "{storage}");
     }
     assert_eq!(std::fs::read_dir(cwd.path()).expect("read cwd").count(), 0, "nothing created in the working directory");
+}
+
+/// With no home directory known (HOME unset or relative, no AGENTSCOPE_HOME, no XDG_DATA_HOME) there
+/// is no platform data directory: a command that needs the default store is a usage error naming
+/// the fix, rather than a `./sessions.db` that a command run from another directory would not see.
+#[test]
+fn without_a_home_directory_the_default_store_is_a_usage_error() {
+    let cwd = tempfile::tempdir().expect("temp dir");
+    let unset = Path::new("");
+    for home in [unset, Path::new("rel/home")] {
+        for args in [
+            &["sessions", "create", "--user", "u", "--agent", "a"][..],
+            &["sessions", "list", "--user", "u", "--agent", "a"],
+        ] {
+            let o = run_in(args, &[("HOME", home)], cwd.path());
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(code(&o), 2, "HOME {home:?}, {args:?}: {err}");
+            assert!(err.contains("--storage") && err.contains("AGENTSCOPE_HOME"), "{err}");
+        }
+        // --help still works and says there is no default.
+        let help = ok(&run_in(&["--help"], &[("HOME", home)], cwd.path()));
+        assert!(help.contains("AGENTSCOPE_HOME") && !help.contains("sqlite:sessions.db"), "{help}");
+    }
+    assert_eq!(std::fs::read_dir(cwd.path()).expect("read cwd").count(), 0, "nothing created in the working directory");
+    // AGENTSCOPE_HOME alone is enough.
+    let dir = tempfile::tempdir().expect("temp dir");
+    ok(&run_in(
+        &["sessions", "create", "--user", "u", "--agent", "a"],
+        &[("HOME", unset), ("AGENTSCOPE_HOME", dir.path())],
+        cwd.path(),
+    ));
+    assert!(dir.path().join("sessions.db").is_file());
 }
