@@ -29,6 +29,9 @@ pub(crate) struct GlobalArgs {
     /// Session storage: `memory`, `sqlite:PATH`, `redis://[:password@]host:port[/db]`, `rediss://…`.
     #[arg(long, global = true, env = "AGENTSCOPE_STORAGE", hide_env_values = true, value_name = "URL")]
     pub(crate) storage: Option<String>,
+    /// Whether `storage` came from `AGENTSCOPE_STORAGE` rather than `--storage` (set by `main`).
+    #[arg(skip)]
+    pub(crate) storage_from_env: bool,
 }
 
 /// AgentScope agents in Rust: wire-compatible state, sessions and chat.
@@ -98,9 +101,8 @@ async fn main() -> ExitCode {
     };
     // `AGENTSCOPE_STORAGE=` (exported but empty) means the default store, as an empty
     // AGENTSCOPE_HOME does; an empty `--storage ''` typed on the command line stays a usage error.
-    if matches.value_source("storage") == Some(clap::parser::ValueSource::EnvVariable)
-        && cli.global.storage.as_deref().is_some_and(|s| s.trim().is_empty())
-    {
+    cli.global.storage_from_env = matches.value_source("storage") == Some(clap::parser::ValueSource::EnvVariable);
+    if cli.global.storage_from_env && cli.global.storage.as_deref().is_some_and(|s| s.trim().is_empty()) {
         cli.global.storage = None;
     }
     match dispatch(cli).await {

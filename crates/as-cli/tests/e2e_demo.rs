@@ -39,6 +39,23 @@ fn demo_runs_on_a_given_store() {
     assert_eq!(stdout(&o).lines().filter(|l| !l.trim().is_empty()).count(), 1, "{}", stdout(&o));
 }
 
+/// An exported AGENTSCOPE_STORAGE (perhaps a real store) is not the demo's: it runs on a temporary
+/// SQLite file unless `--storage` is given on its command line, and leaves nothing in that store.
+#[test]
+fn demo_ignores_an_exported_agentscope_storage() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = format!("sqlite:{}", dir.path().join("exported.db").display());
+    let o = agentscope(&["demo"]).env("AGENTSCOPE_STORAGE", &storage).output().unwrap();
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
+    assert!(out.contains("\n7 passed, 0 failed\n"), "{out}");
+    assert!(!out.contains(&format!("storage: {storage}")), "{out}");
+    assert!(stderr(&o).contains("AGENTSCOPE_STORAGE"), "the demo says it ignored it: {}", stderr(&o));
+    let o = run(&["--storage", &storage, "sessions", "list", "--user", "demo-user", "--agent", "friday"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), "", "the demo left sessions in the exported store");
+}
+
 #[test]
 fn demo_on_redis() {
     let Some(redis) = Redis::start() else { return };

@@ -33,7 +33,8 @@ Example:
   agentscope --storage redis://127.0.0.1:6379/0 demo
 
 Runs offline with a scripted model (no key, no network) against a temporary SQLite file, or the --storage
-you give. Each step starts a new `agentscope` process, so everything a later step sees came through the
+you give on its command line (an exported AGENTSCOPE_STORAGE is not used: the demo leaves a demo-user
+session behind in the store it runs on). Each step starts a new `agentscope` process, so everything a later step sees came through the
 store. Steps: a turn, then a new process that remembers it; a reply interrupted mid-stream by a real SIGINT
 and resumed; a tool confirmation parked, then answered from a new process; a reply stopped at its iteration
 bound. Exit code 1 when any step fails.")]
@@ -469,7 +470,19 @@ pub(crate) async fn run(global: &GlobalArgs, args: DemoArgs) -> CliResult {
     let workdir = temp.path().join("work");
     std::fs::create_dir_all(&workdir)
         .map_err(|e| CliError::new(ExitKind::Failed, format!("cannot create {}: {e}", workdir.display())))?;
-    let url = match &global.storage {
+    // Only a --storage typed for the demo: an exported AGENTSCOPE_STORAGE may be a real store, and
+    // the demo would leave its demo-user session there.
+    let given = match &global.storage {
+        Some(_) if global.storage_from_env => {
+            eprintln!(
+                "note: the demo does not use AGENTSCOPE_STORAGE; it runs on a temporary SQLite file (give --storage \
+                 to run it on a store)"
+            );
+            None
+        }
+        given => given.as_ref(),
+    };
+    let url = match given {
         Some(u) if u.trim().starts_with("memory") => {
             return Err(CliError::new(
                 ExitKind::Usage,
