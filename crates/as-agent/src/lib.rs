@@ -62,7 +62,7 @@ pub use event::{
 pub use middleware::{CompressRequest, Middleware};
 pub use reply_msg::MsgEventExt;
 pub use run::{MAX_ITERS_MESSAGE, PARKED_MESSAGE, TRUNCATION_NOTE};
-pub use runner::{LockGuard, SessionLock, SessionRunner, TurnOutcome};
+pub use runner::{LockGuard, PENDING_WRITE_WAIT, SessionLock, SessionRunner, TurnOutcome};
 pub use stream::{ReplyOutcome, ReplyStatus, ReplyStream};
 
 /// Re-exported: the model-side retry/fallback config used by [`AgentBuilder::model_config`].

@@ -16,9 +16,16 @@
 //! interrupt sent to a session that does not exist creates nothing. A final write that fails returns
 //! [`AgentError::Unsaved`](crate::AgentError::Unsaved) holding the turn ([`SessionRunner::save_unsaved`] tries
 //! again); a conflict whose stored state is this turn's own (a write whose answer was lost) counts as saved.
+//! A turn (and [`SessionRunner::update_state`], [`SessionRunner::save_unsaved`]) first waits, for at most
+//! [`PENDING_WRITE_WAIT`], for the writes of the same session still running on this runner (a turn whose
+//! future was dropped is written in the background), so a client that disconnects and sends its next
+//! message at once continues from that write instead of racing it.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use as_message::Msg;
 use as_state::AgentState;
@@ -66,6 +73,10 @@ pub trait SessionLock: Send + Sync + fmt::Debug {
     /// when it cannot be taken.
     async fn acquire(&self, key: &SessionKey) -> Result<Box<dyn LockGuard>>;
 }
+
+/// How long a turn waits for the writes of its session still running on the same runner (see the
+/// module docs) before it goes on without them (their conditional writes then decide which wins).
+pub const PENDING_WRITE_WAIT: Duration = Duration::from_secs(30);
 
 /// What a turn did.
 #[derive(Clone, Debug, PartialEq)]
@@ -162,7 +173,8 @@ impl SessionRunner {
     /// the reply) is then written by a background task on the current tokio runtime, with the same conditional
     /// update ([`SessionRunner::wait_background_writes`] awaits those). A turn's final write always runs in its
     /// own task, so dropping the future while it is under way does not cut it short either. The session lock
-    /// is released only after the write, in both cases.
+    /// is released only after the write, in both cases. The next turn of the session on this runner waits for
+    /// that write (at most [`PENDING_WRITE_WAIT`]) before it loads the session.
     pub async fn run_turn_with_cancel(
         &self,
         agent: &Agent,
@@ -179,10 +191,14 @@ impl SessionRunner {
         // `cancel` also stops the wait for the lock (a user's Ctrl-C while another process runs
         // the session): nothing was loaded, so nothing is written. A lock whose acquisition is
         // given up midway is taken back by the lock implementation.
+        // The writes of this session still running here (a dropped turn's) land before the load.
         let guard = tokio::select! {
             biased;
             () = cancel.cancelled() => return Err(AgentError::Interrupted),
-            guard = self.acquire(key) => guard?,
+            guard = async {
+                self.background.settled(key).await;
+                self.acquire(key).await
+            } => guard?,
         };
         // The guard goes with the turn's write: the lock is released only after the write, also
         // when this future is dropped (then both happen in a background task).
@@ -421,25 +437,26 @@ impl SessionRunner {
         lock_lost: bool,
     ) -> Result<(Revision, Option<String>, Write)> {
         let storage = Arc::clone(&self.storage);
-        let job = async move {
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
             let result = write.persist_held(&storage, &key, guard.as_deref(), lock_lost).await;
             release(guard, &key).await;
-            (result, write)
-        };
-        let Ok(rt) = tokio::runtime::Handle::try_current() else {
-            let (result, write) = job.await;
             let (revision, log_error) = result.map_err(|e| unsaved(e, write.clone()))?;
             return Ok((revision, log_error, write));
         };
         let (tx, rx) = tokio::sync::oneshot::channel();
+        let pending = self.background.begin(&key);
         let task = rt.spawn(async move {
-            let _ = tx.send(job.await);
+            let result = write.persist_held(&storage, &key, guard.as_deref(), lock_lost).await;
+            release(guard, &key).await;
+            // Done before the turn hears of it: its next turn never waits for it.
+            drop(pending);
+            let _ = tx.send((result, write));
         });
         let id = task.id();
-        track(&self.background, task);
+        self.background.track(task);
         let received = rx.await;
         // Still here: this turn saw its write through, it is nobody's background write.
-        lock(&self.background).retain(|t| t.id() != id);
+        lock(&self.background.tasks).retain(|t| t.id() != id);
         let (result, write) = received.map_err(|_| {
             AgentError::Storage(as_storage::StorageError::new(
                 as_storage::StorageErrorKind::Backend,
@@ -459,7 +476,9 @@ impl SessionRunner {
     /// repeats its tools' side effects).
     pub async fn save_unsaved(&self, key: &SessionKey, turn: UnsavedTurn) -> Result<Revision> {
         let write = Write { state: turn.state, revision: turn.revision, messages: turn.messages };
-        // Under the session lock like a turn, so it never races a turn that holds it.
+        // Under the session lock like a turn, so it never races a turn that holds it, nor a write of
+        // the session still running here.
+        self.background.settled(key).await;
         let guard = self.acquire(key).await?;
         let result = write.persist_held(&self.storage, key, guard.as_deref(), false).await;
         release(guard, key).await;
@@ -480,6 +499,7 @@ impl SessionRunner {
         change: impl FnOnce(&mut AgentState) + Send,
     ) -> Result<AgentState> {
         key.validate()?;
+        self.background.settled(key).await;
         let guard = self.acquire(key).await?;
         let result = async {
             let Some(record) = self.storage.get_session(key).await? else {
@@ -513,21 +533,13 @@ impl SessionRunner {
     /// mid-reply or during their final write, and for the writes of turns still running. Returns how many it
     /// waited for; a failed write is logged (a conflict means someone else wrote first).
     pub async fn wait_background_writes(&self) -> usize {
-        let handles: Vec<tokio::task::JoinHandle<()>> = std::mem::take(&mut *lock(&self.background));
+        let handles: Vec<tokio::task::JoinHandle<()>> = std::mem::take(&mut *lock(&self.background.tasks));
         let n = handles.len();
         for h in handles {
             let _ = h.await;
         }
         n
     }
-}
-
-/// Keeps `task` for [`SessionRunner::wait_background_writes`], dropping the handles of finished
-/// tasks first (so a long-running server does not accumulate them).
-fn track(background: &Background, task: tokio::task::JoinHandle<()>) {
-    let mut tasks = lock(background);
-    tasks.retain(|t| !t.is_finished());
-    tasks.push(task);
 }
 
 /// Releases a turn's lock. The turn's outcome does not depend on it (the lock expires on its own),
@@ -540,7 +552,75 @@ async fn release(guard: Option<Box<dyn LockGuard>>, key: &SessionKey) {
     }
 }
 
-type Background = Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>;
+type Background = Arc<Writes>;
+
+/// A runner's write tasks: all of them, for [`SessionRunner::wait_background_writes`], and per
+/// session the ones not finished yet, which the session's next turn waits for.
+#[derive(Default)]
+struct Writes {
+    tasks: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// Each unfinished write of a session, by id, with its token (cancelled once it is done). An
+    /// entry goes when its write ends, so the map holds only the sessions being written.
+    pending: std::sync::Mutex<HashMap<SessionKey, Vec<(u64, CancellationToken)>>>,
+    next_id: AtomicU64,
+}
+
+impl Writes {
+    /// Keeps `task` for [`SessionRunner::wait_background_writes`], dropping the handles of finished
+    /// tasks first (so a long-running server does not accumulate them).
+    fn track(&self, task: tokio::task::JoinHandle<()>) {
+        let mut tasks = lock(&self.tasks);
+        tasks.retain(|t| !t.is_finished());
+        tasks.push(task);
+    }
+
+    /// Registers a write of `key` about to be spawned. The guard marks it done when dropped: by the
+    /// task once it wrote, or with the task's future if the task panics or never runs.
+    fn begin(self: &Arc<Self>, key: &SessionKey) -> PendingGuard {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let done = CancellationToken::new();
+        lock(&self.pending).entry(key.clone()).or_default().push((id, done.clone()));
+        PendingGuard { writes: Arc::clone(self), key: key.clone(), id, done }
+    }
+
+    /// Waits, for at most [`PENDING_WRITE_WAIT`], until the writes of `key` registered by now are done.
+    async fn settled(&self, key: &SessionKey) {
+        let waiting: Vec<CancellationToken> =
+            lock(&self.pending).get(key).map(|w| w.iter().map(|(_, t)| t.clone()).collect()).unwrap_or_default();
+        if waiting.is_empty() {
+            return;
+        }
+        let all = futures::future::join_all(waiting.iter().map(CancellationToken::cancelled));
+        if tokio::time::timeout(PENDING_WRITE_WAIT, all).await.is_err() {
+            tracing::warn!(
+                session = %key,
+                "an earlier turn's write of the session is still running; going on (the conditional writes decide)"
+            );
+        }
+    }
+}
+
+/// A registered write of one session ([`Writes::begin`]); dropping it marks the write done.
+struct PendingGuard {
+    writes: Background,
+    key: SessionKey,
+    id: u64,
+    done: CancellationToken,
+}
+
+impl Drop for PendingGuard {
+    fn drop(&mut self) {
+        let mut pending = lock(&self.writes.pending);
+        if let Some(writes) = pending.get_mut(&self.key) {
+            writes.retain(|(id, _)| *id != self.id);
+            if writes.is_empty() {
+                pending.remove(&self.key);
+            }
+        }
+        drop(pending);
+        self.done.cancel();
+    }
+}
 
 fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -759,14 +839,17 @@ impl Drop for PendingWrite {
         };
         let started = self.started.get();
         let (storage, key) = (Arc::clone(&self.storage), self.key.clone());
+        // Registered now, before the task runs: the session's next turn waits for it.
+        let pending = self.background.begin(&key);
         // Unstarted: nothing to write, only the lock to release (after nothing, so at once).
         let task = handle.spawn(async move {
             if started && let Err(e) = write.persist_held(&storage, &key, guard.as_deref(), false).await {
                 tracing::error!(session = %key, error = %e, "saving a dropped turn failed");
             }
             release(guard, &key).await;
+            drop(pending);
         });
-        track(&self.background, task);
+        self.background.track(task);
     }
 }
 
@@ -811,5 +894,35 @@ fn incoming_event(input: &ReplyInput) -> Option<AgentEvent> {
         ReplyInput::External(e) => Some(AgentEvent::ExternalExecutionResult(e.clone())),
         ReplyInput::Interrupt(e) => Some(AgentEvent::UserInterrupt(e.clone())),
         ReplyInput::Messages(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use futures::FutureExt as _;
+
+    use super::*;
+
+    /// A session's next turn waits for its registered writes, and only its own session's; the
+    /// registry forgets a write once it is done (also when its task never ran: the guard drops).
+    #[tokio::test]
+    async fn a_pending_write_is_waited_for_by_its_session_only_and_then_forgotten() {
+        let writes = Background::default();
+        let (a, b) = (SessionKey::new("u", "a", "s1"), SessionKey::new("u", "a", "s2"));
+        let first = writes.begin(&a);
+        let second = writes.begin(&a);
+        assert!(writes.settled(&b).now_or_never().is_some(), "another session does not wait");
+        assert!(writes.settled(&a).now_or_never().is_none(), "its session waits");
+        drop(first);
+        assert!(writes.settled(&a).now_or_never().is_none(), "until every write is done");
+        let waiting = tokio::spawn({
+            let writes = Arc::clone(&writes);
+            let a = a.clone();
+            async move { writes.settled(&a).await }
+        });
+        drop(second);
+        waiting.await.unwrap();
+        assert!(lock(&writes.pending).is_empty(), "no entry left");
     }
 }

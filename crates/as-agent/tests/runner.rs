@@ -1418,3 +1418,45 @@ async fn a_call_id_an_earlier_reply_used_does_not_make_a_resume_conflict() {
         assert_eq!(later.unwrap_err().kind(), AgentErrorKind::Conflict, "{what}");
     }
 }
+
+/// A client that disconnects (the turn future is dropped) and at once sends its next message: the
+/// next turn on the same runner waits for the dropped turn's background write before it loads the
+/// session, so it neither loses that turn's messages nor fails with a conflict after running.
+#[tokio::test]
+async fn a_turn_right_after_a_dropped_one_continues_from_its_write() {
+    let storage = store().await;
+    let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
+    let k = key("dropped-then-next");
+    let model = Arc::new(ScriptedModel::new(
+        "m",
+        [
+            ScriptedTurn::new().text("Partial").tool_call("c1", "echo", r#"{"text": "#).pause().text(" rest"),
+            ScriptedTurn::new().text("two"),
+        ],
+    ));
+    let gate = model.pause_gate();
+    let agent = Agent::builder("Friday", "sys", model)
+        .toolkit(Toolkit::new().with(AllowTool::new("echo").arc()))
+        .build()
+        .unwrap();
+    let mut sink = |_: &AgentEvent| {};
+    {
+        let fut = runner.run_turn(&agent, &k, ReplyInput::user_text("one"), &mut sink);
+        tokio::pin!(fut);
+        tokio::select! {
+            _ = &mut fut => panic!("the turn cannot finish while the model is paused"),
+            () = gate.wait_paused() => {}
+        }
+    }
+    // No wait_background_writes: the next message comes straight away.
+    let next = turn(&runner, &agent, &k, Msg::user("user", "two")).await.1;
+    let next = next.map_err(|e| e.to_string()).unwrap();
+    assert_eq!(next.status, ReplyStatus::Completed);
+    let stored = storage.get_session(&k).await.unwrap().unwrap().state;
+    assert_eq!(stored, next.state);
+    let users: Vec<Option<String>> =
+        stored.context.iter().filter(|m| m.role == as_message::Role::User).map(|m| m.get_text_content("")).collect();
+    assert_eq!(users, vec![Some("one".to_owned()), Some("two".to_owned())], "both turns are kept");
+    assert_eq!(storage.list_messages(&k, 0, 0).await.unwrap().len(), 4, "both turns are logged");
+    assert_eq!(runner.wait_background_writes().await, 0, "nothing left running");
+}
