@@ -103,7 +103,9 @@ fn quitting_at_a_confirmation_parks_and_the_next_chat_asks_first(storage: &str) 
     pty.send(b"Save my name.\r");
     let ask = pty.expect("> ");
     assert!(ask.contains("The agent wants to run: Write"), "{ask}");
-    assert!(ask.contains("Allow? [y]es / [n]o / [a]lways"), "{ask}");
+    // cli.md: tool confirmations prompt `[y/n/a]`; "always" names the rule it would add.
+    assert!(ask.contains("Allow? [y/n/a]"), "{ask}");
+    assert!(ask.contains("a = always, adds rule: Write "), "{ask}");
     pty.send(b"\x03");
     // Ctrl-C quits with exit 130 (the guide's "interrupted by Ctrl-C (state saved)", as at the `you>`
     // prompt; the process exits, it is not killed by SIGINT), and the call stays parked in the store.

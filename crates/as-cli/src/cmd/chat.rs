@@ -82,10 +82,11 @@ Providers and keys: openai: (OPENAI_API_KEY, OPENAI_BASE_URL), dashscope: (DASHS
 deepseek: (DEEPSEEK_API_KEY), ollama: (no key, http://localhost:11434/v1); --base-url overrides the endpoint.
 
 Keys: Ctrl-C while a reply streams interrupts it (the partial reply is saved; with --message the exit code
-is 130); at a prompt Ctrl-C quits with exit 130, Ctrl-D with exit 0. A tool that needs permission asks [y]es / [n]o / [a]lways
-(always adds the suggested rule to the session). Quitting at that prompt leaves the session parked: the next
-`chat` on it asks again before anything else. With --message, a reply that parks prints the pending call and
-exits 0; answer it later with --confirm.
+is 130); at a prompt Ctrl-C quits with exit 130, Ctrl-D with exit 0.
+A tool that needs permission asks [y/n/a]: yes, no, or always (a also adds the suggested rule,
+named in the prompt, to the session). Quitting at that prompt leaves the session parked: the next
+`chat` on it asks again before anything else. With --message, a reply that parks prints the
+pending call and exits 0; answer it later with --confirm.
 
 Two processes never run turns of one session at once: on Redis a turn takes AgentScope's chat-run lock
 (agentscope:session:lock:SESSION, shared with AgentScope Python 2.0.4), on SQLite an OS file lock in
@@ -526,7 +527,7 @@ async fn ask_confirmations(
             .collect();
         outln!("The agent wants to run: {}", describe_call(call))?;
         loop {
-            let q = format!("Allow? [y]es / [n]o / [a]lways (adds rule: {}) > ", rules.join(", "));
+            let q = format!("Allow? [y/n/a] (a = always, adds rule: {}) > ", rules.join(", "));
             match prompt(lines, &q, colour).await? {
                 Typed::Line(l) => match l.trim().to_ascii_lowercase().as_str() {
                     "y" | "yes" => break answers.push(Answer::Yes),
