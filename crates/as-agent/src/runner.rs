@@ -446,7 +446,16 @@ impl SessionRunner {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let pending = self.background.begin(&key);
         let task = rt.spawn(async move {
-            let result = write.persist_held(&storage, &key, guard.as_deref(), lock_lost).await;
+            // A panicking backend fails the write, not the task: the turn is still handed back (`Unsaved`).
+            let persist = std::panic::AssertUnwindSafe(write.persist_held(&storage, &key, guard.as_deref(), lock_lost));
+            let result = futures::FutureExt::catch_unwind(persist).await.unwrap_or_else(|_| {
+                Err(AgentError::Storage(as_storage::StorageError::new(
+                    as_storage::StorageErrorKind::Backend,
+                    storage.backend_name(),
+                    "save_turn",
+                    "the storage panicked while writing the turn (it may or may not have landed)",
+                )))
+            });
             release(guard, &key).await;
             // Done before the turn hears of it: its next turn never waits for it.
             drop(pending);
@@ -462,7 +471,7 @@ impl SessionRunner {
                 as_storage::StorageErrorKind::Backend,
                 self.storage.backend_name(),
                 "save_turn",
-                "the task writing the turn ended without a result (it panicked)",
+                "the task writing the turn ended without a result (the runtime shut down, or releasing the lock panicked)",
             ))
         })?;
         let (revision, log_error) = result.map_err(|e| unsaved(e, write.clone()))?;

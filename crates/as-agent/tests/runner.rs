@@ -623,6 +623,8 @@ struct Faulty {
     fail_messages: std::sync::atomic::AtomicBool,
     /// The next `update_session_state` fails with `Unavailable` (Redis restarting).
     fail_next_update: std::sync::atomic::AtomicBool,
+    /// The next `update_session_state` panics (a backend bug).
+    panic_next_update: std::sync::atomic::AtomicBool,
     /// The next `update_session_state` is written, then reported as a conflict (its answer was
     /// lost and the re-sent command found the record moved on: by this very write).
     lose_next_answer: std::sync::atomic::AtomicBool,
@@ -679,6 +681,9 @@ impl as_storage::StorageBase for Faulty {
         if self.gate_update.load(std::sync::atomic::Ordering::SeqCst) {
             self.entered.notify_one();
             self.proceed.notified().await;
+        }
+        if self.panic_next_update.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            panic!("a backend bug in update_session_state");
         }
         if self.fail_next_update.swap(false, std::sync::atomic::Ordering::SeqCst) {
             return Err(as_storage::StorageError::new(
@@ -934,30 +939,38 @@ async fn a_repeated_external_result_id_answers_its_call_once() {
     assert_eq!(logged, vec!["B".to_owned()]);
 }
 
+/// A final write that fails, or whose task panics (a backend bug), hands the turn back as
+/// `Unsaved`; `save_unsaved` writes it.
 #[tokio::test]
 async fn a_turn_whose_write_failed_is_handed_back_and_can_be_saved_again() {
-    let faulty = faulty().await;
-    let storage: SharedStorage = faulty.clone();
-    let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
-    let agent = agent_with(vec![ScriptedTurn::new().text("first"), ScriptedTurn::new().text("second")], Toolkit::new());
-    let k = key("unsaved");
-    let first = turn(&runner, &agent, &k, Msg::user("user", "one")).await.1.unwrap();
-    faulty.fail_next_update.store(true, std::sync::atomic::Ordering::SeqCst);
-    let err = turn(&runner, &agent, &k, Msg::user("user", "two")).await.1.unwrap_err();
-    assert_eq!(err.kind(), AgentErrorKind::Storage, "{err}");
-    assert!(err.to_string().contains("redis is restarting"), "{err}");
-    let as_agent::AgentError::Unsaved(unsaved) = err else { panic!("not an Unsaved error") };
-    // Nothing of the turn reached the store...
-    assert_eq!(storage.get_session(&k).await.unwrap().unwrap().revision(), first.revision);
-    // ...but the turn is all there: its state (with the reply) and its messages.
-    assert_eq!(unsaved.revision, first.revision);
-    assert_eq!(unsaved.state.context.last().and_then(|m| m.get_text_content("")), Some("second".into()));
-    assert_eq!(unsaved.messages.len(), 2, "the input and the reply");
-    let state = unsaved.state.clone();
-    let rev = runner.save_unsaved(&k, *unsaved).await.unwrap();
-    let stored = storage.get_session(&k).await.unwrap().unwrap();
-    assert_eq!((stored.revision(), stored.state), (rev, state));
-    assert_eq!(storage.list_messages(&k, 0, 0).await.unwrap().len(), 4);
+    type Fault = fn(&Faulty) -> &std::sync::atomic::AtomicBool;
+    let cases: [(Fault, &str); 2] =
+        [(|f| &f.fail_next_update, "redis is restarting"), (|f| &f.panic_next_update, "panicked")];
+    for (fault, message) in cases {
+        let faulty = faulty().await;
+        let storage: SharedStorage = faulty.clone();
+        let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
+        let agent =
+            agent_with(vec![ScriptedTurn::new().text("first"), ScriptedTurn::new().text("second")], Toolkit::new());
+        let k = key("unsaved");
+        let first = turn(&runner, &agent, &k, Msg::user("user", "one")).await.1.unwrap();
+        fault(&faulty).store(true, std::sync::atomic::Ordering::SeqCst);
+        let err = turn(&runner, &agent, &k, Msg::user("user", "two")).await.1.unwrap_err();
+        assert_eq!(err.kind(), AgentErrorKind::Storage, "{err}");
+        assert!(err.to_string().contains(message), "{err}");
+        let as_agent::AgentError::Unsaved(unsaved) = err else { panic!("not an Unsaved error: {err}") };
+        // Nothing of the turn reached the store...
+        assert_eq!(storage.get_session(&k).await.unwrap().unwrap().revision(), first.revision);
+        // ...but the turn is all there: its state (with the reply) and its messages.
+        assert_eq!(unsaved.revision, first.revision);
+        assert_eq!(unsaved.state.context.last().and_then(|m| m.get_text_content("")), Some("second".into()));
+        assert_eq!(unsaved.messages.len(), 2, "the input and the reply");
+        let state = unsaved.state.clone();
+        let rev = runner.save_unsaved(&k, *unsaved).await.unwrap();
+        let stored = storage.get_session(&k).await.unwrap().unwrap();
+        assert_eq!((stored.revision(), stored.state), (rev, state));
+        assert_eq!(storage.list_messages(&k, 0, 0).await.unwrap().len(), 4);
+    }
 }
 
 #[tokio::test]
