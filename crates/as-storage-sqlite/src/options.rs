@@ -47,6 +47,12 @@ pub struct SqliteOptions {
     pub max_page_count: Option<u64>,
     /// Create the file's missing parent directories on open.
     pub create_dirs: bool,
+    /// How long a pooled connection goes without reading the file's schema version again (one
+    /// query, a few microseconds). A newer build that migrates the file while this store is open
+    /// is noticed (`SchemaTooNew`) by each connection at most this long after it last looked.
+    /// `Duration::ZERO` reads it before every operation. Default: 1 s. (Whether the file at the
+    /// path is still the one opened is checked before every operation whatever this says.)
+    pub schema_recheck: Duration,
 }
 
 impl Default for SqliteOptions {
@@ -58,6 +64,7 @@ impl Default for SqliteOptions {
             max_record_bytes: as_storage::DEFAULT_MAX_RECORD_BYTES,
             max_page_count: None,
             create_dirs: true,
+            schema_recheck: Duration::from_secs(1),
         }
     }
 }
@@ -96,6 +103,12 @@ impl SqliteOptions {
     /// Sets [`SqliteOptions::create_dirs`].
     pub fn with_create_dirs(mut self, yes: bool) -> Self {
         self.create_dirs = yes;
+        self
+    }
+
+    /// Sets [`SqliteOptions::schema_recheck`].
+    pub fn with_schema_recheck(mut self, every: Duration) -> Self {
+        self.schema_recheck = every;
         self
     }
 }

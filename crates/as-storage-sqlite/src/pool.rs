@@ -3,6 +3,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 
 use as_storage::{StorageError, StorageErrorKind};
 use rusqlite::{Connection, OpenFlags};
@@ -25,7 +26,18 @@ pub(crate) struct Inner {
 
 struct PoolState {
     open: bool,
-    idle: Vec<Connection>,
+    /// Counts `open()`s: a connection taken out before a close comes back to a later open's pool
+    /// only if it is of that open (it may be to another file, one a restore moved away).
+    generation: u64,
+    idle: Vec<Pooled>,
+}
+
+/// An idle connection, the identity of the file it was opened on, and when its schema version
+/// was last read.
+struct Pooled {
+    conn: Connection,
+    file: Option<FileId>,
+    schema_checked: Instant,
 }
 
 impl Inner {
@@ -34,7 +46,7 @@ impl Inner {
         Self {
             path,
             opts,
-            pool: Mutex::new(PoolState { open: false, idle: Vec::new() }),
+            pool: Mutex::new(PoolState { open: false, generation: 0, idle: Vec::new() }),
             permits,
             opening: tokio::sync::Mutex::new(()),
             identity: Mutex::new(None),
@@ -75,7 +87,8 @@ impl Inner {
         .map_err(|e| e.into_storage("open"))?;
         *self.identity.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = identity;
         let mut st = self.state();
-        st.idle.push(conn);
+        st.generation = st.generation.wrapping_add(1);
+        st.idle.push(Pooled { conn, file: identity, schema_checked: Instant::now() });
         st.open = true;
         Ok(())
     }
@@ -90,7 +103,7 @@ impl Inner {
         }
     }
 
-    fn take_idle_and_mark_closed(&self) -> Vec<Connection> {
+    fn take_idle_and_mark_closed(&self) -> Vec<Pooled> {
         let mut st = self.state();
         st.open = false;
         std::mem::take(&mut st.idle)
@@ -109,9 +122,9 @@ impl Inner {
         let inner = Arc::clone(self);
         let joined = tokio::task::spawn_blocking(move || {
             let _permit = permit;
-            let mut conn = inner.checkout()?;
-            let out = f(&mut conn, &inner);
-            inner.checkin(conn);
+            let (mut pooled, generation) = inner.checkout()?;
+            let out = f(&mut pooled.conn, &inner);
+            inner.checkin(pooled, generation);
             out
         })
         .await;
@@ -121,31 +134,62 @@ impl Inner {
         }
     }
 
-    fn checkout(&self) -> Result<Connection, OpError> {
-        {
-            let mut st = self.state();
-            if !st.open {
-                return Err(Self::closed().into());
-            }
-            if let Some(c) = st.idle.pop() {
-                return Ok(c);
-            }
-        }
+    /// An idle connection, or a new one, after the checks a new connection makes: the file at
+    /// the path is still the one `open()` opened and the connection is to that file (on every
+    /// use), and its schema is one this build knows (another process may have migrated it since
+    /// the connection was made; read again at most [`SqliteOptions::schema_recheck`] after the last time). A
+    /// pooled connection to another file (from before a reopen) is dropped.
+    fn checkout(&self) -> Result<(Pooled, u64), OpError> {
         let identity = *self.identity.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        Ok(connect(&self.path, &self.opts, identity)?)
+        loop {
+            let (pooled, generation) = {
+                let mut st = self.state();
+                if !st.open {
+                    return Err(Self::closed().into());
+                }
+                (st.idle.pop(), st.generation)
+            };
+            let now = file_id(&self.path);
+            if let Some(expected) = identity
+                && now != Some(expected)
+            {
+                return Err(replaced(&self.path).into());
+            }
+            let Some(pooled) = pooled else {
+                let conn = connect(&self.path, &self.opts, identity)?;
+                return Ok((Pooled { conn, file: now, schema_checked: Instant::now() }, generation));
+            };
+            if pooled.file != now {
+                continue;
+            }
+            let mut pooled = pooled;
+            if pooled.schema_checked.elapsed() >= self.opts.schema_recheck {
+                let map = |e| SqliteError::from_rusqlite(e, &self.path);
+                schema::check_known(&pooled.conn, schema::MIGRATIONS, &map)?;
+                pooled.schema_checked = Instant::now();
+            }
+            return Ok((pooled, generation));
+        }
     }
 
-    fn checkin(&self, conn: Connection) {
+    fn checkin(&self, pooled: Pooled, generation: u64) {
         // A connection left inside a transaction (it cannot happen with rusqlite's guards, but be
         // safe) is dropped, which rolls it back.
-        if !conn.is_autocommit() {
+        if !pooled.conn.is_autocommit() {
             return;
         }
         let mut st = self.state();
-        if st.open {
-            st.idle.push(conn);
+        if st.open && st.generation == generation {
+            st.idle.push(pooled);
         }
     }
+}
+
+fn replaced(path: &Path) -> SqliteError {
+    SqliteError::new(
+        SqliteErrorKind::CannotOpen,
+        format!("{} was replaced or moved while the store was open; open the store again", path.display()),
+    )
 }
 
 impl Drop for Inner {
@@ -186,10 +230,7 @@ pub(crate) fn connect(path: &Path, opts: &SqliteOptions, identity: Option<FileId
     if let Some(expected) = identity
         && file_id(path) != Some(expected)
     {
-        return Err(SqliteError::new(
-            SqliteErrorKind::CannotOpen,
-            format!("{} was replaced or moved while the store was open; open the store again", path.display()),
-        ));
+        return Err(replaced(path));
     }
     let map = |e| SqliteError::from_rusqlite(e, path);
     schema::preflight(&conn, schema::MIGRATIONS, &map)?;

@@ -113,13 +113,7 @@ pub(crate) fn preflight(
     // no version table yet: "someone else's"). Dropping the read transaction rolls it back.
     let _snapshot = if conn.is_autocommit() { Some(conn.unchecked_transaction().map_err(map)?) } else { None };
     match current_version(conn, map)? {
-        Some(current) if current > latest => Err(SqliteError::new(
-            SqliteErrorKind::SchemaTooNew,
-            format!(
-                "the file has schema version {current} but this build knows only up to {latest}; \
-                 upgrade agentscope to open it"
-            ),
-        )),
+        Some(current) if current > latest => Err(too_new(current, latest)),
         Some(current) => Ok(Some(current)),
         None => {
             // Every schema object counts (a file of views or triggers is someone's too), except
@@ -143,6 +137,33 @@ pub(crate) fn preflight(
             Ok(None)
         }
     }
+}
+
+/// Fails with `SchemaTooNew` when the file's schema is newer than `migrations` know (checked
+/// again on every use of a pooled connection: another process may have migrated the file).
+pub(crate) fn check_known(
+    conn: &Connection,
+    migrations: &[Migration],
+    map: &dyn Fn(rusqlite::Error) -> SqliteError,
+) -> Result<(), SqliteError> {
+    let latest = latest_version(migrations);
+    // Cached: this runs before every operation on a pooled connection.
+    let mut stmt = conn.prepare_cached("SELECT max(version) FROM agentscope_schema").map_err(map)?;
+    let current: Option<i64> = stmt.query_row([], |r| r.get(0)).map_err(map)?;
+    match current {
+        Some(current) if current > latest => Err(too_new(current, latest)),
+        _ => Ok(()),
+    }
+}
+
+fn too_new(current: i64, latest: i64) -> SqliteError {
+    SqliteError::new(
+        SqliteErrorKind::SchemaTooNew,
+        format!(
+            "the file has schema version {current} but this build knows only up to {latest}; \
+             upgrade agentscope to open it"
+        ),
+    )
 }
 
 /// The highest applied version, or `None` when the version table is missing.

@@ -276,3 +276,50 @@ fn a_read_only_file_is_a_typed_error() {
     assert!(report.starts_with("Some(ReadOnly)"), "{report}");
     assert_eq!(std::fs::read(&path).unwrap(), before, "the file is untouched");
 }
+
+/// The checks a new connection makes (the file is still the one opened, its schema is one this
+/// build knows) hold for a connection the pool reuses too: otherwise a store that keeps its
+/// connections would go on writing to a file a restore moved away, or to a newer build's schema.
+#[tokio::test]
+async fn pooled_connections_check_the_file_and_its_schema_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    let s = SqliteStorage::with_options(&path, SqliteOptions::default().with_schema_recheck(Duration::ZERO));
+    s.open().await.unwrap();
+    let rec = s.upsert_session(UpsertSession::new(owner(), SessionConfig::new("ws"))).await.unwrap();
+    let key = owner().session(rec.id.clone());
+    // A newer build migrated the file meanwhile.
+    {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute("INSERT INTO agentscope_schema VALUES (99, 'from the future', '2030-01-01T00:00:00')", []).unwrap();
+    }
+    let e = s.upsert_session(UpsertSession::new(owner(), SessionConfig::new("ws2"))).await.unwrap_err();
+    assert_eq!(sqlite_kind(&e), SqliteErrorKind::SchemaTooNew, "{e}");
+    let e = s.get_session(&key).await.unwrap_err();
+    assert_eq!(sqlite_kind(&e), SqliteErrorKind::SchemaTooNew, "{e}");
+    {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute("DELETE FROM agentscope_schema WHERE version = 99", []).unwrap();
+    }
+    assert!(s.get_session(&key).await.unwrap().is_some());
+
+    // A restore moved another file into its place: nothing is read from or written to either.
+    let other = dir.path().join("other.db");
+    let o = SqliteStorage::open_path(&other).await.unwrap();
+    o.close().await.unwrap();
+    std::fs::rename(&path, dir.path().join("moved-away.db")).unwrap();
+    std::fs::rename(&other, &path).unwrap();
+    let e = s.upsert_session(UpsertSession::new(owner(), SessionConfig::new("ws3"))).await.unwrap_err();
+    assert_eq!(sqlite_kind(&e), SqliteErrorKind::CannotOpen, "{e}");
+    assert!(e.to_string().contains("replaced or moved"), "{e}");
+    let e = s.get_session(&key).await.unwrap_err();
+    assert_eq!(sqlite_kind(&e), SqliteErrorKind::CannotOpen, "{e}");
+    // Opened again, the store works on the file now at the path (the restored one).
+    s.close().await.unwrap();
+    s.open().await.unwrap();
+    assert!(s.get_session(&key).await.unwrap().is_none(), "the restored file has no such session");
+    s.upsert_session(UpsertSession::new(owner(), SessionConfig::new("ws4"))).await.unwrap();
+    let moved = SqliteStorage::open_path(dir.path().join("moved-away.db")).await.unwrap();
+    let listed = moved.list_sessions(&owner(), &as_storage::PageRequest::first(10)).await.unwrap();
+    assert_eq!(listed.sessions.len(), 1, "nothing was written to the moved-away file");
+}
