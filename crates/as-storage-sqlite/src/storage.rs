@@ -497,6 +497,16 @@ fn parse_cursor(c: &str) -> Result<(String, String), OpError> {
         .ok_or_else(|| err(StorageErrorKind::InvalidInput, "list_sessions", format!("invalid cursor {c:?}")))
 }
 
+/// The first page of an owner's sessions, newest first (`?3`: how many rows).
+const LIST_FIRST: &str = "SELECT id, name, created_at, updated_at, source, message_count, size, created_sort \
+     FROM sessions WHERE user_id = ?1 AND agent_id = ?2 ORDER BY created_sort DESC, id DESC LIMIT ?3";
+
+/// A later page: the rows after the cursor `(?3, ?4)` in the same order (`?5`: how many rows). The
+/// row-value comparison lets SQLite seek to the cursor in `sessions_by_owner`.
+const LIST_AFTER: &str = "SELECT id, name, created_at, updated_at, source, message_count, size, created_sort \
+     FROM sessions WHERE user_id = ?1 AND agent_id = ?2 AND (created_sort, id) < (?3, ?4) \
+     ORDER BY created_sort DESC, id DESC LIMIT ?5";
+
 fn list_blocking(
     conn: &mut Connection,
     inner: &Inner,
@@ -508,34 +518,32 @@ fn list_blocking(
     // One more than the page, to know whether another follows (saturating: `limit` may be huge).
     let fetch = i64::try_from(limit).ok().and_then(|l| l.checked_add(1)).unwrap_or(i64::MAX);
     let cursor = page.cursor.as_deref().map(parse_cursor).transpose()?;
-    let (after_sort, after_id) = cursor.unwrap_or_default();
-    let has_cursor = page.cursor.is_some();
-    let mut stmt = conn
-        .prepare_cached(
-            "SELECT id, name, created_at, updated_at, source, message_count, size, created_sort FROM sessions \
-             WHERE user_id = ?1 AND agent_id = ?2 \
-             AND (?3 = 0 OR created_sort < ?4 OR (created_sort = ?4 AND id < ?5)) \
-             ORDER BY created_sort DESC, id DESC LIMIT ?6",
-        )
-        .map_err(|e| inner.map(e))?;
+    // A page after a cursor seeks to it in the index: one range scan, not a walk from the newest.
+    let mut stmt =
+        conn.prepare_cached(if cursor.is_some() { LIST_AFTER } else { LIST_FIRST }).map_err(|e| inner.map(e))?;
     type Columns = (String, String, String, String, i64, i64);
     // The id and the sort key (what the cursor needs) are read as text whatever their type; a
     // value of the wrong type in any other column makes that row an error item, not a failed page.
-    let rows = stmt
-        .query_map(params![owner.user_id, owner.agent_id, has_cursor, after_sort, after_id, fetch], |r| {
-            let text = |i: usize| -> rusqlite::Result<String> {
-                Ok(match r.get_ref(i)? {
-                    ValueRef::Text(t) | ValueRef::Blob(t) => String::from_utf8_lossy(t).into_owned(),
-                    ValueRef::Integer(n) => n.to_string(),
-                    ValueRef::Real(x) => x.to_string(),
-                    ValueRef::Null => String::new(),
-                })
-            };
-            let columns: rusqlite::Result<Columns> =
-                (|| Ok((r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?)))();
-            Ok((text(0)?, text(7)?, columns))
-        })
-        .map_err(|e| inner.map(e))?;
+    let read_row = |r: &rusqlite::Row<'_>| {
+        let text = |i: usize| -> rusqlite::Result<String> {
+            Ok(match r.get_ref(i)? {
+                ValueRef::Text(t) | ValueRef::Blob(t) => String::from_utf8_lossy(t).into_owned(),
+                ValueRef::Integer(n) => n.to_string(),
+                ValueRef::Real(x) => x.to_string(),
+                ValueRef::Null => String::new(),
+            })
+        };
+        let columns: rusqlite::Result<Columns> =
+            (|| Ok((r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?)))();
+        Ok((text(0)?, text(7)?, columns))
+    };
+    let rows = match &cursor {
+        Some((after_sort, after_id)) => {
+            stmt.query_map(params![owner.user_id, owner.agent_id, after_sort, after_id, fetch], &read_row)
+        }
+        None => stmt.query_map(params![owner.user_id, owner.agent_id, fetch], &read_row),
+    }
+    .map_err(|e| inner.map(e))?;
     let mut out = SessionPage::default();
     let mut last: Option<(String, String)> = None;
     let mut seen = 0usize;
@@ -918,5 +926,34 @@ impl StorageBase for SqliteStorage {
 
     async fn list_users(&self) -> Result<Vec<String>> {
         self.inner.run("list_users", list_users_blocking).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Both listing queries read `sessions_by_owner` in its order (no sort), and a later page
+    /// seeks to its cursor instead of walking the owner's sessions from the newest.
+    #[test]
+    fn listing_pages_seek_in_the_owner_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = crate::pool::initialize(&dir.path().join("s.db"), &SqliteOptions::default()).unwrap();
+        let plan = |sql: &str, n: usize| -> String {
+            let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+            let params: Vec<i64> = vec![1; n];
+            let rows = stmt.query_map(rusqlite::params_from_iter(params), |r| r.get::<_, String>(3)).unwrap();
+            rows.map(Result::unwrap).collect::<Vec<_>>().join("; ")
+        };
+        let first = plan(LIST_FIRST, 3);
+        assert!(first.contains("INDEX sessions_by_owner (user_id=? AND agent_id=?)"), "{first}");
+        let after = plan(LIST_AFTER, 5);
+        assert!(
+            after.contains("INDEX sessions_by_owner (user_id=? AND agent_id=? AND (created_sort,id)<(?,?))"),
+            "{after}"
+        );
+        for p in [first, after] {
+            assert!(!p.contains("TEMP B-TREE"), "{p}");
+        }
     }
 }
