@@ -127,9 +127,17 @@ fn corrupt(op: &'static str, what: &str, e: impl fmt::Display) -> OpError {
     err(StorageErrorKind::Serialization, op, format!("stored {what} is not valid: {e}"))
 }
 
-/// The sortable form of a timestamp (fixed width, so text order is time order).
+/// The sortable form of a timestamp (fixed width, so text order is time order). An aware time
+/// whose UTC instant falls outside years 1-9999 (`9999-12-31T23:00:00-05:00`) is clamped to that
+/// range, where the four-digit year keeps the width: such sessions sort at the ends, among
+/// themselves by id.
 fn sort_key(t: &Timestamp) -> String {
-    t.sort_key().format("%Y-%m-%dT%H:%M:%S%.6f").to_string()
+    let (lo, hi) = (chrono::NaiveDateTime::MIN, chrono::NaiveDateTime::MAX);
+    let first = chrono::NaiveDate::from_ymd_opt(1, 1, 1).and_then(|d| d.and_hms_opt(0, 0, 0)).unwrap_or(lo);
+    let last = chrono::NaiveDate::from_ymd_opt(9999, 12, 31)
+        .and_then(|d| d.and_hms_micro_opt(23, 59, 59, 999_999))
+        .unwrap_or(hi);
+    t.sort_key().clamp(first, last).format("%Y-%m-%dT%H:%M:%S%.6f").to_string()
 }
 
 fn parse_ts(op: &'static str, s: &str) -> Result<Timestamp, OpError> {

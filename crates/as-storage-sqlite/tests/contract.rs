@@ -327,3 +327,50 @@ async fn cursors_survive_ids_with_the_separator() {
     let bad = PageRequest { limit: 1, cursor: Some("no separator".into()) };
     assert_eq!(s.list_sessions(&owner(), &bad).await.unwrap_err().kind(), StorageErrorKind::InvalidInput);
 }
+
+/// Times whose UTC instant falls outside years 1-9999 (an aware time at either end of the range,
+/// which an import can bring in) still list at the right end, and every page's cursor reads back:
+/// the listing agrees with the in-memory store's, page by page. (SQLite orders such times among
+/// themselves by id; these ids agree with their times.)
+#[tokio::test]
+async fn extreme_times_list_in_order_with_working_cursors() {
+    use as_storage::{ImportMode, InMemoryStorage, Timestamp};
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir).await;
+    let memory = InMemoryStorage::new();
+    memory.open().await.unwrap();
+    let template = s.upsert_session(UpsertSession::new(owner(), SessionConfig::new("ws"))).await.unwrap();
+    memory.import_record(&template, &[], ImportMode::CreateOnly).await.unwrap();
+    for (id, at) in [
+        ("future", "9999-12-31T23:00:00-05:00"),
+        ("past", "0001-01-01T00:30:00+01:00"),
+        ("edge", "9999-12-31T23:59:59.999999"),
+        ("start", "0001-01-01T00:00:00"),
+        ("plain", "2024-05-01T10:00:00+02:00"),
+    ] {
+        let mut rec = template.clone();
+        rec.id = id.to_owned();
+        rec.created_at = at.parse::<Timestamp>().unwrap();
+        rec.updated_at = rec.created_at.clone();
+        s.import_record(&rec, &[], ImportMode::CreateOnly).await.unwrap();
+        memory.import_record(&rec, &[], ImportMode::CreateOnly).await.unwrap();
+    }
+    let expected = pages_of_one(&memory).await;
+    assert_eq!(expected.len(), 6);
+    assert_eq!(pages_of_one(&s).await, expected);
+}
+
+/// Every session of `owner()`, listed one per page.
+async fn pages_of_one(store: &dyn StorageBase) -> Vec<String> {
+    let mut ids = Vec::new();
+    let mut page = PageRequest::first(1);
+    loop {
+        let p = store.list_sessions(&owner(), &page).await.unwrap();
+        assert!(p.errors.is_empty(), "{:?}", p.errors);
+        ids.extend(p.sessions.into_iter().map(|x| x.id));
+        match p.next_cursor {
+            Some(c) => page.cursor = Some(c),
+            None => return ids,
+        }
+    }
+}
