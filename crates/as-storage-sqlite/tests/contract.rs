@@ -351,7 +351,7 @@ async fn extreme_times_list_in_order_with_working_cursors() {
         let mut rec = template.clone();
         rec.id = id.to_owned();
         rec.created_at = at.parse::<Timestamp>().unwrap();
-        rec.updated_at = rec.created_at.clone();
+        rec.updated_at = rec.created_at;
         s.import_record(&rec, &[], ImportMode::CreateOnly).await.unwrap();
         memory.import_record(&rec, &[], ImportMode::CreateOnly).await.unwrap();
     }
