@@ -36,7 +36,8 @@ impl Synchronous {
 pub struct SqliteOptions {
     /// How long a writer waits for another connection's lock before failing with `Unavailable`.
     pub busy_timeout: Duration,
-    /// Most connections (and so blocking threads) used at once.
+    /// Most connections (and so blocking threads) used at once by writes; reads have as many
+    /// again of their own, so that writes waiting for another process's lock never hold up a read.
     pub max_connections: usize,
     /// Commit durability.
     pub synchronous: Synchronous,

@@ -18,7 +18,10 @@ pub(crate) struct Inner {
     pub(crate) path: PathBuf,
     pub(crate) opts: SqliteOptions,
     pool: Mutex<PoolState>,
+    /// Connections in use by writes, and by reads: apart, so that writes waiting for another
+    /// process's lock never hold up a read (WAL readers need no lock).
     permits: Arc<Semaphore>,
+    read_permits: Arc<Semaphore>,
     opening: tokio::sync::Mutex<()>,
     /// The identity of the file `open()` opened (new pooled connections must find the same one).
     identity: Mutex<Option<FileId>>,
@@ -43,11 +46,13 @@ struct Pooled {
 impl Inner {
     pub(crate) fn new(path: PathBuf, opts: SqliteOptions) -> Self {
         let permits = Arc::new(Semaphore::new(opts.max_connections.max(1)));
+        let read_permits = Arc::new(Semaphore::new(opts.max_connections.max(1)));
         Self {
             path,
             opts,
             pool: Mutex::new(PoolState { open: false, generation: 0, idle: Vec::new() }),
             permits,
+            read_permits,
             opening: tokio::sync::Mutex::new(()),
             identity: Mutex::new(None),
         }
@@ -109,8 +114,31 @@ impl Inner {
         std::mem::take(&mut st.idle)
     }
 
-    /// Runs `f` with a pooled connection on a blocking thread.
+    /// Runs `f`, which may write, with a pooled connection on a blocking thread.
     pub(crate) async fn run<T, F>(self: &Arc<Self>, op: &'static str, f: F) -> Result<T, StorageError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection, &Inner) -> Result<T, OpError> + Send + 'static,
+    {
+        self.run_with(&self.permits, op, f).await
+    }
+
+    /// Runs `f`, which only reads, with a pooled connection on a blocking thread; reads have
+    /// their own [`SqliteOptions::max_connections`] connections, so they never wait behind writes.
+    pub(crate) async fn run_read<T, F>(self: &Arc<Self>, op: &'static str, f: F) -> Result<T, StorageError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection, &Inner) -> Result<T, OpError> + Send + 'static,
+    {
+        self.run_with(&self.read_permits, op, f).await
+    }
+
+    async fn run_with<T, F>(
+        self: &Arc<Self>,
+        permits: &Arc<Semaphore>,
+        op: &'static str,
+        f: F,
+    ) -> Result<T, StorageError>
     where
         T: Send + 'static,
         F: FnOnce(&mut Connection, &Inner) -> Result<T, OpError> + Send + 'static,
@@ -118,7 +146,7 @@ impl Inner {
         if !self.is_open() {
             return Err(Self::closed().into_storage(op));
         }
-        let permit = Arc::clone(&self.permits).acquire_owned().await.map_err(|_| Self::closed().into_storage(op))?;
+        let permit = Arc::clone(permits).acquire_owned().await.map_err(|_| Self::closed().into_storage(op))?;
         let inner = Arc::clone(self);
         let joined = tokio::task::spawn_blocking(move || {
             let _permit = permit;

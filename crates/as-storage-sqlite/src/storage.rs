@@ -89,7 +89,7 @@ impl SqliteStorage {
     /// The schema version of the open file.
     pub async fn schema_version(&self) -> Result<i64> {
         self.inner
-            .run("schema_version", |conn, inner| {
+            .run_read("schema_version", |conn, inner| {
                 let map = |e| inner.map(e);
                 Ok(crate::schema::current_version(conn, &map)?.unwrap_or(0))
             })
@@ -99,7 +99,7 @@ impl SqliteStorage {
     /// Runs `PRAGMA integrity_check`; an empty list means the file is sound.
     pub async fn integrity_check(&self) -> Result<Vec<String>> {
         self.inner
-            .run("integrity_check", |conn, inner| {
+            .run_read("integrity_check", |conn, inner| {
                 let mut stmt = conn.prepare("PRAGMA integrity_check").map_err(|e| inner.map(e))?;
                 let rows = stmt.query_map([], |r| r.get::<_, String>(0)).map_err(|e| inner.map(e))?;
                 let mut problems = Vec::new();
@@ -872,12 +872,12 @@ impl StorageBase for SqliteStorage {
 
     async fn get_session(&self, key: &SessionKey) -> Result<Option<SessionRecord>> {
         let key = validated_key("get_session", key)?;
-        self.inner.run("get_session", move |conn, inner| get_blocking(conn, inner, &key)).await
+        self.inner.run_read("get_session", move |conn, inner| get_blocking(conn, inner, &key)).await
     }
 
     async fn get_session_raw(&self, key: &SessionKey) -> Result<Option<String>> {
         let key = validated_key("get_session_raw", key)?;
-        self.inner.run("get_session_raw", move |conn, inner| get_raw_blocking(conn, inner, &key)).await
+        self.inner.run_read("get_session_raw", move |conn, inner| get_raw_blocking(conn, inner, &key)).await
     }
 
     async fn list_sessions(&self, owner: &Owner, page: &PageRequest) -> Result<SessionPage> {
@@ -885,7 +885,7 @@ impl StorageBase for SqliteStorage {
         owner.validate().map_err(|e| StorageError::new(e.kind(), BACKEND, OP, e.message().to_owned()))?;
         let owner = owner.clone();
         let page = page.clone();
-        self.inner.run(OP, move |conn, inner| list_blocking(conn, inner, &owner, &page)).await
+        self.inner.run_read(OP, move |conn, inner| list_blocking(conn, inner, &owner, &page)).await
     }
 
     async fn delete_session(&self, key: &SessionKey) -> Result<bool> {
@@ -906,13 +906,13 @@ impl StorageBase for SqliteStorage {
     async fn get_message(&self, key: &SessionKey, message_id: &str) -> Result<Option<Msg>> {
         let key = validated_key("get_message", key)?;
         let id = message_id.to_owned();
-        self.inner.run("get_message", move |conn, inner| get_message_blocking(conn, inner, &key, &id)).await
+        self.inner.run_read("get_message", move |conn, inner| get_message_blocking(conn, inner, &key, &id)).await
     }
 
     async fn list_messages(&self, key: &SessionKey, offset: i64, limit: i64) -> Result<Vec<Msg>> {
         let key = validated_key("list_messages", key)?;
         self.inner
-            .run("list_messages", move |conn, inner| list_messages_blocking(conn, inner, &key, offset, limit))
+            .run_read("list_messages", move |conn, inner| list_messages_blocking(conn, inner, &key, offset, limit))
             .await
     }
 
@@ -929,11 +929,11 @@ impl StorageBase for SqliteStorage {
         validate_id("user_id", user_id)
             .map_err(|e| StorageError::new(e.kind(), BACKEND, OP, e.message().to_owned()))?;
         let user = user_id.to_owned();
-        self.inner.run(OP, move |conn, inner| list_agents_blocking(conn, inner, &user)).await
+        self.inner.run_read(OP, move |conn, inner| list_agents_blocking(conn, inner, &user)).await
     }
 
     async fn list_users(&self) -> Result<Vec<String>> {
-        self.inner.run("list_users", list_users_blocking).await
+        self.inner.run_read("list_users", list_users_blocking).await
     }
 }
 

@@ -323,3 +323,38 @@ async fn pooled_connections_check_the_file_and_its_schema_again() {
     let listed = moved.list_sessions(&owner(), &as_storage::PageRequest::first(10)).await.unwrap();
     assert_eq!(listed.sessions.len(), 1, "nothing was written to the moved-away file");
 }
+
+/// Reads have connections of their own: with every write connection taken by a write waiting for
+/// another process's lock, a read still runs at once (WAL readers need no lock) instead of
+/// queueing behind the writes until they give up.
+#[tokio::test]
+async fn reads_do_not_queue_behind_writes_waiting_for_a_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    let opts = SqliteOptions::default().with_max_connections(1).with_busy_timeout(Duration::from_secs(30));
+    let s = SqliteStorage::with_options(&path, opts);
+    s.open().await.unwrap();
+    let rec = s.upsert_session(UpsertSession::new(owner(), SessionConfig::new("ws"))).await.unwrap();
+    let key = owner().session(rec.id.clone());
+    // Another process holds the write lock.
+    let other = rusqlite::Connection::open(&path).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let writer = {
+        let (s, key, state) = (s.clone(), key.clone(), rec.state.clone());
+        tokio::spawn(async move { s.update_session_state(&key, &state, None).await })
+    };
+    // The write has taken the only write connection and waits for the lock (a second write
+    // queues for the connection: it cannot have started).
+    let second = {
+        let (s, key, state) = (s.clone(), key.clone(), rec.state.clone());
+        tokio::spawn(async move { s.update_session_state(&key, &state, None).await })
+    };
+    tokio::task::yield_now().await;
+    assert_eq!(s.get_session(&key).await.unwrap().map(|r| r.id), Some(rec.id.clone()));
+    let listed = s.list_sessions(&owner(), &as_storage::PageRequest::first(5)).await.unwrap();
+    assert_eq!(listed.sessions.len(), 1);
+    assert!(!writer.is_finished() && !second.is_finished(), "the reads ran while the writes still waited");
+    other.execute_batch("COMMIT").unwrap();
+    writer.await.unwrap().unwrap();
+    second.await.unwrap().unwrap();
+}
