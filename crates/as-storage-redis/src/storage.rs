@@ -118,6 +118,25 @@ fn token_for(stored: &Bytes, meta: &SessionMeta) -> (Bytes, bool) {
     }
 }
 
+/// The result of the staged update script: its code (see `cas_write`), except -3, the staged
+/// value gone when the script ran: evicted under memory pressure (with records that persist, it is
+/// the only key with a TTL) or expired. Nothing was written and no other writer is involved, so
+/// it is an error, not a lost race to retry (each retry would send the whole record again).
+fn staged_update_code(op: &'static str, rkey: &str, code: Option<i64>) -> Result<i64, StorageError> {
+    match code {
+        Some(-3) => Err(err(
+            StorageErrorKind::Backend,
+            op,
+            format!(
+                "the record staged for {rkey} was gone before the update ran (evicted under memory pressure, \
+                 or expired); nothing was written"
+            ),
+        )),
+        Some(code) => Ok(code),
+        None => Err(err(StorageErrorKind::Backend, op, format!("unexpected reply of the update script for {rkey}"))),
+    }
+}
+
 /// A suffix no other staged write uses: a random per-process part (so two processes never
 /// share a staging key) and a counter (no system call per write).
 fn stage_suffix() -> String {
@@ -464,8 +483,7 @@ impl RedisStorage {
             Some(r) => r,
             None => Err(FredError::new(fred::error::ErrorKind::Unknown, "missing reply")),
         };
-        let code = reply.map_err(fail)?.as_i64().unwrap_or(-3);
-        Ok(if code == -3 { -1 } else { code })
+        staged_update_code(op, rkey, reply.map_err(fail)?.as_i64())
     }
 
     /// Encodes `meta` + `state`, returning the JSON and its CAS token (the envelope: a canonical record
@@ -679,15 +697,28 @@ impl RedisStorage {
         let keys = &self.inner.keys;
         let ikey = keys.session_index(&owner.user_id, &owner.agent_id);
         let ids: Vec<Bytes> = pool.smembers(&ikey).await.map_err(|e| map_fred(OP, Some(&ikey), e))?;
+        let mut errors = Vec::new();
+        // An id this store cannot address (AgentScope 2.0.4 checks none: `"my chat"`, or bytes
+        // that are not UTF-8) is reported, not silently left out; its entry stays in the index.
         let mut ids: Vec<String> = ids
             .into_iter()
-            .filter_map(|b| String::from_utf8(b.to_vec()).ok())
-            .filter(|id| validate_id("session_id", id).is_ok())
+            .filter_map(|b| {
+                let checked = match std::str::from_utf8(&b) {
+                    Ok(id) => validate_id("session_id", id).map(|()| id.to_owned()),
+                    Err(_) => Err(err(StorageErrorKind::InvalidKey, OP, "session id is not UTF-8")),
+                };
+                checked
+                    .map_err(|e| {
+                        let why = format!("{} (in index {ikey}): this store cannot address it", e.message());
+                        let error = err(StorageErrorKind::InvalidKey, OP, why);
+                        errors.push(ListError { session_id: String::from_utf8_lossy(&b).into_owned(), error });
+                    })
+                    .ok()
+            })
             .collect();
         ids.sort();
         let rkeys: Vec<String> = ids.iter().map(|id| keys.session(&owner.user_id, id)).collect();
         let mut out = Vec::new();
-        let mut errors = Vec::new();
         let mut gone = Vec::new();
         for (ids, rkeys) in ids.chunks(MGET_CHUNK).zip(rkeys.chunks(MGET_CHUNK)) {
             let values: Vec<Option<Bytes>> = if rkeys.len() == 1 {
@@ -1436,13 +1467,15 @@ mod tests {
         let (json, _) = store.encode("t", &meta, &AgentState::default()).unwrap();
         let keys = &store.inner.keys;
         let rkey = keys.session("u", "s1");
-        let k = vec![rkey.clone(), keys.session_index("u", "a")];
+        let k = store.write_keys(&rkey, "u", "a", "s1", None);
         let (mode, ttl) = store.ttl_args();
         let args = vec![bytes_value(Bytes::from(json)), str_value("s1"), mode, ttl];
         for run in 0..2 {
             let r: i64 = RedisStorage::eval(&pool, &store.inner.scripts.create, k.clone(), args.clone()).await.unwrap();
             assert_eq!(r, 1, "create, run {run}");
         }
+        let listed = store.list_sessions(&owner, &PageRequest::default()).await.unwrap();
+        assert_eq!(listed.sessions.iter().map(|x| x.id.as_str()).collect::<Vec<_>>(), ["s1"], "indexed once");
         // Updates, inline (small) and staged (large), each sent twice: the replay reports a
         // conflict (never a false success: another writer from the same revision could have
         // written the same bytes), and the write itself stands.
@@ -1508,6 +1541,58 @@ mod tests {
         // No staging key is left behind by the replayed staged update.
         let keys = crate::testing::raw_command(server.port(), "KEYS *").unwrap();
         assert!(keys.contains("s1") && !keys.contains(":stage:"), "{keys}");
+    }
+
+    /// A staged update whose staged value is gone when the script runs (Redis evicted it under
+    /// memory pressure: with records that persist it is the only key with a TTL) writes nothing,
+    /// and is an error of the write, never a lost race that `update_inner` would retry.
+    #[tokio::test]
+    async fn a_vanished_staged_value_is_an_error_not_a_conflict() {
+        let Some(server) = crate::testing::RedisServer::start() else {
+            println!("skipped: redis-server is not installed");
+            return;
+        };
+        let store = RedisStorage::from_url(&server.url()).unwrap();
+        store.open().await.unwrap();
+        let pool = store.pool_for("test").unwrap();
+        let owner = Owner::new("u", "a");
+        let rec = store
+            .upsert_session(
+                as_storage::UpsertSession::new(owner.clone(), as_storage::SessionConfig::new("ws"))
+                    .with_session_id("s1"),
+            )
+            .await
+            .unwrap();
+        let rkey = store.inner.keys.session("u", "s1");
+        let (old, token, exact) = store.read_meta(&pool, "t", &rkey, &owner).await.unwrap().unwrap();
+        let mut meta = old.clone();
+        meta.updated_at = Timestamp::now_after(&old.updated_at);
+        let (json, head) = store.encode("t", &meta, &as_storage::conformance::conversation_state(400, "gone")).unwrap();
+        // The script as `cas_write` sends it, its staging key missing.
+        let mut k = store.write_keys(&rkey, "u", "a", "s1", None);
+        k.insert(1, format!("{rkey}:stage:evicted"));
+        let (mode, ttl) = store.ttl_args();
+        let len = int_value(json.len() as u64);
+        let args = vec![
+            bytes_value(token),
+            str_value(if exact { "1" } else { "0" }),
+            str_value("s1"),
+            mode,
+            ttl,
+            bytes_value(head),
+            len,
+        ];
+        let code: Value = RedisStorage::eval(&pool, &store.inner.scripts.update, k, args).await.unwrap();
+        let e = staged_update_code("update_session_state", &rkey, code.as_i64()).unwrap_err();
+        assert_eq!(e.kind(), StorageErrorKind::Backend, "{e}");
+        assert!(e.to_string().contains("evicted"), "{e}");
+        let stored = store.get_session(&owner.session("s1")).await.unwrap().unwrap();
+        assert_eq!(stored.revision(), rec.revision(), "nothing written");
+        // Every other code is the script's answer.
+        for code in [1, 2, 0, -1, -2] {
+            assert_eq!(staged_update_code("t", &rkey, Some(code)).unwrap(), code);
+        }
+        assert_eq!(staged_update_code("t", &rkey, None).unwrap_err().kind(), StorageErrorKind::Backend);
     }
 
     #[test]

@@ -824,3 +824,31 @@ async fn an_unreadable_record_in_the_agents_index_can_be_deleted() {
     assert!(!s.delete_session(&other.session(rec.id.clone())).await.unwrap());
     assert!(s.get_session(&o.session(rec.id)).await.unwrap().is_some());
 }
+
+/// An indexed id this store cannot address (AgentScope 2.0.4 checks none, so a Python writer may
+/// make `"my chat"`; or bytes that are not UTF-8) is reported as an error item of the listing, not
+/// silently left out, and its index entry is left alone.
+#[tokio::test]
+async fn a_listing_reports_ids_this_store_cannot_address() {
+    let Some(server) = RedisServer::start() else { return };
+    let s = compat(&server).await;
+    let r = raw(&server.url()).await;
+    let o = owner();
+    let rec = s.upsert_session(req(&o)).await.unwrap();
+    let index = "agentscope:user:user-1:agent:agent-1:sessions";
+    // What a Python writer leaves for `session_id="my chat"`: the record and its index entry.
+    let text = s.get_session_raw(&o.session(rec.id.clone())).await.unwrap().unwrap();
+    let theirs = text.replacen(&format!("\"id\":\"{}\"", rec.id), "\"id\":\"my chat\"", 1);
+    assert_ne!(theirs, text);
+    r.set::<(), _, _>("agentscope:user:user-1:session:my chat", theirs, None, None, false).await.unwrap();
+    r.sadd::<(), _, _>(index, "my chat").await.unwrap();
+    r.sadd::<(), _, _>(index, fred::bytes::Bytes::from_static(b"bad\xff")).await.unwrap();
+    let page = s.list_sessions(&o, &PageRequest::default()).await.unwrap();
+    assert_eq!(page.sessions.iter().map(|x| x.id.as_str()).collect::<Vec<_>>(), [rec.id.as_str()]);
+    let mut errors: Vec<(&str, StorageErrorKind)> =
+        page.errors.iter().map(|e| (e.session_id.as_str(), e.error.kind())).collect();
+    errors.sort_by_key(|e| e.0);
+    assert_eq!(errors, [("bad\u{fffd}", StorageErrorKind::InvalidKey), ("my chat", StorageErrorKind::InvalidKey)]);
+    assert!(page.errors.iter().all(|e| e.error.to_string().contains(index)), "{:?}", page.errors);
+    assert!(r.sismember::<bool, _, _>(index, "my chat").await.unwrap(), "the entry is Python's: left alone");
+}
