@@ -852,3 +852,25 @@ async fn a_listing_reports_ids_this_store_cannot_address() {
     assert!(page.errors.iter().all(|e| e.error.to_string().contains(index)), "{:?}", page.errors);
     assert!(r.sismember::<bool, _, _>(index, "my chat").await.unwrap(), "the entry is Python's: left alone");
 }
+
+/// Whether a record is another agent's is told from its head (the compact envelope every writer
+/// uses): the message scripts answer "not found" to another agent without decoding the whole
+/// record in Lua (which blocks the server for a large one). Seen through a record whose head
+/// is sound and whose tail is not JSON: decoding it would fail.
+#[tokio::test]
+async fn another_agents_message_calls_are_told_from_the_record_head() {
+    let Some(server) = RedisServer::start() else { return };
+    let s = compat(&server).await;
+    let r = raw(&server.url()).await;
+    let o = owner();
+    let rec = s.upsert_session(req(&o).with_state(common::state_with(50))).await.unwrap();
+    let rkey = format!("agentscope:user:user-1:session:{}", rec.id);
+    let text = s.get_session_raw(&o.session(rec.id.clone())).await.unwrap().unwrap();
+    // Cut in the middle of the context: not JSON, the envelope intact.
+    r.set::<(), _, _>(&rkey, &text[..text.len() / 2], None, None, false).await.unwrap();
+    let theirs = Owner::new("user-1", "agent-2").session(rec.id.clone());
+    assert!(s.list_messages(&theirs, 0, 0).await.unwrap().is_empty());
+    assert!(s.get_message(&theirs, "m").await.unwrap().is_none());
+    let e = s.upsert_message(&theirs, &Msg::user("u", "hi")).await.unwrap_err();
+    assert_eq!(e.kind(), StorageErrorKind::NotFound, "{e}");
+}
