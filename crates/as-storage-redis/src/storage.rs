@@ -1439,18 +1439,25 @@ async fn cluster_info(pool: &Pool) -> Result<Option<String>, StorageError> {
 mod tests {
     use super::*;
 
+    /// A private server, a store open on it and its pool; `None` (after saying so) without
+    /// `redis-server`.
+    async fn opened() -> Option<(crate::testing::RedisServer, RedisStorage, Pool)> {
+        let Some(server) = crate::testing::RedisServer::start() else {
+            println!("skipped: redis-server is not installed");
+            return None;
+        };
+        let store = RedisStorage::from_url(&server.url()).unwrap();
+        store.open().await.unwrap();
+        let pool = store.pool_for("test").unwrap();
+        Some((server, store, pool))
+    }
+
     /// fred re-sends a command whose reply a dropped connection lost (cluster clients, and a
     /// caller's pool, allow 3 attempts): a create run twice reports success twice; an update run
     /// twice reports a conflict the second time, never a success it cannot prove.
     #[tokio::test]
     async fn write_scripts_are_safe_to_run_twice() {
-        let Some(server) = crate::testing::RedisServer::start() else {
-            println!("skipped: redis-server is not installed");
-            return;
-        };
-        let store = RedisStorage::from_url(&server.url()).unwrap();
-        store.open().await.unwrap();
-        let pool = store.pool_for("test").unwrap();
+        let Some((server, store, pool)) = opened().await else { return };
         let owner = Owner::new("u", "a");
         // A create, exactly as `create` sends it.
         let meta = SessionMeta {
@@ -1548,13 +1555,7 @@ mod tests {
     /// and is an error of the write, never a lost race that `update_inner` would retry.
     #[tokio::test]
     async fn a_vanished_staged_value_is_an_error_not_a_conflict() {
-        let Some(server) = crate::testing::RedisServer::start() else {
-            println!("skipped: redis-server is not installed");
-            return;
-        };
-        let store = RedisStorage::from_url(&server.url()).unwrap();
-        store.open().await.unwrap();
-        let pool = store.pool_for("test").unwrap();
+        let Some((_server, store, pool)) = opened().await else { return };
         let owner = Owner::new("u", "a");
         let rec = store
             .upsert_session(
