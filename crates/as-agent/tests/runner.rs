@@ -395,30 +395,43 @@ async fn a_message_the_agent_rejects_creates_no_session_and_takes_no_lock() {
     assert!(lock.log.lock().unwrap().is_empty());
 }
 
-#[tokio::test]
-async fn a_dropped_turn_future_is_still_persisted() {
-    let storage = store().await;
-    let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
-    let k = key("dropped");
-    let model = Arc::new(ScriptedModel::new(
-        "m",
-        [ScriptedTurn::new().text("Partial").tool_call("c1", "echo", r#"{"text": "#).pause().text(" rest")],
-    ));
+/// An agent whose first reply streams "Partial" and the start of an `echo` call, then pauses
+/// (its model's gate: [`drop_turn_midway`]), and whose model then plays `then`.
+fn pausing_agent(then: Vec<ScriptedTurn>) -> (Agent, as_model::PauseGate) {
+    let first = ScriptedTurn::new().text("Partial").tool_call("c1", "echo", r#"{"text": "#).pause().text(" rest");
+    let model = Arc::new(ScriptedModel::new("m", std::iter::once(first).chain(then)));
     let gate = model.pause_gate();
     let agent = Agent::builder("Friday", "sys", model)
         .toolkit(Toolkit::new().with(AllowTool::new("echo").arc()))
         .build()
         .unwrap();
+    (agent, gate)
+}
+
+/// Runs a turn of `text` on a [`pausing_agent`] and drops its future once the model paused
+/// mid-stream (the turn's write then goes on in the background).
+async fn drop_turn_midway(
+    runner: &SessionRunner,
+    (agent, gate): &(Agent, as_model::PauseGate),
+    k: &SessionKey,
+    text: &str,
+) {
     let mut sink = |_: &AgentEvent| {};
-    {
-        let fut = runner.run_turn(&agent, &k, ReplyInput::user_text("go"), &mut sink);
-        tokio::pin!(fut);
-        tokio::select! {
-            _ = &mut fut => panic!("the turn cannot finish while the model is paused"),
-            () = gate.wait_paused() => {}
-        }
-        // `fut` is dropped here, mid-stream.
+    let fut = runner.run_turn(agent, k, ReplyInput::user_text(text), &mut sink);
+    tokio::pin!(fut);
+    tokio::select! {
+        _ = &mut fut => panic!("the turn cannot finish while the model is paused"),
+        () = gate.wait_paused() => {}
     }
+}
+
+#[tokio::test]
+async fn a_dropped_turn_future_is_still_persisted() {
+    let storage = store().await;
+    let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
+    let k = key("dropped");
+    let paused = pausing_agent(vec![]);
+    drop_turn_midway(&runner, &paused, &k, "go").await;
     assert_eq!(runner.wait_background_writes().await, 1);
     let stored = storage.get_session(&k).await.unwrap().unwrap().state;
     assert_eq!(stored.context.len(), 2);
@@ -1440,29 +1453,11 @@ async fn a_turn_right_after_a_dropped_one_continues_from_its_write() {
     let storage = store().await;
     let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
     let k = key("dropped-then-next");
-    let model = Arc::new(ScriptedModel::new(
-        "m",
-        [
-            ScriptedTurn::new().text("Partial").tool_call("c1", "echo", r#"{"text": "#).pause().text(" rest"),
-            ScriptedTurn::new().text("two"),
-        ],
-    ));
-    let gate = model.pause_gate();
-    let agent = Agent::builder("Friday", "sys", model)
-        .toolkit(Toolkit::new().with(AllowTool::new("echo").arc()))
-        .build()
-        .unwrap();
-    let mut sink = |_: &AgentEvent| {};
-    {
-        let fut = runner.run_turn(&agent, &k, ReplyInput::user_text("one"), &mut sink);
-        tokio::pin!(fut);
-        tokio::select! {
-            _ = &mut fut => panic!("the turn cannot finish while the model is paused"),
-            () = gate.wait_paused() => {}
-        }
-    }
+    let paused = pausing_agent(vec![ScriptedTurn::new().text("two")]);
+    drop_turn_midway(&runner, &paused, &k, "one").await;
+    let agent = &paused.0;
     // No wait_background_writes: the next message comes straight away.
-    let next = turn(&runner, &agent, &k, Msg::user("user", "two")).await.1;
+    let next = turn(&runner, agent, &k, Msg::user("user", "two")).await.1;
     let next = next.map_err(|e| e.to_string()).unwrap();
     assert_eq!(next.status, ReplyStatus::Completed);
     let stored = storage.get_session(&k).await.unwrap().unwrap().state;
