@@ -196,7 +196,9 @@ fn first_match<'r>(
     let open = rules.iter().position(|r| r.rule_content.as_deref().is_none_or(str::is_empty));
     let contents: Vec<&str> =
         rules.iter().take(open.unwrap_or(rules.len())).filter_map(|r| r.rule_content.as_deref()).collect();
-    match tool.first_matching_rule(&contents, list, input, ctx) {
+    // No content rule before it: the tool is not asked (Bash would read the command for nothing).
+    let found = if contents.is_empty() { None } else { tool.first_matching_rule(&contents, list, input, ctx) };
+    match found {
         Some(i) => rules.get(i),
         None => open.and_then(|i| rules.get(i)),
     }
