@@ -29,9 +29,8 @@ pub(crate) struct Inner {
 
 struct PoolState {
     open: bool,
-    /// Counts `open()`s: a connection taken out before a close comes back to a later open's pool
-    /// only if it is of that open (it may be to another file, one a restore moved away).
-    generation: u64,
+    /// Each knows its file: one taken out before a close and back after a reopen (perhaps of
+    /// another file, after a restore) is checked at its next checkout like any other.
     idle: Vec<Pooled>,
 }
 
@@ -50,7 +49,7 @@ impl Inner {
         Self {
             path,
             opts,
-            pool: Mutex::new(PoolState { open: false, generation: 0, idle: Vec::new() }),
+            pool: Mutex::new(PoolState { open: false, idle: Vec::new() }),
             permits,
             read_permits,
             opening: tokio::sync::Mutex::new(()),
@@ -92,7 +91,6 @@ impl Inner {
         .map_err(|e| e.into_storage("open"))?;
         *self.identity.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = identity;
         let mut st = self.state();
-        st.generation = st.generation.wrapping_add(1);
         st.idle.push(Pooled { conn, file: identity, schema_checked: Instant::now() });
         st.open = true;
         Ok(())
@@ -150,9 +148,9 @@ impl Inner {
         let inner = Arc::clone(self);
         let joined = tokio::task::spawn_blocking(move || {
             let _permit = permit;
-            let (mut pooled, generation) = inner.checkout()?;
+            let mut pooled = inner.checkout()?;
             let out = f(&mut pooled.conn, &inner);
-            inner.checkin(pooled, generation);
+            inner.checkin(pooled);
             out
         })
         .await;
@@ -167,15 +165,15 @@ impl Inner {
     /// use), and its schema is one this build knows (another process may have migrated it since
     /// the connection was made; read again at most [`SqliteOptions::schema_recheck`] after the last time). A
     /// pooled connection to another file (from before a reopen) is dropped.
-    fn checkout(&self) -> Result<(Pooled, u64), OpError> {
+    fn checkout(&self) -> Result<Pooled, OpError> {
         let identity = *self.identity.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         loop {
-            let (pooled, generation) = {
+            let pooled = {
                 let mut st = self.state();
                 if !st.open {
                     return Err(Self::closed().into());
                 }
-                (st.idle.pop(), st.generation)
+                st.idle.pop()
             };
             let now = file_id(&self.path);
             if let Some(expected) = identity
@@ -185,7 +183,7 @@ impl Inner {
             }
             let Some(pooled) = pooled else {
                 let conn = connect(&self.path, &self.opts, identity)?;
-                return Ok((Pooled { conn, file: now, schema_checked: Instant::now() }, generation));
+                return Ok(Pooled { conn, file: now, schema_checked: Instant::now() });
             };
             if pooled.file != now {
                 continue;
@@ -196,18 +194,18 @@ impl Inner {
                 schema::check_known(&pooled.conn, schema::MIGRATIONS, &map)?;
                 pooled.schema_checked = Instant::now();
             }
-            return Ok((pooled, generation));
+            return Ok(pooled);
         }
     }
 
-    fn checkin(&self, pooled: Pooled, generation: u64) {
+    fn checkin(&self, pooled: Pooled) {
         // A connection left inside a transaction (it cannot happen with rusqlite's guards, but be
         // safe) is dropped, which rolls it back.
         if !pooled.conn.is_autocommit() {
             return;
         }
         let mut st = self.state();
-        if st.open && st.generation == generation {
+        if st.open {
             st.idle.push(pooled);
         }
     }

@@ -147,10 +147,7 @@ pub(crate) fn check_known(
     map: &dyn Fn(rusqlite::Error) -> SqliteError,
 ) -> Result<(), SqliteError> {
     let latest = latest_version(migrations);
-    // Cached: this runs before every operation on a pooled connection.
-    let mut stmt = conn.prepare_cached("SELECT max(version) FROM agentscope_schema").map_err(map)?;
-    let current: Option<i64> = stmt.query_row([], |r| r.get(0)).map_err(map)?;
-    match current {
+    match max_version(conn, map)? {
         Some(current) if current > latest => Err(too_new(current, latest)),
         _ => Ok(()),
     }
@@ -166,6 +163,13 @@ fn too_new(current: i64, latest: i64) -> SqliteError {
     )
 }
 
+/// The highest version in the version table (`None` when it is empty). The statement is cached:
+/// a pooled connection runs it again every [`crate::SqliteOptions::schema_recheck`].
+fn max_version(conn: &Connection, map: &dyn Fn(rusqlite::Error) -> SqliteError) -> Result<Option<i64>, SqliteError> {
+    let mut stmt = conn.prepare_cached(&format!("SELECT max(version) FROM {VERSION_TABLE}")).map_err(map)?;
+    stmt.query_row([], |r| r.get(0)).map_err(map)
+}
+
 /// The highest applied version, or `None` when the version table is missing.
 pub(crate) fn current_version(
     conn: &Connection,
@@ -178,8 +182,7 @@ pub(crate) fn current_version(
     if has_table.is_none() {
         return Ok(None);
     }
-    let v: Option<i64> =
-        conn.query_row(&format!("SELECT max(version) FROM {VERSION_TABLE}"), [], |r| r.get(0)).map_err(map)?;
+    let v = max_version(conn, map)?;
     Ok(Some(v.unwrap_or(0)))
 }
 
