@@ -213,9 +213,14 @@ impl BashRule {
         }
     }
 
-    /// Whether some text for the parts of `form` only known when it runs (characters of `any_text`
-    /// stand for any text, of `any_word` for any text without blanks) makes the rule match; see
-    /// the shapes below for the two ways this matches more often than [`bash_rule_matches`].
+    /// Whether this rule could match `form`, a command in which a character of `any_text` stands for
+    /// any text and one of `any_word` for any text without blanks, both only known when it runs (an
+    /// expansion, a glob): whether some text for those parts makes
+    /// [`bash_rule_matches`] true, with two differences that only make it match more often: the rule's
+    /// `*` also crosses newlines, and a rule without `*` (2.0.4 matches it as a substring) has to be
+    /// able to **start** the command. The substring form exists for commands with something before them
+    /// (`sudo npm install`, `cd x && npm install`), which the caller has already taken apart; anywhere
+    /// in the command it would let any unknown argument match (`echo $HOME` against `npm install`).
     pub(crate) fn could_match(&self, form: &str, any_text: &[char], any_word: &[char]) -> bool {
         let form = form_pieces(form, any_text, any_word);
         self.shapes.get_or_init(|| rule_shapes(&self.rule)).iter().any(|shape| shapes_meet(shape, &form))
@@ -243,14 +248,7 @@ impl Piece {
     }
 }
 
-/// Whether a Bash rule could match `form`, a command in which a character of `any_text` stands for
-/// any text and one of `any_word` for any text without blanks, both only known when it runs (an
-/// expansion, a glob): whether some text for those parts makes
-/// [`bash_rule_matches`] true, with two differences that only make it match more often: the rule's
-/// `*` also crosses newlines, and a rule without `*` (2.0.4 matches it as a substring) has to be
-/// able to **start** the command. The substring form exists for commands with something before them
-/// (`sudo npm install`, `cd x && npm install`), which the caller has already taken apart; anywhere
-/// in the command it would let any unknown argument match (`echo $HOME` against `npm install`).
+/// [`BashRule::could_match`] of a rule given as text.
 #[cfg(test)]
 fn bash_rule_could_match(rule: &str, form: &str, any_text: &[char], any_word: &[char]) -> bool {
     BashRule::new(rule).could_match(form, any_text, any_word)
