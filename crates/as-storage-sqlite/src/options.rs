@@ -39,6 +39,13 @@ pub struct SqliteOptions {
     /// Most connections (and so blocking threads) used at once by writes; reads have as many
     /// again of their own, so that writes waiting for another process's lock never hold up a read.
     pub max_connections: usize,
+    /// How long an operation waits for one of those connections when all are in use (by
+    /// operations waiting for another process's lock, say) before failing with `Unavailable`
+    /// (retryable). Default: 5 s, like [`SqliteOptions::busy_timeout`]. So a write waits at most
+    /// this long for a connection, then at most `busy_timeout` for the lock (twice when another
+    /// writer changed the row between its optimistic attempt and its locked retry), never longer
+    /// however many operations queue.
+    pub acquire_timeout: Duration,
     /// Commit durability.
     pub synchronous: Synchronous,
     /// Largest record (or message) JSON accepted, in bytes; larger writes fail with `TooLarge`.
@@ -61,6 +68,7 @@ impl Default for SqliteOptions {
         Self {
             busy_timeout: Duration::from_secs(5),
             max_connections: 4,
+            acquire_timeout: Duration::from_secs(5),
             synchronous: Synchronous::Normal,
             max_record_bytes: as_storage::DEFAULT_MAX_RECORD_BYTES,
             max_page_count: None,
@@ -80,6 +88,12 @@ impl SqliteOptions {
     /// Sets [`SqliteOptions::max_connections`] (at least 1 is used).
     pub fn with_max_connections(mut self, n: usize) -> Self {
         self.max_connections = n.max(1);
+        self
+    }
+
+    /// Sets [`SqliteOptions::acquire_timeout`].
+    pub fn with_acquire_timeout(mut self, t: Duration) -> Self {
+        self.acquire_timeout = t;
         self
     }
 

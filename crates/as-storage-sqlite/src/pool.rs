@@ -70,6 +70,19 @@ impl Inner {
         SqliteError::from_rusqlite(err, &self.path)
     }
 
+    /// Every connection stayed in use for [`SqliteOptions::acquire_timeout`].
+    fn no_connection(&self) -> SqliteError {
+        SqliteError::new(
+            SqliteErrorKind::Busy,
+            format!(
+                "all {} connections of {} stayed in use for {:?} (acquire_timeout)",
+                self.opts.max_connections.max(1),
+                self.path.display(),
+                self.opts.acquire_timeout
+            ),
+        )
+    }
+
     fn closed() -> SqliteError {
         SqliteError::new(SqliteErrorKind::Closed, "the store is not open (call open() first, or it was closed)")
     }
@@ -144,7 +157,12 @@ impl Inner {
         if !self.is_open() {
             return Err(Self::closed().into_storage(op));
         }
-        let permit = Arc::clone(permits).acquire_owned().await.map_err(|_| Self::closed().into_storage(op))?;
+        // A permit that is free is taken at once, whatever the timeout (the future is polled first).
+        let permit = match tokio::time::timeout(self.opts.acquire_timeout, Arc::clone(permits).acquire_owned()).await {
+            Ok(Ok(permit)) => permit,
+            Ok(Err(_)) => return Err(Self::closed().into_storage(op)),
+            Err(_) => return Err(self.no_connection().into_storage(op)),
+        };
         let inner = Arc::clone(self);
         let joined = tokio::task::spawn_blocking(move || {
             let _permit = permit;

@@ -358,3 +358,44 @@ async fn reads_do_not_queue_behind_writes_waiting_for_a_lock() {
     writer.await.unwrap().unwrap();
     second.await.unwrap().unwrap();
 }
+
+/// A write queued behind writes that wait for another process's lock gives up after
+/// `acquire_timeout` with a retryable `Busy` (`Unavailable`), however long their `busy_timeout`
+/// is: a queue of turns never waits `busy_timeout` once per turn ahead of it.
+#[tokio::test]
+async fn a_write_waiting_for_a_connection_gives_up_after_acquire_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    let opts = SqliteOptions::default()
+        .with_max_connections(1)
+        .with_busy_timeout(Duration::from_secs(60))
+        .with_acquire_timeout(Duration::from_millis(100));
+    let s = SqliteStorage::with_options(&path, opts);
+    s.open().await.unwrap();
+    let rec = s.upsert_session(UpsertSession::new(owner(), SessionConfig::new("ws"))).await.unwrap();
+    let key = owner().session(rec.id.clone());
+    let other = rusqlite::Connection::open(&path).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let mut state = rec.state.clone();
+    state.context.push(Msg::user("user", "first"));
+    let writer = {
+        let (s, key, state) = (s.clone(), key.clone(), state.clone());
+        tokio::spawn(async move { s.update_session_state(&key, &state, None).await })
+    };
+    // The first write takes the only write connection (a single-threaded test runtime runs it on
+    // this yield) and holds it until the lock is released below, so the second can only end by
+    // giving up (without the bound it would wait the first's 60 s).
+    tokio::task::yield_now().await;
+    let second = tokio::time::timeout(Duration::from_secs(30), s.update_session_state(&key, &rec.state, None))
+        .await
+        .expect("the queued write gave up instead of waiting for the connection");
+    let e = second.unwrap_err();
+    assert_eq!(e.kind(), StorageErrorKind::Unavailable, "{e}");
+    assert!(e.is_retryable());
+    assert_eq!(sqlite_kind(&e), SqliteErrorKind::Busy);
+    assert!(e.to_string().contains("acquire_timeout"), "{e}");
+    assert!(!writer.is_finished(), "the first write still waits for the lock");
+    other.execute_batch("COMMIT").unwrap();
+    writer.await.unwrap().unwrap();
+    assert_eq!(s.get_session(&key).await.unwrap().unwrap().state.context.len(), 1, "only the first write landed");
+}
