@@ -13,7 +13,9 @@
 //!   [`SqliteErrorKind::NotADatabase`]. Nothing is ever recreated over an existing file.
 //! * **Concurrent.** WAL mode, a busy timeout, short transactions (`BEGIN IMMEDIATE` for
 //!   read-modify-write) and a small connection pool driven from blocking threads, so the async runtime
-//!   is never blocked. The compare-and-set of `update_session_state` holds across processes.
+//!   is never blocked. The compare-and-set of `update_session_state` holds across processes. Waits
+//!   are bounded: for a connection by [`SqliteOptions::acquire_timeout`], for another process's lock by
+//!   [`SqliteOptions::busy_timeout`]; either ends in a retryable [`SqliteErrorKind::Busy`].
 //! * **Durable.** A process killed mid-write leaves a file that opens cleanly and holds every committed write.
 //!
 //! Errors cross the trait as [`as_storage::StorageError`]; the SQLite detail is its source, a
