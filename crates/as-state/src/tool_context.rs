@@ -121,13 +121,14 @@ impl ToolContext {
 
     /// [`ToolContext::cache_file`] with a known mtime (no filesystem access).
     pub fn cache_file_with_mtime(&mut self, path: &str, lines: Vec<String>, mtime: f64) {
-        let kb = lines.iter().map(|l| l.len() as f64).sum::<f64>() / 1024.0;
+        // Python sums integer lengths (`0` for no lines); an empty `f64` sum is `-0.0`, written as `-0.0`.
+        let kb = lines.iter().map(String::len).sum::<usize>() as f64 / 1024.0;
         self.read_file_cache.retain(|e| e.file_path != path);
         let max_files = usize::try_from(self.max_cache_files).unwrap_or(usize::MAX);
         while self.read_file_cache.len() >= max_files && !self.read_file_cache.is_empty() {
             self.read_file_cache.remove(0);
         }
-        let mut current: f64 = self.read_file_cache.iter().map(|e| e.bytes).sum();
+        let mut current = self.read_file_cache.iter().fold(0.0, |acc, e| acc + e.bytes);
         while !self.read_file_cache.is_empty() && current + kb > self.max_cache_bytes {
             let e = self.read_file_cache.remove(0);
             current -= e.bytes;

@@ -354,3 +354,16 @@ const BIG_INTEGERS: &[(Case, &str)] = &[
         "tool_context.max_cache_files",
     ),
 ];
+
+/// Caching an empty file records `"bytes":0.0`, as Python does (`sum(...)` of no lengths is the
+/// integer `0`); an empty `f64` sum is `-0.0` in Rust, which was written as `"bytes":-0.0`.
+#[test]
+fn caching_an_empty_file_records_zero_kilobytes() {
+    let mut t = as_state::ToolContext::default();
+    t.cache_file_with_mtime("/e", vec![], 1.0);
+    assert_eq!(t.read_file_cache[0].bytes.to_bits(), 0.0f64.to_bits());
+    assert_eq!(
+        to_json(&t),
+        r#"{"max_cache_files":100,"max_cache_bytes":25000.0,"read_file_cache":[{"lines":[],"updated_at":1.0,"bytes":0.0,"file_path":"/e"}],"activated_groups":[]}"#
+    );
+}
