@@ -24,10 +24,10 @@ pub struct FormatterOptions {
     /// Identifier generator for media returned by tools.
     pub media_id: MediaIdFactory,
     /// The directory whose files `file://` media URLs may name (they are read and sent inline,
-    /// up to [`MAX_LOCAL_FILE_BYTES`]). `None`, the default, reads no local file: an image or video
-    /// URL is passed on as it is and audio from a file URL is skipped. (AgentScope 2.0.4 reads
-    /// any path a message names, which in a service lets a user's message send the server's files
-    /// to the model provider.)
+    /// up to [`MAX_LOCAL_FILE_BYTES`]). `None`, the default, reads no local file. A `file://` image,
+    /// video or audio URL that is not readable under it is skipped with a warning, never sent as it
+    /// is (the provider cannot fetch it). (AgentScope 2.0.4 reads any path a message names, which in
+    /// a service lets a user's message send the server's files to the model provider.)
     pub local_files: Option<std::path::PathBuf>,
 }
 
@@ -164,8 +164,8 @@ impl ChatFormatter {
             return None;
         };
         match kind {
-            MediaKind::Image => Some(json!({"type": "image_url", "image_url": {"url": self.image_url(d)}})),
-            MediaKind::Video => Some(json!({"type": "video_url", "video_url": {"url": self.image_url(d)}})),
+            MediaKind::Image => Some(json!({"type": "image_url", "image_url": {"url": self.image_url(d)?}})),
+            MediaKind::Video => Some(json!({"type": "video_url", "video_url": {"url": self.image_url(d)?}})),
             MediaKind::Audio => {
                 let format = match mt {
                     "audio/wav" | "audio/x-wav" | "audio/wave" => "wav",
@@ -177,9 +177,9 @@ impl ChatFormatter {
                 };
                 let data = match &d.source {
                     Source::Base64(b) => b.data.clone(),
-                    Source::Url(u) => match read_file_url(&u.url, self.opts.local_files.as_deref()) {
-                        Some(bytes) => base64::engine::general_purpose::STANDARD.encode(bytes),
-                        None => {
+                    Source::Url(u) => match self.url_data(&u.url, mt)? {
+                        UrlData::Local(bytes) => base64::engine::general_purpose::STANDARD.encode(bytes),
+                        UrlData::Remote => {
                             tracing::warn!(url = %u.url, "remote audio URLs are not downloaded; skipped");
                             return None;
                         }
@@ -343,26 +343,65 @@ impl ChatFormatter {
 /// The largest local file a `file://` media URL may inline (see [`FormatterOptions::local_files`]).
 pub const MAX_LOCAL_FILE_BYTES: u64 = 20 * 1024 * 1024;
 
+/// What a media URL gives the formatter.
+enum UrlData {
+    /// Not a `file://` URL: the provider fetches it.
+    Remote,
+    /// A `file://` URL readable under [`FormatterOptions::local_files`]: its bytes.
+    Local(Vec<u8>),
+}
+
 impl ChatFormatter {
     /// An image (or video) URL part: base64 becomes a data URI, a readable `file://` is read into
-    /// one, other URLs pass through.
-    fn image_url(&self, d: &DataBlock) -> String {
+    /// one, other URLs pass through. `None` (skipped, with a warning): a `file://` URL that cannot be
+    /// read under [`FormatterOptions::local_files`]; sent as it is, the provider would reject it (on
+    /// every later call of the session, which keeps it in its history) and see the local path.
+    fn image_url(&self, d: &DataBlock) -> Option<String> {
         match &d.source {
-            Source::Base64(b) => format!("data:{};base64,{}", b.media_type, b.data),
-            Source::Url(u) => match read_file_url(&u.url, self.opts.local_files.as_deref()) {
-                Some(bytes) => {
-                    format!("data:{};base64,{}", u.media_type, base64::engine::general_purpose::STANDARD.encode(bytes))
-                }
-                None => u.url.clone(),
+            Source::Base64(b) => Some(format!("data:{};base64,{}", b.media_type, b.data)),
+            Source::Url(u) => match self.url_data(&u.url, &u.media_type)? {
+                UrlData::Local(bytes) => Some(format!(
+                    "data:{};base64,{}",
+                    u.media_type,
+                    base64::engine::general_purpose::STANDARD.encode(bytes)
+                )),
+                UrlData::Remote => Some(u.url.clone()),
             },
         }
+    }
+
+    /// Reads a `file://` media URL under [`FormatterOptions::local_files`]; `None` (with a warning)
+    /// when it is one that cannot be read there, so the block is skipped.
+    fn url_data(&self, url: &str, media_type: &str) -> Option<UrlData> {
+        if !is_file_url(url) {
+            return Some(UrlData::Remote);
+        }
+        match read_file_url(url, self.opts.local_files.as_deref()) {
+            Some(bytes) => Some(UrlData::Local(bytes)),
+            None => {
+                tracing::warn!(media_type, "a file:// media URL not readable under local_files is skipped");
+                None
+            }
+        }
+    }
+}
+
+/// Whether `url` is a `file:` URL (such a URL is never sent to the provider).
+fn is_file_url(url: &str) -> bool {
+    match url::Url::parse(url) {
+        Ok(u) => u.scheme() == "file",
+        Err(_) => url.trim_start().get(..5).is_some_and(|s| s.eq_ignore_ascii_case("file:")),
     }
 }
 
 /// The bytes of a `file://` URL naming a regular file inside `root` (after resolving symlinks and
 /// `..`) of at most [`MAX_LOCAL_FILE_BYTES`]; `None` for anything else (other schemes silently).
 fn read_file_url(url: &str, root: Option<&std::path::Path>) -> Option<Vec<u8>> {
-    let path = url::Url::parse(url).ok().filter(|u| u.scheme() == "file")?.to_file_path().ok()?;
+    let url = url::Url::parse(url).ok().filter(|u| u.scheme() == "file")?;
+    let Ok(path) = url.to_file_path() else {
+        tracing::warn!("a file:// media URL that names no local path is not read");
+        return None;
+    };
     let Some(root) = root else {
         tracing::warn!(path = %path.display(), "file:// media URLs are not read (no local_files directory is set)");
         return None;
@@ -585,12 +624,49 @@ mod tests {
             assert_eq!(read_file_url(&escape, Some(&root)), None, "{escape}");
         }
         assert_eq!(read_file_url("https://example.com/cat.png", Some(&root)), None);
-        // Through the formatter: without a directory the URL is passed on, never inlined.
-        let block = DataBlock::new(Source::Url(as_message::UrlSource::new(&inside, "image/png").unwrap()), None);
-        let f = ChatFormatter::new(FormatterOptions::openai());
-        assert_eq!(f.image_url(&block), inside);
-        let f = ChatFormatter::new(FormatterOptions { local_files: Some(root.clone()), ..FormatterOptions::openai() });
-        assert_eq!(f.image_url(&block), "data:image/png;base64,Y2F0");
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    /// The content parts the formatter makes of a user message holding one data block.
+    fn parts_of(opts: FormatterOptions, url: &str, media_type: &str) -> Vec<Value> {
+        let block = DataBlock::new(Source::Url(as_message::UrlSource::new(url, media_type).unwrap()), None);
+        let msg = Msg::user_blocks("user", vec![ContentBlock::Data(block)]);
+        let out = ChatFormatter::new(opts).format(&[msg]);
+        out.first().and_then(|m| m["content"].as_array().cloned()).unwrap_or_default()
+    }
+
+    /// A `file://` image or video URL is inlined when it is readable under `local_files`, and
+    /// otherwise skipped as audio is: never sent as it is (the provider cannot fetch it and fails
+    /// every later call of the session with a 400, and the server's path would leak).
+    #[test]
+    fn file_urls_not_readable_under_local_files_are_never_sent() {
+        let base = std::env::temp_dir().join(format!("agentscope-local-{}", uuid::Uuid::new_v4().simple()));
+        let (root, outside) = (base.join("root"), base.join("outside"));
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(root.join("cat.png"), b"cat").unwrap();
+        std::fs::write(outside.join("dog.png"), b"dog").unwrap();
+        let url = |p: &std::path::Path| url::Url::from_file_path(p).unwrap().to_string();
+        let (inside, escape) = (url(&root.join("cat.png")), url(&outside.join("dog.png")));
+        let with_root = || FormatterOptions { local_files: Some(root.clone()), ..FormatterOptions::dashscope(false) };
+        for (media_type, part) in [("image/png", "image_url"), ("video/mp4", "video_url")] {
+            for (opts, file) in [
+                (FormatterOptions::dashscope(false), &inside),
+                (FormatterOptions::dashscope(false), &escape),
+                (with_root(), &escape),
+                (with_root(), &url(&root.join("missing.png"))),
+            ] {
+                let parts = parts_of(opts, file, media_type);
+                assert!(parts.is_empty(), "{media_type} {file}: {parts:?}");
+            }
+            let parts = parts_of(with_root(), &inside, media_type);
+            assert_eq!(parts, vec![json!({"type": part, part: {"url": format!("data:{media_type};base64,Y2F0")}})]);
+            // A remote URL is passed on unchanged, as 2.0.4 does.
+            let parts = parts_of(with_root(), "https://example.com/cat", media_type);
+            assert_eq!(parts[0][part]["url"], "https://example.com/cat");
+        }
+        let parts = parts_of(FormatterOptions::openai(), &inside, "image/png");
+        assert!(parts.is_empty(), "openai: {parts:?}");
         std::fs::remove_dir_all(&base).unwrap();
     }
 
