@@ -674,3 +674,32 @@ fn ctrl_c_while_waiting_for_a_busy_session_exits_130_and_writes_nothing() {
     let shown = stdout(&show(&storage, &id, &[]));
     assert!(!shown.contains("two"), "the interrupted message was written: {shown}");
 }
+
+/// `chat --message` with a full disk behind stdout (`> /dev/full`), as text and as `--json`: the turn
+/// still runs and is saved, but the command says the output failed and exits 1, like every command
+/// whose stdout fails (a reply nobody could read is not a success).
+#[test]
+fn a_full_stdout_fails_the_turn_with_exit_1_but_the_turn_is_saved() {
+    let Ok(_) = std::fs::OpenOptions::new().write(true).open("/dev/full") else { return };
+    let rt = runtime();
+    let srv = server(&rt);
+    let url = srv.base_url();
+    let dir = tempfile::tempdir().unwrap();
+    let storage = format!("sqlite:{}", dir.path().join("s.db").display());
+    for extra in [&[][..], &["--json"]] {
+        srv.push(text_reply(&["Hello ", "there."]));
+        let mut args = chat_args(&storage, &url);
+        args.extend(["--message", "hello"]);
+        args.extend_from_slice(extra);
+        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let o = agentscope(&args).stdout(full).stderr(Stdio::piped()).output().unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{extra:?}: {err}");
+        assert!(err.contains("error: cannot write the output"), "{extra:?}: {err}");
+        assert!(!err.contains("panicked"), "{extra:?}: {err}");
+        let id = new_session_id(&err);
+        let o = show(&storage, &id, &[]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        assert!(stdout(&o).contains("Hello there."), "{extra:?}: the reply was saved: {}", stdout(&o));
+    }
+}

@@ -243,42 +243,80 @@ pub(crate) trait EventSink: Send {
     fn event(&mut self, event: &AgentEvent);
     /// A status line (not an event).
     fn note(&mut self, note: Note, text: &str);
+    /// The first write to stdout that failed (closed or full) since the last call, taken. A sink
+    /// never fails a turn (the turn goes on and is saved); the command ends with this error after
+    /// the turn instead (exit 1, as any command whose stdout fails). A sink that does not write
+    /// to stdout has none.
+    fn take_write_error(&mut self) -> Option<std::io::Error> {
+        None
+    }
+}
+
+/// The first failed write of a sink on stdout; once set, the sink writes nothing more.
+#[derive(Debug, Default)]
+struct StdoutWrites {
+    failed: Option<std::io::Error>,
+}
+
+impl StdoutWrites {
+    /// Runs `write` on a locked stdout and flushes it, unless an earlier write failed.
+    fn write(&mut self, write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) {
+        if self.failed.is_some() {
+            return;
+        }
+        let mut out = std::io::stdout().lock();
+        if let Err(e) = write(&mut out).and_then(|()| out.flush()) {
+            self.failed = Some(e);
+        }
+    }
 }
 
 /// Events rendered for a person on stdout.
 pub(crate) struct HumanSink {
     renderer: Renderer,
+    stdout: StdoutWrites,
 }
 
 impl HumanSink {
     /// Colours when stdout is a terminal.
     pub(crate) fn stdout() -> Self {
-        Self { renderer: Renderer::new(use_colour(std::io::stdout().is_terminal())) }
+        Self { renderer: Renderer::new(use_colour(std::io::stdout().is_terminal())), stdout: StdoutWrites::default() }
     }
 }
 
 impl EventSink for HumanSink {
     fn event(&mut self, event: &AgentEvent) {
-        let _ = self.renderer.event(&mut std::io::stdout().lock(), event);
+        let renderer = &mut self.renderer;
+        self.stdout.write(|out| renderer.event(out, event));
     }
 
     fn note(&mut self, note: Note, text: &str) {
-        let _ = self.renderer.note(&mut std::io::stdout().lock(), note, text);
+        let renderer = &mut self.renderer;
+        self.stdout.write(|out| renderer.note(out, note, text));
+    }
+
+    fn take_write_error(&mut self) -> Option<std::io::Error> {
+        self.stdout.failed.take()
     }
 }
 
 /// Events as JSON lines on stdout (the wire form of AgentScope 2.0.4's events); notes go to stderr.
-pub(crate) struct JsonSink;
+#[derive(Debug, Default)]
+pub(crate) struct JsonSink {
+    stdout: StdoutWrites,
+}
 
 impl EventSink for JsonSink {
     fn event(&mut self, event: &AgentEvent) {
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{}", as_message::to_json(event));
-        let _ = out.flush();
+        self.stdout.write(|out| writeln!(out, "{}", as_message::to_json(event)));
     }
 
     fn note(&mut self, _note: Note, text: &str) {
         eprintln!("{text}");
+    }
+
+    fn take_write_error(&mut self) -> Option<std::io::Error> {
+        self.stdout.failed.take()
     }
 }
 
@@ -586,10 +624,14 @@ fn recap(state: &AgentState) -> Option<String> {
     Some(format!("({} messages so far; last, {}: {short}{more})", state.context.len(), last.0.as_str()))
 }
 
-/// The turn's outcome as an exit: interrupted by Ctrl-C → 130, failed → its code.
-fn turn_exit(end: TurnEnd) -> CliResult {
+/// The turn's outcome as an exit: failed → its code; else its output could not be written → 1 (the
+/// turn is saved all the same); else interrupted by Ctrl-C → 130.
+fn turn_exit(end: TurnEnd, sink: &mut dyn EventSink) -> CliResult {
     if let Some(e) = end.error {
         return Err(e);
+    }
+    if let Some(e) = sink.take_write_error() {
+        return Err(crate::cmd::stdout_error(e));
     }
     if end.interrupted_by_user {
         return Err(CliError::silent(ExitKind::Interrupted));
@@ -666,7 +708,7 @@ async fn drive(
         if end.status == Some(ReplyStatus::Parked) {
             report_parked(sink, state, &handle.key);
         }
-        turn_exit(end)?;
+        turn_exit(end, sink)?;
         if args.message.is_none() {
             return Ok(());
         }
@@ -677,7 +719,7 @@ async fn drive(
         if end.status == Some(ReplyStatus::Parked) {
             report_parked(sink, state, &handle.key);
         }
-        return turn_exit(end);
+        return turn_exit(end, sink);
     }
     interactive(agent, handle, state, args, sink).await
 }
@@ -727,6 +769,10 @@ async fn interactive(
             }
         };
         let end = run_turn(agent, handle, state, input, sink).await?;
+        // The turn is saved; a reply that could not be shown ends the chat (exit 1).
+        if let Some(e) = sink.take_write_error() {
+            return Err(crate::cmd::stdout_error(e));
+        }
         if let Some(e) = end.error {
             // The turn failed but what it did is saved; a person can try again or quit.
             sink.note(Note::Error, &format!("error: {e}"));
@@ -755,7 +801,7 @@ pub(crate) async fn run(global: &crate::GlobalArgs, args: ChatArgs) -> CliResult
     let model = crate::provider::build(&spec)?;
     let (storage, lock) = crate::storage_url::open_for_turns(global.storage.as_deref()).await?;
     let mut human = HumanSink::stdout();
-    let mut json = JsonSink;
+    let mut json = JsonSink::default();
     let sink: &mut dyn EventSink = if args.json { &mut json } else { &mut human };
     let result = chat_with(storage.clone(), lock, &args, model, default_toolkit(), sink).await;
     let _ = storage.close().await;
