@@ -21,6 +21,14 @@ pub struct FormatterOptions {
     pub reasoning_content: bool,
     /// Accept `video/*` data (DashScope).
     pub video: bool,
+    /// Audio as 2.0.4's `DashScopeChatFormatter` sends it: any `audio/*` type, with the media
+    /// subtype as `input_audio.format` (`audio/mpeg` is `"mpeg"`), and a remote URL passed on as
+    /// `input_audio.data` (DashScope's compatible mode fetches it). Otherwise (OpenAI) only wav
+    /// and mp3 are sent, as base64 with `format` `"wav"` or `"mp3"`; other audio types, and remote
+    /// audio URLs, are skipped with a warning: 2.0.4's `OpenAIChatFormatter` downloads a remote
+    /// `.wav`/`.mp3` URL and sends its bytes, which this formatter does not do (send such audio
+    /// as base64 data, or as a `file://` URL under [`FormatterOptions::local_files`]).
+    pub dashscope_audio: bool,
     /// Identifier generator for media returned by tools.
     pub media_id: MediaIdFactory,
     /// The directory whose files `file://` media URLs may name (they are read and sent inline,
@@ -37,29 +45,34 @@ impl fmt::Debug for FormatterOptions {
             .field("include_name", &self.include_name)
             .field("reasoning_content", &self.reasoning_content)
             .field("video", &self.video)
+            .field("dashscope_audio", &self.dashscope_audio)
             .field("local_files", &self.local_files)
             .finish_non_exhaustive()
     }
 }
 
 impl FormatterOptions {
-    /// `OpenAIChatFormatter`: names, no reasoning content, images and audio.
+    /// `OpenAIChatFormatter`: names, no reasoning content, images and audio (base64 wav and mp3;
+    /// remote audio URLs are skipped, see [`FormatterOptions::dashscope_audio`]).
     pub fn openai() -> Self {
         Self {
             include_name: true,
             reasoning_content: false,
             video: false,
+            dashscope_audio: false,
             media_id: Arc::new(shortuuid),
             local_files: None,
         }
     }
 
-    /// `DashScopeChatFormatter`: no names, images, audio and video; `reasoning_content` when `thinking`.
+    /// `DashScopeChatFormatter`: no names, images, audio (any type, remote URLs passed on) and video;
+    /// `reasoning_content` when `thinking`.
     pub fn dashscope(thinking: bool) -> Self {
         Self {
             include_name: false,
             reasoning_content: thinking,
             video: true,
+            dashscope_audio: true,
             media_id: Arc::new(shortuuid),
             local_files: None,
         }
@@ -166,6 +179,18 @@ impl ChatFormatter {
         match kind {
             MediaKind::Image => Some(json!({"type": "image_url", "image_url": {"url": self.image_url(d)?}})),
             MediaKind::Video => Some(json!({"type": "video_url", "video_url": {"url": self.image_url(d)?}})),
+            MediaKind::Audio if self.opts.dashscope_audio => {
+                // 2.0.4: `media_type.split("/")[-1]`, and a remote URL as the data.
+                let format = mt.rsplit('/').next().unwrap_or(mt);
+                let data = match &d.source {
+                    Source::Base64(b) => b.data.clone(),
+                    Source::Url(u) => match self.url_data(&u.url, mt)? {
+                        UrlData::Local(bytes) => base64::engine::general_purpose::STANDARD.encode(bytes),
+                        UrlData::Remote => u.url.clone(),
+                    },
+                };
+                Some(json!({"type": "input_audio", "input_audio": {"data": data, "format": format}}))
+            }
             MediaKind::Audio => {
                 let format = match mt {
                     "audio/wav" | "audio/x-wav" | "audio/wave" => "wav",
@@ -180,7 +205,10 @@ impl ChatFormatter {
                     Source::Url(u) => match self.url_data(&u.url, mt)? {
                         UrlData::Local(bytes) => base64::engine::general_purpose::STANDARD.encode(bytes),
                         UrlData::Remote => {
-                            tracing::warn!(url = %u.url, "remote audio URLs are not downloaded; skipped");
+                            tracing::warn!(
+                                url = %u.url,
+                                "remote audio URLs are not downloaded (2.0.4 downloads them); skipped"
+                            );
                             return None;
                         }
                     },
@@ -668,6 +696,44 @@ mod tests {
         let parts = parts_of(FormatterOptions::openai(), &inside, "image/png");
         assert!(parts.is_empty(), "openai: {parts:?}");
         std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    /// DashScope's compatible mode takes an audio URL as it is and any audio format: 2.0.4's
+    /// `DashScopeChatFormatter` sends a remote URL as `input_audio.data` and the media subtype as
+    /// `format` (the expected parts are its output for these blocks). OpenAI takes base64 wav or
+    /// mp3 only; remote audio, which 2.0.4 downloads, is skipped with a warning.
+    #[test]
+    fn audio_is_sent_as_each_flavor_takes_it() {
+        let url = |u: &str, mt: &str| DataBlock::new(Source::Url(as_message::UrlSource::new(u, mt).unwrap()), None);
+        let b64 = |mt: &str| {
+            DataBlock::new(
+                Source::Base64(as_message::Base64Source { data: "UklGRg==".into(), media_type: mt.into() }),
+                None,
+            )
+        };
+        let blocks = [
+            url("https://example.com/a.ogg", "audio/ogg"),
+            url("https://example.com/b.mp3", "audio/mpeg"),
+            b64("audio/mpeg"),
+            b64("audio/x-wav"),
+            b64("audio/wav;codec=1"),
+        ];
+        let msg = Msg::user_blocks("user", blocks.into_iter().map(ContentBlock::Data).collect());
+        let audio =
+            |data: &str, format: &str| json!({"type": "input_audio", "input_audio": {"data": data, "format": format}});
+        let out = ChatFormatter::new(FormatterOptions::dashscope(false)).format(std::slice::from_ref(&msg));
+        assert_eq!(
+            out,
+            vec![json!({"role": "user", "content": [
+                audio("https://example.com/a.ogg", "ogg"),
+                audio("https://example.com/b.mp3", "mpeg"),
+                audio("UklGRg==", "mpeg"),
+                audio("UklGRg==", "x-wav"),
+                audio("UklGRg==", "wav;codec=1"),
+            ]})]
+        );
+        let out = ChatFormatter::new(FormatterOptions::openai()).format(&[msg]);
+        assert_eq!(out[0]["content"], json!([audio("UklGRg==", "mp3"), audio("UklGRg==", "wav")]));
     }
 
     #[test]
