@@ -1,5 +1,6 @@
-//! `agentscope chat` end to end, non-interactive (`--message`, `--json`, `--confirm`): the built
-//! binary against the local OpenAI-compatible mock server, with SQLite (and Redis when installed).
+//! `agentscope chat` end to end, non-interactive (`--message`, `--json`, `--confirm`) and the
+//! interactive loop fed by a pipe: the built binary against the local OpenAI-compatible mock
+//! server, with SQLite (and Redis when installed). The interactive chat on a terminal is `e2e_pty.rs`.
 // Helpers outside `#[test]` fns are test code too (clippy.toml only covers `#[test]`/`cfg(test)` items).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -702,4 +703,48 @@ fn a_full_stdout_fails_the_turn_with_exit_1_but_the_turn_is_saved() {
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
         assert!(stdout(&o).contains("Hello there."), "{extra:?}: the reply was saved: {}", stdout(&o));
     }
+}
+
+/// The interactive chat with `input` piped to it (no terminal), to the end of that input.
+fn interactive(storage: &str, url: &str, input: &str) -> std::process::Output {
+    let mut child = agentscope(&chat_args(storage, url))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), input.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// The interactive chat: a turn that fails says so on stderr (diagnostics), never among the replies
+/// on stdout, and the chat goes on; at the end of input the exit code is the last turn's failure (6:
+/// the model refused the key), or 0 when the last turn went well.
+#[test]
+fn interactive_turn_errors_go_to_stderr_and_a_failed_last_turn_is_the_exit_code() {
+    let rt = runtime();
+    let srv = server(&rt);
+    let url = srv.base_url();
+    let dir = tempfile::tempdir().unwrap();
+    let storage = format!("sqlite:{}", dir.path().join("s.db").display());
+    let refused = || MockReply::error(401, "Incorrect API key provided", Some("invalid_api_key"));
+
+    srv.push(refused());
+    let o = interactive(&storage, &url, "hello\n");
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(o.status.code(), Some(6), "stdout {out}\nstderr {err}");
+    assert!(!out.contains("error") && !out.contains("authentication failed"), "{out}");
+    assert_eq!(err.lines().filter(|l| l.starts_with("error: the model failed")).count(), 1, "{err}");
+
+    // A failed turn, then one that works: the chat went on, and ends well.
+    srv.push(refused());
+    srv.push(text_reply(&["Fine, thanks."]));
+    let o = interactive(&storage, &url, "hello\nhow are you?\n");
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(o.status.code(), Some(0), "stdout {out}\nstderr {err}");
+    assert!(out.contains("Fine, thanks.") && !out.contains("error"), "{out}");
+    assert_eq!(err.lines().filter(|l| l.starts_with("error: the model failed")).count(), 1, "{err}");
+    // cli.md gives the codes but not this rule, so `chat --help` states it.
+    let help = stdout(&run(&["chat", "--help"]));
+    assert!(help.contains("or with the exit code of the last turn when that turn failed"), "{help}");
 }

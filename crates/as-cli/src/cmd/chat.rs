@@ -81,8 +81,10 @@ Examples:
 Providers and keys: openai: (OPENAI_API_KEY, OPENAI_BASE_URL), dashscope: (DASHSCOPE_API_KEY),
 deepseek: (DEEPSEEK_API_KEY), ollama: (no key, http://localhost:11434/v1); --base-url overrides the endpoint.
 
-Keys: Ctrl-C while a reply streams interrupts it (the partial reply is saved; with --message the exit code
-is 130); at a prompt Ctrl-C quits with exit 130, Ctrl-D with exit 0.
+Keys: Ctrl-C while a reply streams interrupts it (the partial reply is saved; with --message the
+exit code is 130); at a prompt Ctrl-C quits with exit 130, Ctrl-D (the end of input) with exit 0,
+or with the exit code of the last turn when that turn failed. A turn that fails prints its error
+on stderr, and the chat goes on.
 A tool that needs permission asks [y/n/a]: yes, no, or always (a also adds the suggested rule,
 named in the prompt, to the session). Quitting at that prompt leaves the session parked: the next
 `chat` on it asks again before anything else. With --message, a reply that parks prints the
@@ -233,7 +235,8 @@ pub(crate) struct TurnEnd {
     pub(crate) status: Option<ReplyStatus>,
     /// Whether Ctrl-C interrupted it.
     pub(crate) interrupted_by_user: bool,
-    /// The error that stopped it (already reported to the sink).
+    /// The error that stopped it (reported by the caller: the exit with `--message`, a line on stderr
+    /// in the interactive chat).
     pub(crate) error: Option<CliError>,
 }
 
@@ -249,6 +252,10 @@ pub(crate) trait EventSink: Send {
     /// to stdout has none.
     fn take_write_error(&mut self) -> Option<std::io::Error> {
         None
+    }
+    /// A failed turn's error line, on stderr (a diagnostic, not part of the reply).
+    fn error(&mut self, text: &str) {
+        let _ = writeln!(std::io::stderr().lock(), "{text}");
     }
 }
 
@@ -297,6 +304,15 @@ impl EventSink for HumanSink {
 
     fn take_write_error(&mut self) -> Option<std::io::Error> {
         self.stdout.failed.take()
+    }
+
+    /// Ends the reply's open line on stdout first, so that on a terminal the error is a line of its own.
+    fn error(&mut self, text: &str) {
+        let renderer = &mut self.renderer;
+        self.stdout.write(|out| renderer.close(out));
+        let stderr = std::io::stderr();
+        let mut err = stderr.lock();
+        let _ = Renderer::new(use_colour(stderr.is_terminal())).note(&mut err, Note::Error, text);
     }
 }
 
@@ -733,6 +749,8 @@ async fn interactive(
 ) -> CliResult {
     let colour = use_colour(std::io::stdout().is_terminal());
     let mut lines = stdin_lines();
+    // The exit of the last turn when it failed: the exit status at the end of input.
+    let mut last_failure: Option<ExitKind> = None;
     outln!("session {} — Ctrl-C interrupts a reply; Ctrl-C or Ctrl-D at the prompt quits", handle.key.session_id)?;
     if let Some(recap) = recap(state) {
         sink.note(Note::Info, &recap);
@@ -745,11 +763,11 @@ async fn interactive(
                 Ok(answers) => answers,
                 Err(quit) => {
                     outln!("The session stays parked; the next chat on it asks again.")?;
-                    // Ctrl-C is exit 130 wherever it is pressed (Ctrl-D is a normal end).
+                    // Ctrl-C is exit 130 wherever it is pressed (Ctrl-D is the end of input).
                     return if matches!(quit, Typed::CtrlC) {
                         Err(CliError::silent(ExitKind::Interrupted))
                     } else {
-                        Ok(())
+                        end_of_input(last_failure)
                     };
                 }
             };
@@ -760,7 +778,7 @@ async fn interactive(
                 Typed::Line(l) => ReplyInput::user_text(l),
                 Typed::Eof => {
                     outln!("")?;
-                    return Ok(());
+                    return end_of_input(last_failure);
                 }
                 Typed::CtrlC => {
                     outln!("")?;
@@ -773,11 +791,18 @@ async fn interactive(
         if let Some(e) = sink.take_write_error() {
             return Err(crate::cmd::stdout_error(e));
         }
-        if let Some(e) = end.error {
-            // The turn failed but what it did is saved; a person can try again or quit.
-            sink.note(Note::Error, &format!("error: {e}"));
-        }
+        // A turn that failed saved what it did; a person can try again or quit.
+        last_failure = end.error.map(|e| {
+            sink.error(&format!("error: {e}"));
+            e.kind()
+        });
     }
+}
+
+/// The exit at the end of input (Ctrl-D): the last turn's when it failed (its error is already on
+/// stderr), else 0. cli.md gives the codes, not this rule; `chat --help` states it.
+fn end_of_input(last_failure: Option<ExitKind>) -> CliResult {
+    last_failure.map_or(Ok(()), |kind| Err(CliError::silent(kind)))
 }
 
 /// The tools of `chat` (and the demo): the built-in Read, Write, Edit, Glob, Grep and Bash.
