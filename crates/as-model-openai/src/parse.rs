@@ -108,7 +108,7 @@ pub(crate) fn error_message(err: &Value) -> String {
 }
 
 /// Per-stream state: one block id for text and one for thinking, tool calls keyed by `index`.
-#[derive(Debug)]
+/// `Debug` shows the secret as `[REDACTED]`.
 pub struct StreamState {
     provider: &'static str,
     reasoning: ReasoningField,
@@ -122,6 +122,22 @@ pub struct StreamState {
     started: std::time::Instant,
     /// The API key, replaced by `[REDACTED]` in any server text copied into an error.
     secret: Option<String>,
+}
+
+impl std::fmt::Debug for StreamState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamState")
+            .field("provider", &self.provider)
+            .field("reasoning", &self.reasoning)
+            .field("text_id", &self.text_id)
+            .field("thinking_id", &self.thinking_id)
+            .field("calls", &self.calls)
+            .field("taken", &self.taken)
+            .field("saw_finish", &self.saw_finish)
+            .field("started", &self.started)
+            .field("secret", &self.secret.as_ref().map(|_| "[REDACTED]"))
+            .finish()
+    }
 }
 
 /// One tool call being streamed.
@@ -309,6 +325,16 @@ pub(crate) fn truncate(s: &str, max: usize) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn debug_never_shows_the_secret() {
+        let st = StreamState::new("p", ReasoningField::ContentOnly).with_secret(Some("sk-live-123"));
+        let shown = format!("{st:?} {st:#?}");
+        assert!(!shown.contains("sk-live-123"), "{shown}");
+        assert!(shown.contains("[REDACTED]"), "{shown}");
+        let none = format!("{:?}", StreamState::new("p", ReasoningField::ContentOnly));
+        assert!(none.contains("secret: None"), "{none}");
+    }
 
     #[test]
     fn a_reused_tool_call_id_is_replaced() {
