@@ -96,10 +96,30 @@ fn read_tracked<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, MessageError> {
         && let Ok(value) = crate::read::parse_value(text, Numbers::Raw, MAX_JSON_DEPTH)
         && let Ok(deduplicated) = serde_json::to_string(&value)
     {
-        return read_serde(deduplicated.as_bytes(), fits);
+        let read = read_serde(deduplicated.as_bytes(), fits)?;
+        // A `NaN` was read as `null`, which free-form data keeps (as pydantic writes it) but which a
+        // nullable typed field takes too, where pydantic refuses a `NaN` (a float) as it refuses an
+        // infinity ("finished_at":NaN). So a document with a `NaN` is read again with each `NaN` an
+        // infinity: it must be read both ways (a float field refuses the `null`: a known difference).
+        if text.contains("NaN")
+            && let Ok(value) = crate::read::parse_value(text, Numbers::RawNanAsInfinity, MAX_JSON_DEPTH)
+            && let Ok(infinite) = serde_json::to_string(&value)
+        {
+            read_serde::<T>(infinite.as_bytes(), fits).map_err(nan_error)?;
+        }
+        return Ok(read);
     }
     // Not JSON (or too deep): serde's error.
     read_serde(bytes, fits)
+}
+
+/// An error of the read of a document with each `NaN` an infinity (see [`read_tracked`]): the same
+/// document was read with each `NaN` a `null`, so the number refused is a `NaN`, and named so.
+fn nan_error(e: MessageError) -> MessageError {
+    match e.message().strip_prefix("invalid type: number") {
+        Some(rest) => MessageError::new(e.kind(), e.path(), format!("invalid type: NaN{rest}")),
+        None => e,
+    }
 }
 
 /// serde's read of a whole document, reporting the JSON path of an error; `fits`: the document is

@@ -322,6 +322,17 @@ fn non_finite_floats_in_free_form_data_are_read() {
     check(NON_FINITE, &[FROM_JSON, FROM_SLICE, FAST, CURSOR]);
 }
 
+/// A `NaN` in a nullable typed field is refused at that field, the error naming it.
+#[test]
+fn nan_in_a_nullable_field_is_an_error_naming_it() {
+    let text =
+        r#"{"name":"u","content":[],"role":"user","id":"m","metadata":{"x":NaN},"created_at":"t","finished_at":NaN}"#;
+    for e in [from_json::<Msg>(text).unwrap_err(), fast_or_from_json(text, msg).unwrap_err()] {
+        assert_eq!(e.path(), "finished_at", "{e}");
+        assert_eq!(e.message(), "invalid type: NaN, expected a string", "{e}");
+    }
+}
+
 const NON_FINITE: &[Case] = &[
     // Python's non-finite floats in free-form data are read, and written back as null.
     (
@@ -387,6 +398,27 @@ const NON_FINITE: &[Case] = &[
     ),
     (
         r#"{"name":NaN,"content":[],"role":"user","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        None,
+    ),
+    // A NaN is a float to pydantic, not a None: nullable typed fields refuse it as an infinity.
+    (
+        r#"{"name":"u","content":[],"role":"user","id":"m","metadata":{},"created_at":"t","finished_at":NaN,"usage":null}"#,
+        None,
+    ),
+    (
+        r#"{"name":"u","content":[],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":NaN}"#,
+        None,
+    ),
+    (
+        r#"{"name":"u","content":[{"type":"hint","hint":"h","id":"b","source":NaN}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        None,
+    ),
+    (
+        r#"{"name":"u","content":[{"type":"data","id":"b","source":{"type":"url","url":"http://a.com/x.png","media_type":"image/png"},"name":NaN}],"role":"user","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        None,
+    ),
+    (
+        r#"{"name":"u","content":[{"type":"data","id":"b","source":{"type":"url","url":"http://a.com/x.png","media_type":"image/png"},"name":NaN}],"role":"user","id":"m","metadata":{"x":NaN},"created_at":"t","finished_at":null,"usage":null}"#,
         None,
     ),
     (

@@ -276,6 +276,19 @@ const NON_FINITE: &[Case] = &[
     (r#"{"session_id":"s","reply_id":"r","tool_context":{"max_cache_bytes":-Infinity}}"#, None),
     (r#"{"session_id":"s","reply_id":"r","tool_context":{"max_cache_bytes":NaN}}"#, None),
     (r#"{"session_id":NaN,"reply_id":"r"}"#, None),
+    // A NaN is a float to pydantic, not a None: nullable typed fields refuse it.
+    (
+        r#"{"session_id":"s","reply_id":"r","permission_context":{"mode":"default","allow_rules":{"Bash":[{"tool_name":"Bash","rule_content":NaN,"behavior":"allow","source":"session"}]}}}"#,
+        None,
+    ),
+    (
+        r#"{"session_id":"s","reply_id":"r","tasks_context":{"tasks":[{"subject":"s","description":"d","metadata":{},"created_at":"t","id":"i","owner":NaN}]}}"#,
+        None,
+    ),
+    (
+        r#"{"session_id":"s","reply_id":"r","context":[{"name":"u","content":[],"role":"user","id":"m","metadata":{},"created_at":"t","finished_at":NaN}]}"#,
+        None,
+    ),
 ];
 
 /// Float fields read `Infinity` and `-Infinity` as infinities, as pydantic does; both write them

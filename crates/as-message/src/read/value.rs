@@ -23,6 +23,10 @@ pub(crate) enum Numbers {
     /// The token's text as serde_json's own reader keeps it (every digit; an exponent written
     /// `e+2`), for typed fields (the lax readers decide) and for a document that serde reads again.
     Raw,
+    /// [`Numbers::Raw`], but `NaN` read as an infinity instead of `null`: a typed field that takes
+    /// `null` (`finished_at`, `usage`) refuses it, as pydantic refuses a `NaN` (a float) there.
+    /// Only to check where a document's `NaN`s are (see `json::read_tracked`).
+    RawNanAsInfinity,
 }
 
 /// Why a value was not read.
@@ -93,7 +97,7 @@ pub(crate) fn read(c: &mut Cursor<'_>, numbers: Numbers, max_depth: usize) -> Re
             b't' => literal(c, "true", Value::Bool(true))?,
             b'f' => literal(c, "false", Value::Bool(false))?,
             // Python's `json` (and pydantic's parser) also read these three, as floats.
-            b'N' => literal(c, "NaN", Value::Null)?,
+            b'N' => literal(c, "NaN", nan(numbers))?,
             b'I' => literal(c, "Infinity", infinity(numbers, ""))?,
             b'-' if c.eat("-Infinity") => infinity(numbers, "-"),
             _ => number(c, numbers)?,
@@ -136,12 +140,23 @@ pub(crate) fn read(c: &mut Cursor<'_>, numbers: Numbers, max_depth: usize) -> Re
 
 /// `Infinity` (`sign` `""`) or `-Infinity` (`"-"`): `null` as pydantic writes a non-finite float
 /// back; for typed fields a number too large for an `f64`, which the lax float reader reads as an
-/// infinity (as pydantic does) and the integer reader refuses (as pydantic does). A `NaN` has no such
-/// number: it is `null` (see the crate docs' known differences).
+/// infinity (as pydantic does) and the integer reader refuses (as pydantic does).
 fn infinity(numbers: Numbers, sign: &str) -> Value {
     match numbers {
         Numbers::Canonical => Value::Null,
-        Numbers::Raw => format!("{sign}1e999").parse::<Number>().map_or(Value::Null, Value::Number),
+        Numbers::Raw | Numbers::RawNanAsInfinity => {
+            format!("{sign}1e999").parse::<Number>().map_or(Value::Null, Value::Number)
+        }
+    }
+}
+
+/// `NaN`: `null`, as pydantic writes a non-finite float back. A number has no `NaN`, so for typed
+/// fields too it is `null` (a float field refuses it: see the crate docs' known differences), except
+/// with [`Numbers::RawNanAsInfinity`].
+fn nan(numbers: Numbers) -> Value {
+    match numbers {
+        Numbers::Canonical | Numbers::Raw => Value::Null,
+        Numbers::RawNanAsInfinity => infinity(numbers, ""),
     }
 }
 
@@ -211,7 +226,7 @@ fn number(c: &mut Cursor<'_>, numbers: Numbers) -> Result<Value, ValueError> {
         return exact(token);
     }
     match numbers {
-        Numbers::Raw => exact(token),
+        Numbers::Raw | Numbers::RawNanAsInfinity => exact(token),
         Numbers::Canonical => {
             Ok(token.parse::<f64>().ok().and_then(Number::from_f64).map_or(Value::Null, Value::Number))
         }
@@ -267,6 +282,9 @@ mod tests {
         // Python's non-finite floats: `null` when written back; for typed fields, infinities stay numbers.
         assert_eq!(canonical("[NaN, Infinity,-Infinity]").as_deref(), Ok("[null,null,null]"));
         assert_eq!(raw("[NaN, Infinity,-Infinity]").as_deref(), Ok("[null,1e+999,-1e+999]"));
+        let mut c = Cursor::new("[NaN, Infinity,-Infinity]");
+        let v = read(&mut c, Numbers::RawNanAsInfinity, crate::MAX_JSON_DEPTH).map(|v| v.to_string());
+        assert_eq!(v.as_deref(), Ok("[1e+999,1e+999,-1e+999]"), "to check where the NaNs are");
         for bad in ["-NaN", "+Infinity", "nan", "inf", "Infinityx", "[Infinity1]", "- Infinity", "-Inf", "NaN0"] {
             assert_eq!(canonical(bad), Err(ValueError::Syntax), "{bad:?}");
         }
