@@ -114,6 +114,11 @@ fn unknown_sessions_exit_3() {
 fn bad_state_input_exits_5() {
     let o = run(&with_owner(&["create"], &["--state", "-"]), Some("{\"context\": 3}"), &[]);
     assert_fails(&o, 5, "not an AgentState");
+    // pydantic would read these as empty states; the state is checked before the session is looked up.
+    for doc in [r#"{"id":"s1","state":{"context":[]}}"#, r#"{"user_id":"u","agent_id":"a"}"#] {
+        let o = run(&with_owner(&["set-state"], &["--session", "nope", "-"]), Some(doc), &[]);
+        assert_fails(&o, 5, "not an AgentState");
+    }
     let o = agentscope(&with_owner(&["create"], &["--state", "/nonexistent/state.json"]));
     assert_fails(&o, 5, "cannot read");
     // Every command that reads an input file says the same of one it cannot read.

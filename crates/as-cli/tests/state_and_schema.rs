@@ -117,3 +117,41 @@ fn check_reports_each_file_and_fails_on_any_error() {
     let usage = agentscope(&["state", "check"], None);
     assert_eq!(usage.status.code(), Some(2), "no FILE is a usage error");
 }
+
+/// pydantic's `AgentState` reads any JSON object (unknown keys dropped, the rest defaulted), so a
+/// session record missing its owner (`{"id":…,"state":{…}}`) or a message would check as an empty
+/// state, its messages silently dropped. `state check` refuses them (as `sessions set-state` does),
+/// naming the key; a state with a key it does not know still checks, as pydantic reads it.
+#[test]
+fn check_refuses_a_record_or_a_message_taken_for_a_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(format!("{FIX}session_record.compact.json")).unwrap()).unwrap();
+    let partial = dir.path().join("partial.json");
+    std::fs::write(&partial, serde_json::json!({"id": record["id"], "state": record["state"]}).to_string()).unwrap();
+    let partial = partial.to_str().unwrap();
+    let msg = dir.path().join("msg.json");
+    std::fs::write(&msg, serde_json::to_string(&record["state"]["context"][0]).unwrap()).unwrap();
+    let msg = msg.to_str().unwrap();
+    let unknown = dir.path().join("unknown.json");
+    std::fs::write(&unknown, r#"{"foo":1}"#).unwrap();
+    let unknown = unknown.to_str().unwrap();
+
+    for args in [&["state", "check", partial][..], &["state", "check", "--kind", "state", msg]] {
+        let o = agentscope(args, None);
+        let all = format!("{}{}", stdout(&o), String::from_utf8_lossy(&o.stderr));
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {all}");
+        assert!(all.contains("not an AgentState") && !all.contains("ok  "), "{args:?}: {all}");
+    }
+    let o = agentscope(&["state", "check", partial], None);
+    let all = format!("{}{}", stdout(&o), String::from_utf8_lossy(&o.stderr));
+    assert!(all.contains(&format!("error  {partial}  at state: ")), "names the key: {all}");
+    // `state fmt` would print the empty state: refused too (invalid input).
+    let o = agentscope(&["state", "fmt", partial], None);
+    assert_eq!(o.status.code(), Some(5), "{}", stdout(&o));
+    assert!(o.stdout.is_empty());
+
+    let o = agentscope(&["state", "check", unknown], None);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(stdout(&o), format!("ok  {unknown}  state 0 messages\n"));
+}

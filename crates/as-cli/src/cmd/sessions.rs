@@ -189,18 +189,8 @@ fn read_state(file: &Path) -> CliResult<AgentState> {
     let bytes = crate::cmd::read_input(Some(file))?;
     // pydantic reads any object as a state (unknown keys dropped, the rest defaulted): a session
     // record or a message given by mistake would silently become an empty state.
-    if let Ok(serde_json::Value::Object(doc)) = serde_json::from_slice::<serde_json::Value>(&bytes) {
-        let has = |k: &str| doc.contains_key(k);
-        let other = if has("state") && has("user_id") {
-            Some("a session record (its state is the value of \"state\")")
-        } else if has("role") && has("content") {
-            Some("a message")
-        } else {
-            None
-        };
-        if let Some(what) = other {
-            return Err(CliError::new(ExitKind::Invalid, format!("{} is {what}, not an AgentState", file.display())));
-        }
+    if let Some(e) = crate::cmd::state::not_a_state(&bytes) {
+        return Err(CliError::new(ExitKind::Invalid, format!("{}: {e}", file.display())));
     }
     as_message::from_json_slice(&bytes)
         .map_err(|e| CliError::new(ExitKind::Invalid, format!("{} is not an AgentState: {e}", file.display())))

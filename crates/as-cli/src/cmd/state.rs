@@ -131,12 +131,45 @@ pub(crate) fn detect(bytes: &[u8]) -> Result<Kind, as_message::MessageError> {
     })
 }
 
-/// Parses `bytes` as `kind` (detected when `None`).
+/// Keys of a session record that an [`AgentState`] does not have.
+const RECORD_KEYS: [&str; 4] = ["state", "user_id", "agent_id", "config"];
+
+/// Why `bytes`, which pydantic's `AgentState` would still read, is not a state: pydantic ignores
+/// unknown keys and defaults the missing ones, so a session record, part of one (`{"id":…,
+/// "state":{…}}`) or a message given by mistake would silently become an empty state, its messages
+/// dropped. `None` when it may be a state (whatever is not JSON or not an object is left to the
+/// parser to report). Shared by `state check|fmt` and `sessions create --state|set-state`.
+pub(crate) fn not_a_state(bytes: &[u8]) -> Option<as_message::MessageError> {
+    let keys: std::collections::BTreeMap<String, serde::de::IgnoredAny> = serde_json::from_slice(bytes).ok()?;
+    let invalid = |path: &str, why: String| {
+        Some(as_message::MessageError::new(as_message::MessageErrorKind::InvalidValue, path, why))
+    };
+    if keys.contains_key("state") {
+        let why = "not an AgentState but a session record or part of one, whose state is the value of \"state\" (an \
+                   AgentState has no such key): read as a state it would be empty";
+        return invalid("state", why.to_owned());
+    }
+    if let Some(key) = RECORD_KEYS.iter().find(|k| keys.contains_key(**k)) {
+        let why = format!("not an AgentState: {key:?} is a key of a session record: read as a state it would be empty");
+        return invalid(key, why);
+    }
+    if keys.contains_key("role") && keys.contains_key("content") {
+        return invalid("", "not an AgentState: this is a message (it has \"role\" and \"content\")".to_owned());
+    }
+    None
+}
+
+/// Parses `bytes` as `kind` (detected when `None`); a state must pass [`not_a_state`].
 pub(crate) fn parse(bytes: &[u8], kind: Option<Kind>) -> Result<Doc, as_message::MessageError> {
     let kind = match kind {
         Some(k) => k,
         None => detect(bytes)?,
     };
+    if kind == Kind::State
+        && let Some(e) = not_a_state(bytes)
+    {
+        return Err(e);
+    }
     Ok(match kind {
         Kind::State => Doc::State(Box::new(as_message::from_json_slice(bytes)?)),
         Kind::Record => Doc::Record(Box::new(as_message::from_json_slice(bytes)?)),
