@@ -157,6 +157,10 @@ pub(crate) fn kind_of_error_object(err: &Value, message: &str) -> ModelErrorKind
 
 /// Maps a reqwest failure (connect, body read). A request that could not even be built (a URL
 /// without a usable scheme, a header value with a newline) is `InvalidRequest`: retrying cannot help.
+///
+/// The message is reqwest's text (the kind of failure and the URL) followed by the text of each
+/// error in its source chain (`…: client error (Connect): tcp connect error: Connection refused
+/// (os error 111)`), which says why; the URL's credentials and the secret are hidden in all of it.
 pub(crate) fn from_transport(provider: &'static str, e: reqwest::Error, secret: Option<&str>) -> ModelError {
     let kind = if e.is_timeout() {
         ModelErrorKind::Timeout
@@ -166,19 +170,34 @@ pub(crate) fn from_transport(provider: &'static str, e: reqwest::Error, secret: 
         ModelErrorKind::Transport
     };
     // A gateway key may travel in the query (`?key=…`) or the user info: the URL in the message
-    // shows neither.
-    let e = match e.url().cloned() {
+    // shows neither, in reqwest's text or in a cause's.
+    let (e, unmasked) = match e.url().cloned() {
         Some(mut url) => {
+            let original = url.to_string();
             if mask_url(&mut url) {
-                e.with_url(url)
+                let masked = url.to_string();
+                (e.with_url(url), Some((original, masked)))
             } else {
-                e
+                (e, None)
             }
         }
-        None => e,
+        None => (e, None),
     };
-    let msg = redact(&e.to_string(), secret);
-    ModelError::new(kind, provider, msg)
+    let mut msg = e.to_string();
+    let mut cause = std::error::Error::source(&e);
+    while let Some(c) = cause {
+        let text = c.to_string();
+        // A wrapper may repeat its cause's text; say it once.
+        if !text.is_empty() && !msg.ends_with(&text) {
+            msg.push_str(": ");
+            msg.push_str(&text);
+        }
+        cause = c.source();
+    }
+    if let Some((original, masked)) = unmasked {
+        msg = msg.replace(&original, &masked);
+    }
+    ModelError::new(kind, provider, redact(&msg, secret))
 }
 
 /// Hides what in a URL may be a credential: the user name and password become `***`, each query

@@ -809,6 +809,25 @@ async fn a_base_url_with_a_query_keeps_it_after_the_path_and_hides_its_values_in
     }
 }
 
+/// A transport error says why the request failed (reqwest's own text names only the kind of
+/// failure and the URL): the cause ("Connection refused") is in the message, still without the
+/// key or the URL's credentials.
+#[tokio::test]
+async fn a_transport_error_names_its_cause() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    for base in [format!("http://127.0.0.1:{port}/v1"), format!("http://user:hunter2@127.0.0.1:{port}/v1?key=sk-q")] {
+        let cfg =
+            OpenAiCompatibleConfig::custom(&base, "m").with_api_key(ApiKey::new(KEY)).with_retry(RetryPolicy::none());
+        let e = model(cfg).call(ChatRequest::new(vec![Msg::user("user", "Hi")])).await.unwrap_err();
+        assert_eq!(e.kind(), ModelErrorKind::Transport, "{e}");
+        let shown = e.to_string();
+        assert!(shown.to_ascii_lowercase().contains("refused"), "{shown}");
+        for secret in [KEY, "hunter2", "sk-q"] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+    }
+}
+
 /// A server that sends its whole answer and then neither sends `[DONE]` nor closes the stream: the
 /// stream ends successfully at the usage chunk that follows the finish reason, or, without one,
 /// after the finish grace period (at most the idle timeout). Before the finish reason, silence is
