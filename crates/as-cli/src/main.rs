@@ -91,10 +91,16 @@ async fn dispatch(cli: Cli) -> CliResult {
     }
 }
 
+/// The command line: the derived one, with the `--storage` help that names the resolved default
+/// store (which clap's derive text cannot), and the demo's own (it uses neither that default nor
+/// `AGENTSCOPE_STORAGE`).
+fn command() -> clap::Command {
+    cmd::demo::with_storage_help(storage_url::with_storage_help(<Cli as clap::CommandFactory>::command()))
+}
+
 #[tokio::main]
 async fn main() -> ExitCode {
-    // `--help` names the resolved default store, which clap's derive text cannot.
-    let matches = storage_url::with_storage_help(<Cli as clap::CommandFactory>::command()).get_matches();
+    let matches = command().get_matches();
     let mut cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
         Ok(cli) => cli,
         Err(e) => e.exit(),
@@ -118,5 +124,6 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         super::Cli::command().debug_assert();
+        super::command().debug_assert();
     }
 }

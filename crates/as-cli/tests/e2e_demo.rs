@@ -70,3 +70,23 @@ fn demo_refuses_a_per_process_store() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("needs a store they share"), "{}", stderr(&o));
 }
+
+/// `demo --help` tells where the demo runs: a temporary store unless --storage is given, never the
+/// default store or an exported AGENTSCOPE_STORAGE (which every other command's --help advertises).
+#[test]
+fn demo_help_says_it_runs_on_a_temporary_store() {
+    let o = agentscope(&["demo", "--help"]).env("AGENTSCOPE_STORAGE", "sqlite:/tmp/exported.db").output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // Words, not lines: clap wraps the help to the width of the terminal.
+    let help = stdout(&o).split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(!help.contains("[env: AGENTSCOPE_STORAGE]") && !help.contains("[default: sqlite:"), "{help}");
+    assert!(help.contains("[default: a temporary SQLite file; AGENTSCOPE_STORAGE is ignored]"), "{help}");
+    let other = stdout(&run(&["sessions", "list", "--help"]));
+    assert!(other.contains("[env: AGENTSCOPE_STORAGE]") && other.contains("[default: "), "{other}");
+    // Given after `demo` as before it, --storage is the demo's store.
+    for args in [&["--storage", "memory", "demo"][..], &["demo", "--storage", "memory"]] {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&o).contains("needs a store they share"), "{args:?}: {}", stderr(&o));
+    }
+}

@@ -461,6 +461,20 @@ impl Printer {
     }
 }
 
+/// The `--storage` help of `demo`, which never uses the default store or `AGENTSCOPE_STORAGE` (see [`run`]).
+const DEMO_STORAGE_HELP: &str = "The store the demo runs on: `sqlite:PATH` or `redis://…` (not `memory`: each \
+     step is a new process) [default: a temporary SQLite file; AGENTSCOPE_STORAGE is ignored]";
+
+/// `command` with the demo's own `--storage` help. The global `--storage`, which clap copies into
+/// every subcommand, names the default store and `[env: AGENTSCOPE_STORAGE]`, neither of which the
+/// demo uses; clap copies a global argument only into subcommands without one of that id, so the
+/// demo's copy (the same argument, parsed the same way, another help) takes its place.
+pub(crate) fn with_storage_help(command: clap::Command) -> clap::Command {
+    let Some(global) = command.get_arguments().find(|a| a.get_id() == "storage").cloned() else { return command };
+    let demo_storage = global.help(DEMO_STORAGE_HELP).hide_env(true);
+    command.mut_subcommands(|sub| if sub.get_name() == "demo" { sub.arg(demo_storage.clone()) } else { sub })
+}
+
 /// `demo`.
 pub(crate) async fn run(global: &GlobalArgs, args: DemoArgs) -> CliResult {
     let temp = tempfile::Builder::new()
