@@ -76,9 +76,10 @@ pub trait ChatModel: Send + Sync + fmt::Debug {
 
     /// Asks for an object matching `request.schema` (2.0.4's base `generate_structured_output`): forces the tool
     /// [`STRUCTURED_OUTPUT_TOOL`] with the schema as parameters, appends [`STRUCTURED_OUTPUT_REMINDER`] to the last
-    /// user message (or adds a user message), parses the call's arguments and checks the schema's `required`
-    /// keys. A missing, unparsable or incomplete call is [`ModelErrorKind::InvalidResponse`]; an interrupted call is
-    /// [`ModelErrorKind::Cancelled`].
+    /// user message (or adds a user message), parses the call's arguments (repairing almost-JSON) and validates
+    /// them against the schema (2.0.4's `jsonschema.validate`). A missing, unparsable or invalid call is
+    /// [`ModelErrorKind::InvalidResponse`]; an interrupted call is [`ModelErrorKind::Cancelled`]; a schema that
+    /// is not a valid JSON Schema is [`ModelErrorKind::InvalidRequest`].
     async fn generate_structured_output(&self, request: StructuredOutputRequest) -> Result<StructuredResponse> {
         let chat = structured_output_request(&request);
         let response = self.call(chat).await?;
@@ -136,7 +137,8 @@ pub fn structured_output_request(request: &StructuredOutputRequest) -> ChatReque
         .with_cancel(request.cancel.clone())
 }
 
-/// Extracts and checks the structured object from a response to [`structured_output_request`].
+/// Extracts the structured object from a response to [`structured_output_request`] and validates it against
+/// `schema` (see [`ChatModel::generate_structured_output`] for the errors).
 pub fn parse_structured_output(
     provider: &'static str,
     schema: &Value,
@@ -164,18 +166,37 @@ pub fn parse_structured_output(
             }
         },
     };
-    if let Some(required) = schema.get("required").and_then(Value::as_array) {
-        let missing: Vec<&str> =
-            required.iter().filter_map(Value::as_str).filter(|k| !content.contains_key(*k)).collect();
-        if !missing.is_empty() {
-            return Err(ModelError::new(
-                ModelErrorKind::InvalidResponse,
-                provider,
-                format!("structured output misses required keys: {}", missing.join(", ")),
-            ));
-        }
-    }
+    validate_structured_output(provider, schema, &content)?;
     Ok(StructuredResponse::new(content, response.id.clone(), response.usage.clone(), response.finish_reason.clone()))
+}
+
+/// The longest validation message kept (it quotes the offending value, which may be long).
+const MAX_VALIDATION_MESSAGE: usize = 500;
+
+/// Validates the structured object against its schema, as 2.0.4's `jsonschema.validate` does (the
+/// draft named by `$schema`, else 2020-12; `format` is not checked). A mismatch is
+/// [`ModelErrorKind::InvalidResponse`] naming the path of the first error; a schema that is not a
+/// valid JSON Schema is [`ModelErrorKind::InvalidRequest`] (2.0.4's `SchemaError`).
+fn validate_structured_output(provider: &'static str, schema: &Value, content: &JsonMap) -> Result<()> {
+    let validator = jsonschema::validator_for(schema).map_err(|e| {
+        ModelError::new(ModelErrorKind::InvalidRequest, provider, format!("invalid structured output schema: {e}"))
+    })?;
+    let instance = Value::Object(content.clone());
+    if let Err(e) = validator.validate(&instance) {
+        let path = e.instance_path().to_string();
+        let at = if path.is_empty() { "the root".to_owned() } else { path };
+        let mut why = e.to_string();
+        if let Some((cut, _)) = why.char_indices().nth(MAX_VALIDATION_MESSAGE) {
+            why.truncate(cut);
+            why.push('…');
+        }
+        return Err(ModelError::new(
+            ModelErrorKind::InvalidResponse,
+            provider,
+            format!("structured output does not match its schema at {at}: {why}"),
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -190,6 +211,34 @@ mod tests {
         ChatResponse::new(vec![ContentBlock::ToolCall(ToolCallBlock::new("c1", STRUCTURED_OUTPUT_TOOL, input))])
     }
 
+    /// The object is validated against the whole schema, as 2.0.4's `jsonschema.validate`: a
+    /// mismatch is an `InvalidResponse` naming where it is.
+    #[test]
+    fn structured_output_is_validated_against_its_schema() {
+        let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
+        let e = parse_structured_output("t", &schema, &answer(r#"{"n": "many"}"#)).unwrap_err();
+        assert_eq!(e.kind(), ModelErrorKind::InvalidResponse, "{e}");
+        assert!(e.message().contains("/n"), "{e}");
+        assert_eq!(parse_structured_output("t", &schema, &answer(r#"{"n": 3}"#)).unwrap().content["n"], json!(3));
+        let e = parse_structured_output("t", &schema, &answer("{}")).unwrap_err();
+        assert_eq!(e.kind(), ModelErrorKind::InvalidResponse, "{e}");
+        assert!(e.message().contains("\"n\""), "{e}");
+        // Deeper: the path names the item.
+        let schema = json!({
+            "type": "object",
+            "properties": {"steps": {"type": "array", "items": {"type": "string", "maxLength": 3}}},
+        });
+        let e = parse_structured_output("t", &schema, &answer(r#"{"steps": ["ok", "too long"]}"#)).unwrap_err();
+        assert!(e.message().contains("/steps/1"), "{e}");
+        // A schema that is no JSON Schema is the request's fault (2.0.4: `SchemaError`).
+        let e = parse_structured_output("t", &json!({"type": "nonsense"}), &answer("{}")).unwrap_err();
+        assert_eq!(e.kind(), ModelErrorKind::InvalidRequest, "{e}");
+        // A repaired answer is validated too.
+        let schema = json!({"type": "object", "properties": {"summary": {"type": "string"}}});
+        let e = parse_structured_output("t", &schema, &answer(r#"{"summary": 7,}"#)).unwrap_err();
+        assert_eq!(e.kind(), ModelErrorKind::InvalidResponse, "{e}");
+    }
+
     /// What the model wrote as the structured-output call's arguments, and the object read from
     /// it (`None`: an `InvalidResponse`). 2.0.4 (`_json_loads_with_repair`) reads every repaired case.
     #[test]
@@ -201,10 +250,7 @@ mod tests {
             (r#"{"summary": "x",}"#, Some(json!({"summary": "x"}))),
             ("```json\n{\"summary\": \"x\"}\n```", Some(json!({"summary": "x"}))),
             (r#"{"summary": "cut mid"#, Some(json!({"summary": "cut mid"}))),
-            (
-                r#"{"summary": {"$serde_json::private::Number": "1"}}"#,
-                Some(json!({"summary": {"$serde_json::private::Number": "1"}})),
-            ),
+            (r#"{"summary": 1}"#, None), // not a string (jsonschema.validate)
             ("[1, 2]", None),
             ("no json here", None),
         ] {
@@ -214,5 +260,10 @@ mod tests {
                 _ => assert_eq!(got.unwrap_err().kind(), ModelErrorKind::InvalidResponse, "{input}"),
             }
         }
+        // Read as json.loads reads it: an object, not serde_json's private number form.
+        let any = json!({"type": "object", "required": ["summary"]});
+        let input = r#"{"summary": {"$serde_json::private::Number": "1"}}"#;
+        let got = parse_structured_output("t", &any, &answer(input)).unwrap();
+        assert_eq!(got.content["summary"], json!({"$serde_json::private::Number": "1"}));
     }
 }
