@@ -77,7 +77,8 @@ pub trait ChatModel: Send + Sync + fmt::Debug {
     /// Asks for an object matching `request.schema` (2.0.4's base `generate_structured_output`): forces the tool
     /// [`STRUCTURED_OUTPUT_TOOL`] with the schema as parameters, appends [`STRUCTURED_OUTPUT_REMINDER`] to the last
     /// user message (or adds a user message), parses the call's arguments (repairing almost-JSON) and validates
-    /// them against the schema (2.0.4's `jsonschema.validate`). A missing, unparsable or invalid call is
+    /// them against the schema (2.0.4's `jsonschema.validate`). A missing, unparsable or invalid call, or one the
+    /// provider cut short ([`ChatResponse::truncated_tool_call`]; 2.0.4 repairs and accepts it), is
     /// [`ModelErrorKind::InvalidResponse`]; an interrupted call is [`ModelErrorKind::Cancelled`]; a schema that
     /// is not a valid JSON Schema is [`ModelErrorKind::InvalidRequest`].
     async fn generate_structured_output(&self, request: StructuredOutputRequest) -> Result<StructuredResponse> {
@@ -150,6 +151,15 @@ pub fn parse_structured_output(
     let call = response.tool_calls().find(|c| c.name == STRUCTURED_OUTPUT_TOOL).ok_or_else(|| {
         ModelError::new(ModelErrorKind::InvalidResponse, provider, "the model did not call generate_structured_output")
     })?;
+    // 2.0.4 ignores the finish reason and repairs a call cut by `max_tokens` into an answer; a cut
+    // summary would then replace the history it summarizes.
+    if response.truncated_tool_call().is_some_and(|cut| std::ptr::eq(cut, call)) {
+        return Err(ModelError::new(
+            ModelErrorKind::InvalidResponse,
+            provider,
+            format!("the provider cut the structured output call short (finish reason {:?})", response.finish_reason),
+        ));
+    }
     let input = if call.input.trim().is_empty() { "{}" } else { call.input.as_str() };
     // As 2.0.4's `_json_loads_with_repair`: strict first, then a repair of almost-JSON (a trailing
     // comma, a code fence, a truncated end); the strict error is the one reported.
@@ -206,9 +216,26 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::FinishReason;
 
     fn answer(input: &str) -> ChatResponse {
         ChatResponse::new(vec![ContentBlock::ToolCall(ToolCallBlock::new("c1", STRUCTURED_OUTPUT_TOOL, input))])
+    }
+
+    /// A structured-output call the provider cut off (`max_tokens` reached, or filtered) is not
+    /// repaired into an answer: compression would keep a cut summary and drop the history.
+    #[test]
+    fn a_truncated_structured_output_call_is_invalid() {
+        let schema = json!({"type": "object", "properties": {"summary": {"type": "string"}}, "required": ["summary"]});
+        for reason in [FinishReason::Length, FinishReason::ContentFilter] {
+            let cut = answer(r#"{"summary": "cut mid"#).with_finish_reason(reason.clone());
+            let e = parse_structured_output("t", &schema, &cut).unwrap_err();
+            assert_eq!(e.kind(), ModelErrorKind::InvalidResponse, "{reason:?}: {e}");
+            // The call is whole when something came after it.
+            let mut whole = answer(r#"{"summary": "done"}"#).with_finish_reason(reason.clone());
+            whole.content.push(ContentBlock::Text(TextBlock::new("and then")));
+            assert_eq!(parse_structured_output("t", &schema, &whole).unwrap().content["summary"], "done");
+        }
     }
 
     /// The object is validated against the whole schema, as 2.0.4's `jsonschema.validate`: a
