@@ -20,7 +20,7 @@ use crate::permission::PermissionRule;
 use crate::read::Numbers;
 
 /// The `type` tag of a content block.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum BlockType {
     /// [`TextBlock`]
@@ -36,6 +36,15 @@ pub enum BlockType {
     /// [`DataBlock`]
     Data,
 }
+
+crate::str_enum!(BlockType {
+    Text => "text",
+    Thinking => "thinking",
+    Hint => "hint",
+    ToolCall => "tool_call",
+    ToolResult => "tool_result",
+    Data => "data",
+});
 
 impl BlockType {
     /// The wire tag (`"tool_call"`, ...).
@@ -410,7 +419,7 @@ pub struct HintBlock {
 crate::map_only!(HintBlock, "a HintBlock object", Serialize);
 
 /// Lifecycle of a tool call.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolCallState {
     /// Not yet checked.
@@ -426,8 +435,16 @@ pub enum ToolCallState {
     Finished,
 }
 
+crate::str_enum!(ToolCallState {
+    Pending => "pending",
+    Asking => "asking",
+    Allowed => "allowed",
+    Submitted => "submitted",
+    Finished => "finished",
+});
+
 /// Outcome of a tool call.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolResultState {
     /// Completed normally.
@@ -442,6 +459,14 @@ pub enum ToolResultState {
     #[default]
     Running,
 }
+
+crate::str_enum!(ToolResultState {
+    Success => "success",
+    Error => "error",
+    Interrupted => "interrupted",
+    Denied => "denied",
+    Running => "running",
+});
 
 /// A tool call made by the model. `input` is the raw JSON text of the arguments.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -489,6 +489,88 @@ macro_rules! map_only {
     };
 }
 
+/// Reads a unit-only enum from its wire string alone, as pydantic reads a `Literal` or `StrEnum` field:
+/// serde's derived `Deserialize` also takes the externally tagged map `{"user": null}`, which pydantic
+/// refuses. `variants`: each wire string with its value. [`str_enum!`](crate::str_enum!) writes the impl.
+///
+/// ```
+/// #[derive(Clone, Copy, Debug, PartialEq)]
+/// enum Side { Left, Right }
+/// impl<'de> serde::Deserialize<'de> for Side {
+///     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+///         as_message::deserialize_str_enum(d, &[("left", Side::Left), ("right", Side::Right)])
+///     }
+/// }
+/// assert_eq!(serde_json::from_str::<Side>(r#""left""#).unwrap(), Side::Left);
+/// let err = serde_json::from_str::<Side>(r#"{"left":null}"#).unwrap_err();
+/// assert!(err.to_string().starts_with("invalid type: map, expected one of `left`, `right`"), "{err}");
+/// let err = serde_json::from_str::<Side>(r#""up""#).unwrap_err();
+/// assert!(err.to_string().starts_with("unknown variant `up`, expected one of `left`, `right`"), "{err}");
+/// ```
+pub fn deserialize_str_enum<'de, D, T>(d: D, variants: &'static [(&'static str, T)]) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Copy + 'static,
+{
+    /// "one of `a`, `b`", as serde's derived impls list the variants.
+    struct OneOf<T: 'static>(&'static [(&'static str, T)]);
+    impl<T> fmt::Display for OneOf<T> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("one of ")?;
+            for (i, (name, _)) in self.0.iter().enumerate() {
+                write!(f, "{}`{name}`", if i == 0 { "" } else { ", " })?;
+            }
+            Ok(())
+        }
+    }
+    struct StrOnly<T: 'static>(&'static [(&'static str, T)]);
+    impl<T: Copy + 'static> Visitor<'_> for StrOnly<T> {
+        type Value = T;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            write!(f, "{}", OneOf(self.0))
+        }
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<T, E> {
+            match self.0.iter().find(|(name, _)| *name == v) {
+                Some(&(_, value)) => Ok(value),
+                None => Err(E::custom(format_args!("unknown variant `{v}`, expected {}", OneOf(self.0)))),
+            }
+        }
+    }
+    d.deserialize_str(StrOnly(variants))
+}
+
+/// Implements `Deserialize` for a unit-only enum with [`deserialize_str_enum`]: from its wire string
+/// alone, as pydantic reads it (serde's derive also takes the map `{"user": null}`). Every variant must
+/// be listed, with the string its `Serialize` writes.
+///
+/// ```
+/// #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+/// #[serde(rename_all = "snake_case")]
+/// enum Side { Left, FarRight }
+/// as_message::str_enum!(Side { Left => "left", FarRight => "far_right" });
+///
+/// # fn main() {
+/// assert_eq!(serde_json::from_str::<Side>(r#""far_right""#).unwrap(), Side::FarRight);
+/// assert!(serde_json::from_str::<Side>(r#"{"left":null}"#).is_err());
+/// # }
+/// ```
+#[macro_export]
+macro_rules! str_enum {
+    ($ty:ident { $($variant:ident => $name:literal),+ $(,)? }) => {
+        /// Reads only the wire string (pydantic refuses the map `{"…": null}`, which serde's derive accepts).
+        impl<'de> $crate::__serde::Deserialize<'de> for $ty {
+            fn deserialize<D: $crate::__serde::Deserializer<'de>>(d: D) -> ::core::result::Result<Self, D::Error> {
+                // Every variant is listed: one left out does not compile.
+                const _: fn($ty) = |v| match v {
+                    $($ty::$variant)|+ => {}
+                };
+                const VARIANTS: &[(&str, $ty)] = &[$(($name, $ty::$variant)),+];
+                $crate::deserialize_str_enum(d, VARIANTS)
+            }
+        }
+    };
+}
+
 /// Rewrites the numbers inside free-form JSON the way Python's `json.loads` + pydantic's dump would:
 /// floats in their shortest round-trip form (`1e-07` → `1e-7`, `1E2` → `100.0`), non-finite floats
 /// as `null`, `-0` as `0`. Integers keep every digit (big integers are not touched).
@@ -772,6 +854,71 @@ mod tests {
         assert!(crate::from_json::<crate::Msg>(&with(4300)).is_ok());
         let e = crate::from_json::<crate::Msg>(&with(4301)).unwrap_err();
         assert!(e.to_string().contains("number out of range"), "{e}");
+    }
+
+    /// Each wire enum reads back what it writes, from the string only, with errors listing the strings.
+    #[test]
+    fn wire_enums_read_back_what_they_write_from_strings_only() {
+        use crate::{BlockType, PermissionBehavior, PermissionMode, Role, ToolCallState, ToolResultState};
+        fn check<T>(all: &[T])
+        where
+            T: serde::Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug,
+        {
+            for v in all {
+                let text = serde_json::to_string(v).unwrap();
+                assert_eq!(&serde_json::from_str::<T>(&text).unwrap(), v, "{text}");
+                assert_eq!(&crate::from_value::<T>(serde_json::from_str(&text).unwrap()).unwrap(), v, "{text}");
+                let tagged = format!("{{{text}:null}}");
+                let e = serde_json::from_str::<T>(&tagged).unwrap_err().to_string();
+                assert!(e.starts_with("invalid type: map, expected one of `"), "{tagged}: {e}");
+                assert!(e.contains(&text.replace('"', "`")), "{tagged}: {e}");
+                assert!(crate::from_value::<T>(serde_json::from_str(&tagged).unwrap()).is_err(), "{tagged}");
+            }
+        }
+        check(&[Role::User, Role::Assistant, Role::System]);
+        check(&[
+            BlockType::Text,
+            BlockType::Thinking,
+            BlockType::Hint,
+            BlockType::ToolCall,
+            BlockType::ToolResult,
+            BlockType::Data,
+        ]);
+        check(&[
+            ToolCallState::Pending,
+            ToolCallState::Asking,
+            ToolCallState::Allowed,
+            ToolCallState::Submitted,
+            ToolCallState::Finished,
+        ]);
+        check(&[
+            ToolResultState::Success,
+            ToolResultState::Error,
+            ToolResultState::Interrupted,
+            ToolResultState::Denied,
+            ToolResultState::Running,
+        ]);
+        check(&[
+            PermissionMode::Default,
+            PermissionMode::AcceptEdits,
+            PermissionMode::Explore,
+            PermissionMode::Bypass,
+            PermissionMode::DontAsk,
+        ]);
+        check(&[
+            PermissionBehavior::Allow,
+            PermissionBehavior::Deny,
+            PermissionBehavior::Ask,
+            PermissionBehavior::Passthrough,
+        ]);
+        let e = crate::from_json::<crate::Msg>(r#"{"name":"u","content":[],"role":"User"}"#).unwrap_err();
+        assert_eq!(e.path(), "role");
+        assert_eq!(e.message(), "unknown variant `User`, expected one of `user`, `assistant`, `system`");
+        let e = crate::from_json::<crate::Msg>(r#"{"name":"u","content":[],"role":{"user":null}}"#).unwrap_err();
+        assert_eq!(
+            (e.path(), e.message()),
+            ("role", "invalid type: map, expected one of `user`, `assistant`, `system`")
+        );
     }
 
     #[test]

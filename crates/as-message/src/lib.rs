@@ -59,8 +59,8 @@ pub use error::{MessageError, MessageErrorKind, Result};
 pub use id::{IdFactory, format_naive, generate_id, now_iso, now_naive, set_id_factory, with_id_factory};
 pub use json::{
     DerivedDeserialize, JsonMap, MAX_JSON_DEPTH, MAX_NUMBER_DIGITS, canonicalize_numbers, check_number_digits,
-    deserialize_map_only, free_form, from_json, from_json_slice, from_value, lax_float, lax_int, required_nullable,
-    to_json, to_json_vec,
+    deserialize_map_only, deserialize_str_enum, free_form, from_json, from_json_slice, from_value, lax_float, lax_int,
+    required_nullable, to_json, to_json_vec,
 };
 pub use msg::{Msg, Role, Usage};
 pub use permission::{

@@ -8,7 +8,7 @@ use crate::id::{generate_id, now_iso};
 use crate::json::JsonMap;
 
 /// Who wrote a message.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     /// The user: text and data blocks only.
@@ -18,6 +18,8 @@ pub enum Role {
     /// The system prompt: text blocks only.
     System,
 }
+
+crate::str_enum!(Role { User => "user", Assistant => "assistant", System => "system" });
 
 impl Role {
     /// The wire value.

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// How the permission engine treats tool calls in a session.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PermissionMode {
     /// Ask unless a rule or the tool allows.
@@ -24,6 +24,14 @@ pub enum PermissionMode {
     DontAsk,
 }
 
+crate::str_enum!(PermissionMode {
+    Default => "default",
+    AcceptEdits => "accept_edits",
+    Explore => "explore",
+    Bypass => "bypass",
+    DontAsk => "dont_ask",
+});
+
 impl PermissionMode {
     /// The wire value (`"accept_edits"`, ...).
     pub fn as_str(self) -> &'static str {
@@ -38,7 +46,7 @@ impl PermissionMode {
 }
 
 /// What a rule or a decision does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PermissionBehavior {
     /// Run the tool.
@@ -50,6 +58,8 @@ pub enum PermissionBehavior {
     /// No opinion; fall through to the next step.
     Passthrough,
 }
+
+crate::str_enum!(PermissionBehavior { Allow => "allow", Deny => "deny", Ask => "ask", Passthrough => "passthrough" });
 
 /// A permission rule for one tool; `rule_content: null` matches every invocation.
 ///

@@ -435,6 +435,41 @@ const NON_FINITE: &[Case] = &[
     ),
 ];
 
+/// A `Literal` or `StrEnum` field (`role`, a tool call's or result's `state`) is read from its string
+/// alone; serde's derived enum reader also took the externally tagged map `{"user":null}`.
+#[test]
+fn wire_enums_are_read_from_strings_only() {
+    check(WIRE_ENUMS, &[FROM_JSON, FROM_SLICE, FAST, CURSOR, SERDE]);
+}
+
+const WIRE_ENUMS: &[Case] = &[
+    (r#"{"name":"u","content":[],"role":{"user":null},"id":"m","metadata":{},"created_at":"t"}"#, None),
+    (
+        r#"{"name":"u","content":[{"type":"tool_call","id":"c","name":"n","input":"{}","state":{"finished":null}}],"role":"assistant","id":"m","metadata":{},"created_at":"t"}"#,
+        None,
+    ),
+    (
+        r#"{"name":"u","content":[{"id":"c","name":"n","input":"{}","state":{"finished":null}}],"role":"assistant","id":"m","metadata":{},"created_at":"t"}"#,
+        None,
+    ),
+    (
+        r#"{"name":"u","content":[{"type":"tool_result","id":"c","name":"n","output":"o","state":{"success":null}}],"role":"assistant","id":"m","metadata":{},"created_at":"t"}"#,
+        None,
+    ),
+    (
+        r#"{"name":"u","content":[{"type":"tool_call","id":"c","name":"n","input":"{}","state":"finished"}],"role":"assistant","id":"m","metadata":{},"created_at":"t"}"#,
+        Some(
+            r#"{"name":"u","content":[{"type":"tool_call","id":"c","name":"n","input":"{}","state":"finished","suggested_rules":[]}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        ),
+    ),
+    (
+        r#"{"name":"u","content":[{"type":"tool_result","id":"c","name":"n","output":"o","state":"success"}],"role":"assistant","id":"m","metadata":{},"created_at":"t"}"#,
+        Some(
+            r#"{"name":"u","content":[{"type":"tool_result","id":"c","name":"n","output":"o","state":"success","metadata":{}}],"role":"assistant","id":"m","metadata":{},"created_at":"t","finished_at":null,"usage":null}"#,
+        ),
+    ),
+];
+
 /// A known difference (see the crate docs): pydantic reads integers of any size; `Usage`'s fields are
 /// `i64`, so a larger integer is refused with an error naming the field and saying why (it said
 /// "expected an integer"). The middle column is what Python writes for the input.

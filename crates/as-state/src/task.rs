@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Progress of a task.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskState {
     /// Not started.
@@ -16,6 +16,8 @@ pub enum TaskState {
     /// Done.
     Completed,
 }
+
+as_message::str_enum!(TaskState { Pending => "pending", InProgress => "in_progress", Completed => "completed" });
 
 /// A plan-mode task.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]

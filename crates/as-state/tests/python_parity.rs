@@ -380,3 +380,39 @@ fn caching_an_empty_file_records_zero_kilobytes() {
         r#"{"max_cache_files":100,"max_cache_bytes":25000.0,"read_file_cache":[{"lines":[],"updated_at":1.0,"bytes":0.0,"file_path":"/e"}],"activated_groups":[]}"#
     );
 }
+
+/// A `Literal` or `StrEnum` field (permission mode and behavior, task state) is read from its string
+/// alone; serde's derived enum reader also took the externally tagged map `{"bypass":null}`.
+#[test]
+fn wire_enums_are_read_from_strings_only() {
+    check(WIRE_ENUMS, &[FROM_JSON, STATE_FROM_JSON, CURSOR, SERDE]);
+    use as_state::TaskState;
+    for state in [TaskState::Pending, TaskState::InProgress, TaskState::Completed] {
+        let text = serde_json::to_string(&state).unwrap();
+        assert_eq!(serde_json::from_str::<TaskState>(&text).unwrap(), state, "{text}");
+        let e = serde_json::from_str::<TaskState>(&format!("{{{text}:null}}")).unwrap_err();
+        assert!(e.to_string().starts_with("invalid type: map, expected one of `pending`, `in_progress`, `completed`"));
+    }
+}
+
+const WIRE_ENUMS: &[Case] = &[
+    (r#"{"session_id":"s","reply_id":"r","permission_context":{"mode":{"bypass":null}}}"#, None),
+    (
+        r#"{"session_id":"s","reply_id":"r","permission_context":{"mode":"bypass","allow_rules":{"Bash":[{"tool_name":"Bash","rule_content":null,"behavior":{"allow":null},"source":"session"}]}}}"#,
+        None,
+    ),
+    (
+        r#"{"session_id":"s","reply_id":"r","tasks_context":{"tasks":[{"subject":"s","description":"d","metadata":{},"state":{"completed":null}}]}}"#,
+        None,
+    ),
+    (
+        r#"{"session_id":"s","reply_id":"r","context":[{"name":"u","content":[],"role":{"user":null},"id":"m","metadata":{},"created_at":"t"}]}"#,
+        None,
+    ),
+    (
+        r#"{"session_id":"s","reply_id":"r","permission_context":{"mode":"bypass","allow_rules":{"Bash":[{"tool_name":"Bash","rule_content":null,"behavior":"allow","source":"session"}]}},"tasks_context":{"tasks":[{"subject":"s","description":"d","metadata":{},"created_at":"t","state":"completed","id":"i"}]}}"#,
+        Some(
+            r#"{"session_id":"s","summary":"","context":[],"reply_id":"r","cur_iter":0,"permission_context":{"mode":"bypass","working_directories":{},"allow_rules":{"Bash":[{"tool_name":"Bash","rule_content":null,"behavior":"allow","source":"session"}]},"deny_rules":{},"ask_rules":{}},"tool_context":{"max_cache_files":100,"max_cache_bytes":25000.0,"read_file_cache":[],"activated_groups":[]},"tasks_context":{"tasks":[{"subject":"s","description":"d","metadata":{},"created_at":"t","state":"completed","id":"i","owner":null,"blocks":[],"blocked_by":[]}]},"middle_context":{}}"#,
+        ),
+    ),
+];
