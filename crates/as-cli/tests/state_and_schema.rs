@@ -108,9 +108,8 @@ fn check_reports_each_file_and_fails_on_any_error() {
 
     let mixed = agentscope(&["state", "check", &rich, bad.to_str().unwrap()], None);
     assert_eq!(mixed.status.code(), Some(1));
-    let text = stdout(&mixed);
-    assert_eq!(text.lines().count(), 2, "{text}");
-    assert!(text.contains("tasks_context.tasks[0].metadata"), "{text}");
+    let err = String::from_utf8_lossy(&mixed.stderr);
+    assert!(err.contains("tasks_context.tasks[0].metadata"), "{err}");
 
     let missing = agentscope(&["state", "check", "/nonexistent/x.json"], None);
     assert_eq!(missing.status.code(), Some(1));
@@ -154,4 +153,24 @@ fn check_refuses_a_record_or_a_message_taken_for_a_state() {
     let o = agentscope(&["state", "check", unknown], None);
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(stdout(&o), format!("ok  {unknown}  state 0 messages\n"));
+}
+
+/// cli.md: results on stdout, diagnostics on stderr. `state check` prints an `ok` line per good file
+/// on stdout; a file that fails is an `error  FILE  why` line on stderr, with the count of failures.
+#[test]
+fn check_prints_ok_lines_on_stdout_and_errors_on_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, r#"{"context": 3}"#).unwrap();
+    let bad = bad.to_str().unwrap();
+    let rich = format!("{FIX}rich_agent_state.compact.json");
+    let o = agentscope(&["state", "check", bad, &rich, "/nonexistent/x.json"], None);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stdout(&o), format!("ok  {rich}  state 3 messages\n"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 3, "{err}");
+    assert!(lines[0].starts_with(&format!("error  {bad}  at context: ")), "{err}");
+    assert!(lines[1].starts_with("error  /nonexistent/x.json  cannot read: "), "{err}");
+    assert_eq!(lines[2], "2 of 3 files failed");
 }

@@ -16,7 +16,8 @@ use crate::exit::{CliError, CliResult, ExitKind};
 pub(crate) enum StateCommand {
     /// Write canonical compact JSON (byte-identical to AgentScope Python's) to stdout.
     Fmt(FmtArgs),
-    /// Validate files; one `ok  <file>  <kind> <n> messages` line each, or an error naming the JSON path.
+    /// Validate files; one `ok  <file>  <kind> <n> messages` line each on stdout, or an error naming the JSON
+    /// path on stderr.
     Check(CheckArgs),
 }
 
@@ -193,9 +194,10 @@ fn check(args: CheckArgs) -> CliResult {
             .and_then(|bytes| parse(&bytes, args.kind).map_err(|e| e.to_string()));
         match result {
             Ok(doc) => outln!("ok  {shown}  {} {} messages", doc.kind().as_str(), doc.messages())?,
+            // A diagnostic (cli.md: on stderr), in the column layout of the `ok` lines.
             Err(msg) => {
                 failed += 1;
-                outln!("error  {shown}  {msg}")?;
+                eprintln!("error  {shown}  {msg}");
             }
         }
     }
