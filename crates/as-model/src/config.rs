@@ -6,8 +6,13 @@ use std::time::Duration;
 use crate::error::ModelError;
 use crate::model::SharedChatModel;
 
-/// Provider-level retries (2.0.4's `ChatModelBase(max_retries=3, retry_delay=1.0)`): only
-/// [`ModelError::is_retryable`] errors are retried, before any chunk was streamed.
+/// Provider-level retries (2.0.4's `ChatModelBase(max_retries=3, retry_delay=1.0)`), before any chunk
+/// was streamed: how many and how far apart. Which failures are retried is the provider's rule.
+/// [`RetryPolicy::delay_for`] retries [`ModelError::is_retryable`] errors; the OpenAI-compatible
+/// provider uses it for failures without an answer (connection, timeout), but decides on an HTTP
+/// error answer by its status and `x-should-retry` header as 2.0.4 does (408, 409, 429 and 5xx), so
+/// some errors whose kind is not retryable are retried too (a 429 `insufficient_quota` is
+/// [`crate::ModelErrorKind::Provider`] and is retried).
 #[derive(Clone, Debug, PartialEq)]
 pub struct RetryPolicy {
     /// Retries after the first attempt.

@@ -36,8 +36,11 @@ pub const STRUCTURED_OUTPUT_TOOL_DESCRIPTION: &str =
 ///   `Ok(ChatStream::interrupted())` (an empty interrupted response, not an error); cancelled mid-stream, the
 ///   stream ends and its response is marked [`crate::FinishReason::Interrupted`]. An interrupted response's tool
 ///   calls are partial and must not be executed ([`crate::ChatResponse::executable_tool_calls`] is empty).
-/// * Errors are [`ModelError`]s whose kind says whether a retry may help. Provider-level retries of retryable
-///   errors happen before the first chunk; once chunks were streamed an error is yielded by the stream.
+/// * Errors are [`ModelError`]s whose kind says whether a retry may help. Provider-level retries (see
+///   [`crate::RetryPolicy`]) happen before the first chunk, by the provider's rule: the OpenAI-compatible
+///   provider retries an HTTP error answer by its status as 2.0.4 does, whatever the error's kind (a 429
+///   `insufficient_quota` is retried though not [`ModelError::is_retryable`]). Once chunks were streamed an
+///   error is yielded by the stream.
 /// * No credential ever appears in `Debug` output, logs or errors.
 #[async_trait]
 pub trait ChatModel: Send + Sync + fmt::Debug {
