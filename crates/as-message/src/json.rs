@@ -790,16 +790,18 @@ pub mod lax_int {
 pub mod lax_float {
     use super::*;
 
-    /// pydantic's float from a string: surrounding whitespace, single `_` between characters
-    /// (`"1_000.5"`, `"1e1_0"`), and what Python's `float()` reads (`"inf"`, `"nan"`, `"1e400"`).
+    /// pydantic's float from a string (pydantic-core's `str_as_float`): what Rust's `f64` parser reads
+    /// with surrounding whitespace trimmed (`" 2.5 "`, `"inf"`, `"nan"`, `"1e400"`); failing that, with
+    /// single `_` between characters taken out of the untrimmed string (`"1_000.5"`, `"1e1_0"`, but
+    /// not `" 1_000.5"`: whitespace and underscores together are refused).
     pub(crate) fn from_str(s: &str) -> Option<f64> {
-        let t = s.trim();
-        if t.starts_with('_') || t.ends_with('_') || t.contains("__") {
+        if let Ok(f) = s.trim().parse::<f64>() {
+            return Some(f);
+        }
+        if !s.contains('_') || s.starts_with('_') || s.ends_with('_') || s.contains("__") {
             return None;
         }
-        let plain: std::borrow::Cow<'_, str> =
-            if t.contains('_') { t.replace('_', "").into() } else { std::borrow::Cow::Borrowed(t) };
-        plain.parse::<f64>().ok()
+        s.replace('_', "").parse::<f64>().ok()
     }
 
     /// Deserializes a lax float.
@@ -1000,6 +1002,16 @@ mod tests {
             ("9223372036854775808", None),
             ("9223372036854775807", Some(i64::MAX)),
             ("-9223372036854775808", Some(i64::MIN)),
+            // Unlike a float, an integer is trimmed before its underscores are looked at.
+            (" 1_0 ", Some(10)),
+            ("\t1_0", Some(10)),
+            ("1_0\n", Some(10)),
+            ("\u{a0}-1_0\u{a0}", Some(-10)),
+            (" +1_0 ", Some(10)),
+            (" 1_000.0 ", Some(1000)),
+            ("1_0.0_0", None),
+            ("1 _0", None),
+            ("\u{1c}1", None),
         ];
         for (s, want) in cases {
             assert_eq!(super::lax_int::from_str(s), *want, "{s:?}");
@@ -1026,9 +1038,38 @@ mod tests {
             ("_1", None),
             ("1_", None),
             ("0x1p3", None),
+            // Underscores are taken out of the untrimmed string: with whitespace around, they fail.
+            ("1_0000.5", Some(10000.5)),
+            (" 1_0000.5", None),
+            ("1_0000.5 ", None),
+            ("\u{a0}1_0000.5", None),
+            ("\t1_0", None),
+            (" 1e1_0", None),
+            (" -1_0", None),
+            (" 1_.5", None),
+            ("\u{a0}2.5", Some(2.5)),
+            ("2.5\u{2028}", Some(2.5)),
+            ("\u{3000} 1.5", Some(1.5)),
+            ("\u{1c}1.5", None),
+            // What Rust's `f64` parser reads once the underscores are out, as pydantic-core (Rust) does.
+            ("in_f", Some(f64::INFINITY)),
+            ("1_e5", Some(1e5)),
+            ("1e_5", Some(1e5)),
+            ("1_0._0", Some(10.0)),
+            ("+inf", Some(f64::INFINITY)),
+            ("infinity", Some(f64::INFINITY)),
+            ("nan_", None),
+            ("_", None),
+            ("", None),
+            ("  ", None),
+            ("1 _0", None),
+            ("1_ 0", None),
         ];
         for (s, want) in cases {
             assert_eq!(super::lax_float::from_str(s), *want, "{s:?}");
+        }
+        for s in ["n_an", "-nan", " NaN "] {
+            assert!(super::lax_float::from_str(s).is_some_and(f64::is_nan), "{s:?}");
         }
         assert!(super::lax_float::from_str("nan").is_some_and(f64::is_nan));
     }
