@@ -133,6 +133,12 @@ impl Preset {
 }
 
 /// Generation parameters (2.0.4's `OpenAIChatModel`/`DashScopeChatModel` parameters).
+///
+/// Audio output is not supported: 2.0.4's `voice` parameter (which asks for
+/// `audio: {voice, format: "pcm16"}` and `modalities: ["text", "audio"]` and reads the answer's
+/// audio and transcript) has no field here, and [`Parameters::from_json`] ignores it with a
+/// warning. `audio` or `modalities` put in [`Parameters::extra_body`] are sent as they are, but
+/// the answer's audio (and its transcript) is not read.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Parameters {
     /// `max_tokens`.
@@ -158,9 +164,13 @@ pub struct Parameters {
 impl Parameters {
     /// Reads 2.0.4's free-form `parameters` object (`max_tokens`, `thinking_enable`, `reasoning_effort`,
     /// `thinking_budget`, `temperature`, `top_p`, `top_k`, `parallel_tool_calls`, `extra_body`). Unknown keys are
-    /// ignored; a known key with the wrong type is [`ModelErrorKind::InvalidRequest`].
+    /// ignored; a known key with the wrong type is [`ModelErrorKind::InvalidRequest`]. `voice` (audio output,
+    /// not supported) is ignored with a warning.
     pub fn from_json(map: &JsonMap) -> Result<Self, ModelError> {
         use serde_json::Value;
+        if map.get("voice").is_some_and(|v| !v.is_null()) {
+            tracing::warn!("the \"voice\" parameter is ignored: audio output is not supported");
+        }
         let bad = |k: &str, want: &str| {
             ModelError::new(
                 ModelErrorKind::InvalidRequest,
