@@ -18,10 +18,10 @@ use crate::exit::{CliError, CliResult, ExitKind};
 pub(crate) const DEFAULT_SQLITE_FILE: &str = "sessions.db";
 
 /// Where the default store lives: `$AGENTSCOPE_HOME/sessions.db` when set, else
-/// `$XDG_DATA_HOME/agentscope/sessions.db`, else `~/.local/share/agentscope/sessions.db`. `None`
-/// when no home directory is known: there is no default then (a `./sessions.db` would be another
-/// database in every directory a command runs from).
-pub(crate) fn default_sqlite_path() -> Option<PathBuf> {
+/// `$XDG_DATA_HOME/agentscope/sessions.db`, else `~/.local/share/agentscope/sessions.db`. An error
+/// when no home directory is known, or AGENTSCOPE_HOME is relative: there is no default then (a
+/// `./sessions.db` would be another database in every directory a command runs from).
+pub(crate) fn default_sqlite_path() -> Result<PathBuf, NoDefaultStore> {
     resolve_default_sqlite_path(
         std::env::var_os("AGENTSCOPE_HOME"),
         std::env::var_os("XDG_DATA_HOME"),
@@ -29,34 +29,74 @@ pub(crate) fn default_sqlite_path() -> Option<PathBuf> {
     )
 }
 
-/// [`default_sqlite_path`] from explicit environment values. Empty values count as unset, and a
-/// relative `XDG_DATA_HOME` is ignored (the XDG base directory spec), as is a relative `HOME` (it
-/// too would name another file in each working directory).
+/// Why there is no default store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum NoDefaultStore {
+    /// HOME is unset or relative, and neither AGENTSCOPE_HOME nor an absolute XDG_DATA_HOME is set.
+    NoHome,
+    /// AGENTSCOPE_HOME is set to this relative path. It is refused, not ignored: falling back to
+    /// XDG_DATA_HOME or HOME would put the sessions where whoever set it did not want them.
+    RelativeAgentscopeHome(PathBuf),
+}
+
+impl NoDefaultStore {
+    /// The usage error: the cause and the fix.
+    fn message(&self) -> String {
+        match self {
+            Self::NoHome => "no default store: no home directory is known (HOME is unset or relative, and neither \
+                             AGENTSCOPE_HOME nor XDG_DATA_HOME is set); give --storage sqlite:/full/path.db (or \
+                             AGENTSCOPE_STORAGE), or set AGENTSCOPE_HOME to a directory for the default store"
+                .to_owned(),
+            Self::RelativeAgentscopeHome(dir) => format!(
+                "no default store: AGENTSCOPE_HOME is a relative path ({:?}), which would name another database in \
+                 every directory a command runs from; set it to an absolute directory, or give --storage \
+                 sqlite:/full/path.db (or AGENTSCOPE_STORAGE)",
+                dir.display().to_string()
+            ),
+        }
+    }
+
+    /// What `--help` says instead of the default.
+    fn help(&self) -> &'static str {
+        match self {
+            Self::NoHome => "none, as no home directory is known; set AGENTSCOPE_HOME or give --storage",
+            Self::RelativeAgentscopeHome(_) => {
+                "none, as AGENTSCOPE_HOME is a relative path; set it to an absolute directory or give --storage"
+            }
+        }
+    }
+}
+
+/// [`default_sqlite_path`] from explicit environment values. Empty values count as unset. A relative
+/// `XDG_DATA_HOME` is ignored (the XDG base directory spec); a relative `HOME` means no home is known
+/// and a relative `AGENTSCOPE_HOME` is refused, as either would name another file in each working
+/// directory.
 fn resolve_default_sqlite_path(
     agentscope_home: Option<std::ffi::OsString>,
     xdg_data_home: Option<std::ffi::OsString>,
     home: Option<std::ffi::OsString>,
-) -> Option<PathBuf> {
+) -> Result<PathBuf, NoDefaultStore> {
     let set = |v: Option<std::ffi::OsString>| v.filter(|v| !v.is_empty()).map(PathBuf::from);
     if let Some(dir) = set(agentscope_home) {
-        return Some(dir.join(DEFAULT_SQLITE_FILE));
+        if !dir.is_absolute() {
+            return Err(NoDefaultStore::RelativeAgentscopeHome(dir));
+        }
+        return Ok(dir.join(DEFAULT_SQLITE_FILE));
     }
     if let Some(dir) = set(xdg_data_home).filter(|d| d.is_absolute()) {
-        return Some(dir.join("agentscope").join(DEFAULT_SQLITE_FILE));
+        return Ok(dir.join("agentscope").join(DEFAULT_SQLITE_FILE));
     }
-    set(home).filter(|h| h.is_absolute()).map(|h| h.join(".local/share/agentscope").join(DEFAULT_SQLITE_FILE))
+    set(home)
+        .filter(|h| h.is_absolute())
+        .map(|h| h.join(".local/share/agentscope").join(DEFAULT_SQLITE_FILE))
+        .ok_or(NoDefaultStore::NoHome)
 }
-
-/// Why there is no default store, and the fix.
-const NO_DEFAULT_STORE: &str = "no default store: no home directory is known (HOME is unset or relative, and \
-     neither AGENTSCOPE_HOME nor XDG_DATA_HOME is set); give --storage sqlite:/full/path.db (or \
-     AGENTSCOPE_STORAGE), or set AGENTSCOPE_HOME to a directory for the default store";
 
 /// The `--storage` help text, naming the default this process would use.
 pub(crate) fn storage_help() -> String {
     let default = match default_sqlite_path() {
-        Some(path) => format!("sqlite:{}; set AGENTSCOPE_HOME to move it", path.display()),
-        None => "none, as no home directory is known; set AGENTSCOPE_HOME or give --storage".to_owned(),
+        Ok(path) => format!("sqlite:{}; set AGENTSCOPE_HOME to move it", path.display()),
+        Err(no) => no.help().to_owned(),
     };
     format!(
         "Session storage: `memory`, `sqlite:PATH`, `redis://[:password@]host:port[/db][?layout=compat|cluster&ttl=SECONDS]`, `rediss://…` \
@@ -133,7 +173,7 @@ impl StorageUrl {
     /// The store used without `--storage`: SQLite at [`default_sqlite_path`]; a usage error when
     /// there is no default.
     fn default_store() -> CliResult<Self> {
-        default_sqlite_path().map(Self::Sqlite).ok_or_else(|| CliError::new(ExitKind::Usage, NO_DEFAULT_STORE))
+        default_sqlite_path().map(Self::Sqlite).map_err(|no| CliError::new(ExitKind::Usage, no.message()))
     }
 
     /// Builds and opens the store and, `for_turns`, the session lock turns on it take: AgentScope's
@@ -290,17 +330,22 @@ mod tests {
         let r = |a: Option<&str>, x: Option<&str>, h: Option<&str>| {
             resolve_default_sqlite_path(a.map(Into::into), x.map(Into::into), h.map(Into::into))
         };
+        let no_home = Err(NoDefaultStore::NoHome);
+        let relative = |d: &str| Err(NoDefaultStore::RelativeAgentscopeHome(d.into()));
         for (a, x, h, expect) in [
-            (Some("/srv/as"), Some("/x"), Some("/home/u"), Some("/srv/as/sessions.db")),
-            (None, Some("/x/data"), Some("/home/u"), Some("/x/data/agentscope/sessions.db")),
-            (Some(""), Some(""), Some("/home/u"), Some("/home/u/.local/share/agentscope/sessions.db")),
-            (None, Some("rel"), Some("/home/u"), Some("/home/u/.local/share/agentscope/sessions.db")),
-            (Some("/srv/as"), None, None, Some("/srv/as/sessions.db")),
-            (None, Some("/x/data"), None, Some("/x/data/agentscope/sessions.db")),
+            (Some("/srv/as"), Some("/x"), Some("/home/u"), Ok("/srv/as/sessions.db")),
+            (None, Some("/x/data"), Some("/home/u"), Ok("/x/data/agentscope/sessions.db")),
+            (Some(""), Some(""), Some("/home/u"), Ok("/home/u/.local/share/agentscope/sessions.db")),
+            (None, Some("rel"), Some("/home/u"), Ok("/home/u/.local/share/agentscope/sessions.db")),
+            (Some("/srv/as"), None, None, Ok("/srv/as/sessions.db")),
+            (None, Some("/x/data"), None, Ok("/x/data/agentscope/sessions.db")),
             // No home directory known: no default (never a `./sessions.db`).
-            (None, None, None, None),
-            (Some(""), Some(""), Some(""), None),
-            (None, Some("rel"), Some("rel/home"), None),
+            (None, None, None, no_home.clone()),
+            (Some(""), Some(""), Some(""), no_home.clone()),
+            (None, Some("rel"), Some("rel/home"), no_home),
+            // A relative AGENTSCOPE_HOME is refused, whatever else is set.
+            (Some("rel"), Some("/x/data"), Some("/home/u"), relative("rel")),
+            (Some("./as"), None, None, relative("./as")),
         ] {
             assert_eq!(r(a, x, h), expect.map(PathBuf::from), "{a:?} {x:?} {h:?}");
         }
@@ -310,20 +355,20 @@ mod tests {
     fn help_names_the_resolved_default() {
         let help = storage_help();
         match default_sqlite_path() {
-            Some(path) => assert!(help.contains(&format!("[default: sqlite:{}", path.display())), "{help}"),
-            None => assert!(help.contains("[default: none"), "{help}"),
+            Ok(path) => assert!(help.contains(&format!("[default: sqlite:{}", path.display())), "{help}"),
+            Err(_) => assert!(help.contains("[default: none"), "{help}"),
         }
     }
 
     #[test]
     fn default_is_sqlite() {
         match default_sqlite_path() {
-            Some(_) => {
+            Ok(_) => {
                 assert!(
                     matches!(StorageUrl::parse(None), Ok(StorageUrl::Sqlite(p)) if p.ends_with(DEFAULT_SQLITE_FILE))
                 );
             }
-            None => assert_eq!(StorageUrl::parse(None).map_err(|e| e.kind()), Err(ExitKind::Usage)),
+            Err(_) => assert_eq!(StorageUrl::parse(None).map_err(|e| e.kind()), Err(ExitKind::Usage)),
         }
     }
 

@@ -182,3 +182,31 @@ fn without_a_home_directory_the_default_store_is_a_usage_error() {
     ));
     assert!(dir.path().join("sessions.db").is_file());
 }
+
+/// A relative AGENTSCOPE_HOME would name another default store in every directory a command runs
+/// from, as a relative HOME would: a usage error naming the variable (not a fall back to HOME, which
+/// would put the sessions where whoever set it did not want them), and nothing is created. `--help`
+/// says there is no default; a `--storage` given is not affected.
+#[test]
+fn a_relative_agentscope_home_is_a_usage_error() {
+    let cwd = tempfile::tempdir().expect("temp dir");
+    let home = tempfile::tempdir().expect("temp dir");
+    let env = [("AGENTSCOPE_HOME", Path::new("rel")), ("HOME", home.path())];
+    for args in [
+        &["sessions", "create", "--user", "u", "--agent", "a"][..],
+        &["sessions", "list", "--user", "u", "--agent", "a"],
+    ] {
+        let o = run_in(args, &env, cwd.path());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(code(&o), 2, "{args:?}: {err}");
+        assert!(err.contains("AGENTSCOPE_HOME") && err.contains("relative"), "{err}");
+    }
+    assert_eq!(std::fs::read_dir(cwd.path()).expect("read cwd").count(), 0, "nothing created in the working directory");
+    assert!(!home.path().join(".local").exists(), "no fall back to HOME");
+    let help = ok(&run_in(&["--help"], &env, cwd.path()));
+    assert!(help.contains("AGENTSCOPE_HOME") && !help.contains("sqlite:rel/"), "{help}");
+    let db = cwd.path().join("given.db");
+    let storage = format!("sqlite:{}", db.display());
+    ok(&run_in(&["--storage", &storage, "sessions", "create", "--user", "u", "--agent", "a"], &env, cwd.path()));
+    assert!(db.is_file());
+}
