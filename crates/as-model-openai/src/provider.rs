@@ -331,9 +331,10 @@ impl ChatModel for OpenAiCompatibleModel {
     }
 
     /// The base behaviour of [`ChatModel::generate_structured_output`], except that DashScope with thinking enabled
-    /// gets `tool_choice: "auto"` (it rejects forced tool calls while thinking), and a `400` that names
-    /// `tool_choice` (an endpoint whose reasoning mode rejects a forced tool) is retried once with
-    /// `"auto"`, both as in 2.0.4.
+    /// gets `tool_choice: "auto"` (it rejects forced tool calls while thinking), and a `400` whose error
+    /// message names `tool_choice` (an endpoint whose reasoning mode rejects a forced tool) is retried
+    /// once with `"auto"`, both as in 2.0.4 (which matches `str(BadRequestError)`: with the openai SDK
+    /// it installs, the status and the error's `message` only, so a `param` naming it does not count).
     async fn generate_structured_output(&self, request: StructuredOutputRequest) -> Result<StructuredResponse> {
         let mut chat = structured_output_request(&request);
         if self.config.flavor == Flavor::DashScope && self.config.parameters.thinking_enable {

@@ -209,6 +209,26 @@ async fn structured_output_retries_a_rejected_forced_tool_choice_with_auto() {
     assert_eq!(s.requests().len(), 3);
 }
 
+/// 2.0.4 falls back when `"tool_choice"` is in `str(BadRequestError)`, which with the openai SDK it
+/// installs (3.57) is `Error code: 400 - <error.message>` only: a 400 that names `tool_choice` only
+/// in its `param` is final there (checked against 2.0.4 with a local server: one request, then
+/// `BadRequestError`), so it is final here too.
+#[tokio::test]
+async fn structured_output_does_not_fall_back_on_a_tool_choice_named_only_in_param() {
+    let s = server().await;
+    let body = json!({"error": {"message": "Invalid value: 'function'.", "param": "tool_choice"}});
+    s.push(MockReply::Json { status: 400, headers: Vec::new(), body: body.to_string() });
+    s.push(MockReply::sse([
+        chunk::tool_call(0, Some("so"), Some(as_model::STRUCTURED_OUTPUT_TOOL), r#"{"n": 1}"#),
+        chunk::finish("tool_calls"),
+    ]));
+    let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
+    let req = as_model::StructuredOutputRequest::new(vec![Msg::user("user", "How many?")], schema);
+    let e = model(config(&s)).generate_structured_output(req).await.unwrap_err();
+    assert_eq!(e.status(), Some(400), "{e}");
+    assert_eq!(s.requests().len(), 1);
+}
+
 #[tokio::test]
 async fn unauthorized_is_auth_and_never_retried_nor_leaks_the_key() {
     let s = server().await;
