@@ -118,6 +118,15 @@ pub trait Middleware: Send + Sync + fmt::Debug {
     }
 
     /// Called with every event the reply emits, before the caller sees it.
+    ///
+    /// A reply stopped by dropping it (its [`crate::ReplyStream`], or the future of a
+    /// [`crate::SessionRunner`] turn: a client that disconnects) ends without its closing events: no
+    /// hook sees its `REPLY_END`, nor the `TOOL_RESULT_*` events of the calls it closes (the cleanup
+    /// runs in `Drop`, which cannot await a hook). The state is still saved, with this middleware's
+    /// slot as its last hook left it. A middleware that keeps per-reply data in its slot and removes
+    /// it on `REPLY_END` must therefore expect an entry of an ended reply to stay: remove the entries
+    /// of other replies when the next `REPLY_START` comes (its `reply_id` is new). A reply stopped
+    /// with its cancel token emits its closing events, through the hooks, as usual.
     async fn on_event(&self, event: &AgentEvent, slot: &mut JsonValue) -> Result<()> {
         let _ = (event, slot);
         Ok(())

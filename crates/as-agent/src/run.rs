@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::{Agent, ReplyInput, check_input_messages};
 use crate::error::{AgentError, Result};
 use crate::event::*;
-use crate::stream::{EventQueue, ReplyOutcome, ReplyStatus};
+use crate::stream::{EventQueue, ReplyOutcome, ReplyStatus, UnsentOutput};
 
 /// The text of the message returned when a reply parks.
 pub const PARKED_MESSAGE: &str = "Waiting for tool calls to be confirmed or executed from outside ...";
@@ -193,7 +193,11 @@ impl Drop for Guard<'_> {
         if let Some(h) = self.inflight.take() {
             let r = h.snapshot();
             let content = self.call_ids.apply(drop_audio(r.content));
-            save_to_context(self.state, &self.name, content, r.usage.map(|u| u.to_usage()));
+            let usage = r.usage.map(|u| u.to_usage());
+            // No event carries this output (the caller took only what the model call emitted so
+            // far): the session runner logs it as saved here.
+            self.queue.record_unsent(UnsentOutput { content: content.clone(), usage });
+            save_to_context(self.state, &self.name, content, usage);
         }
         if self.armed {
             let told: Vec<String> = std::mem::take(&mut self.announced)

@@ -38,7 +38,7 @@ use crate::agent::{Agent, ReplyInput};
 use crate::error::{AgentError, Result, UnsavedTurn};
 use crate::event::AgentEvent;
 use crate::reply_msg::MsgEventExt;
-use crate::stream::{ReplyStatus, StartFlag};
+use crate::stream::{ReplyStatus, StartFlag, UnsentSlot};
 
 /// A held session lock; released explicitly (and, best effort, by the implementation when dropped).
 ///
@@ -175,6 +175,11 @@ impl SessionRunner {
     /// own task, so dropping the future while it is under way does not cut it short either. The session lock
     /// is released only after the write, in both cases. The next turn of the session on this runner waits for
     /// that write (at most [`PENDING_WRITE_WAIT`]) before it loads the session.
+    ///
+    /// A dropped reply emits no closing events: the message log gets its reply message as the state saved it
+    /// (the partial model output, every open call closed with an `interrupted` result), not only what the
+    /// events taken had built; and the agent's middlewares never see its `REPLY_END` (see
+    /// [`crate::Middleware::on_event`]).
     pub async fn run_turn_with_cancel(
         &self,
         agent: &Agent,
@@ -266,8 +271,9 @@ impl SessionRunner {
             armed: true,
             state,
             started: StartFlag::default(),
+            unsent: UnsentSlot::default(),
             revision,
-            reply_msg,
+            log: ReplyLog { msg: reply_msg, model_from: None },
             inputs,
             storage: Arc::clone(&self.storage),
             key: key.clone(),
@@ -279,6 +285,7 @@ impl SessionRunner {
         let interrupt = cancel.child_token();
         let mut stream = agent.reply_stream_with_cancel(&mut pending.state, input, interrupt.clone());
         pending.started = stream.start_flag();
+        pending.unsent = stream.unsent_slot();
         let mut reply_error = None;
         let mut lock_lost = false;
         {
@@ -303,11 +310,7 @@ impl SessionRunner {
                 let Some(item) = item else { break };
                 match item {
                     Ok(ev) => {
-                        if let AgentEvent::ReplyStart(s) = &ev {
-                            pending.reply_msg = Some(Msg::from_reply_start(s));
-                        } else if let Some(m) = pending.reply_msg.as_mut() {
-                            m.append_event(&ev);
-                        }
+                        pending.log.apply(&ev);
                         on_event(&ev);
                     }
                     Err(e) => {
@@ -812,8 +815,11 @@ struct PendingWrite {
     state: AgentState,
     /// The reply's start flag: unset, the state is as loaded and there is nothing to write.
     started: StartFlag,
+    /// The partial model output the reply saved without events, if it stopped during a model call.
+    unsent: UnsentSlot,
     revision: Revision,
-    reply_msg: Option<Msg>,
+    /// The reply message for the log, built from the events taken (see [`PendingWrite::reply_for_log`]).
+    log: ReplyLog,
     inputs: Vec<Msg>,
     storage: SharedStorage,
     key: SessionKey,
@@ -822,14 +828,98 @@ struct PendingWrite {
     guard: Option<Box<dyn LockGuard>>,
 }
 
+/// The log's reply message, built from the events the caller took (2.0.4's `Msg.append_event`).
+struct ReplyLog {
+    msg: Option<Msg>,
+    /// While a model call is under way (its `MODEL_CALL_START` taken, not its `MODEL_CALL_END`):
+    /// where its output starts in `msg`.
+    model_from: Option<usize>,
+}
+
+impl ReplyLog {
+    /// Applies an event the caller took.
+    fn apply(&mut self, ev: &AgentEvent) {
+        if let AgentEvent::ReplyStart(s) = ev {
+            self.msg = Some(Msg::from_reply_start(s));
+            return;
+        }
+        let Some(m) = self.msg.as_mut() else { return };
+        m.append_event(ev);
+        match ev {
+            AgentEvent::ModelCallStart(e) if e.reply_id == m.id => self.model_from = Some(m.content.len()),
+            AgentEvent::ModelCallEnd(e) if e.reply_id == m.id => self.model_from = None,
+            _ => {}
+        }
+    }
+}
+
 impl PendingWrite {
+    /// The reply message to log, once the reply is gone: the one built from the events taken, made
+    /// the state's (spec §14.6.5: the log's reply Msg and the session state are written together).
+    ///
+    /// They differ when the reply stopped without its closing events (its future dropped, or an error):
+    /// the reply then left the state consistent by itself, with no events. The output of a model call
+    /// under way is logged as saved ([`UnsentOutput`], in place of what its events had built so far),
+    /// and the tool calls and results are made the state's copy's ([`reconcile_calls`]).
+    fn reply_for_log(&mut self) -> Option<Msg> {
+        let mut msg = self.log.msg.take()?;
+        if let (Some(from), Some(output)) = (self.log.model_from.take(), self.unsent.take()) {
+            msg.content.truncate(from);
+            msg.content.extend(output.content);
+            if let Some(u) = output.usage {
+                let acc = msg.usage.get_or_insert_with(as_message::Usage::default);
+                acc.input_tokens = acc.input_tokens.saturating_add(u.input_tokens);
+                acc.output_tokens = acc.output_tokens.saturating_add(u.output_tokens);
+            }
+        }
+        if let Some(current) = self.state.context.iter().rev().find(|m| m.id == msg.id) {
+            reconcile_calls(&mut msg, current);
+        }
+        Some(msg)
+    }
+
     fn take(&mut self) -> (Write, Option<Box<dyn LockGuard>>) {
+        let reply = self.reply_for_log();
         let write = Write {
             state: std::mem::take(&mut self.state),
             revision: self.revision.clone(),
-            messages: std::mem::take(&mut self.inputs).into_iter().chain(self.reply_msg.take()).collect(),
+            messages: std::mem::take(&mut self.inputs).into_iter().chain(reply).collect(),
         };
         (write, self.guard.take())
+    }
+}
+
+/// Makes the tool calls and results of `logged` (the log's reply message) those of `current` (the
+/// state's copy, which may hold only its tail after a compression): each call gets the state's
+/// state (a call the log lacks is added), and each result the log lacks, or has only started (its
+/// `TOOL_RESULT_END` never came), becomes the state's. A result the log has whole is kept: the
+/// context's copy may be truncated (§9.3). A turn that ended with its closing events changes
+/// nothing here.
+fn reconcile_calls(logged: &mut Msg, current: &Msg) {
+    use as_message::{ContentBlock, ToolResultState};
+    for block in &current.content {
+        match block {
+            ContentBlock::ToolCall(c) => {
+                let found = logged.content.iter_mut().find_map(|b| match b {
+                    ContentBlock::ToolCall(l) if l.id == c.id => Some(l),
+                    _ => None,
+                });
+                match found {
+                    Some(l) => l.state = c.state,
+                    None => logged.content.push(block.clone()),
+                }
+            }
+            ContentBlock::ToolResult(r) => {
+                let found =
+                    logged.content.iter_mut().find(|b| matches!(b, ContentBlock::ToolResult(l) if l.id == r.id));
+                match found {
+                    Some(ContentBlock::ToolResult(l)) if l.state != ToolResultState::Running => {}
+                    Some(l) => *l = block.clone(),
+                    None => logged.content.push(block.clone()),
+                }
+            }
+            _ => {}
+        }
     }
 }
 

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 
-use as_message::Msg;
+use as_message::{ContentBlock, Msg, Usage};
 use futures::Stream;
 use tokio_util::sync::CancellationToken;
 
@@ -67,11 +67,43 @@ impl StartFlag {
     }
 }
 
-/// The events emitted by the reply future and not yet taken by the stream, and the reply's [`StartFlag`].
+/// The partial output of a model call that a reply saved to the state without its events: the reply
+/// stopped (dropped, or failed) while the model call was under way, after the caller took its
+/// `MODEL_CALL_START` (see [`crate::SessionRunner`], which logs it in place of the events it took of
+/// that call).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct UnsentOutput {
+    /// The blocks as saved to the reply message of the context (call ids as the events named them).
+    pub(crate) content: Vec<ContentBlock>,
+    /// The call's usage as saved (no `MODEL_CALL_END` carried it).
+    pub(crate) usage: Option<Usage>,
+}
+
+/// Where a stopped reply leaves its [`UnsentOutput`], to read after the stream is gone.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct UnsentSlot(Arc<Mutex<Option<UnsentOutput>>>);
+
+impl UnsentSlot {
+    fn lock(&self) -> MutexGuard<'_, Option<UnsentOutput>> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(crate) fn set(&self, output: UnsentOutput) {
+        *self.lock() = Some(output);
+    }
+
+    pub(crate) fn take(&self) -> Option<UnsentOutput> {
+        self.lock().take()
+    }
+}
+
+/// The events emitted by the reply future and not yet taken by the stream, the reply's [`StartFlag`], and its
+/// [`UnsentSlot`].
 #[derive(Clone, Debug, Default)]
 pub(crate) struct EventQueue {
     inner: Arc<Mutex<QueueInner>>,
     started: StartFlag,
+    unsent: UnsentSlot,
 }
 
 impl EventQueue {
@@ -82,6 +114,11 @@ impl EventQueue {
     /// Records that the reply passed its input checks (see [`StartFlag`]).
     pub(crate) fn mark_started(&self) {
         self.started.set();
+    }
+
+    /// Records the partial model output a stopped reply saved without events (see [`UnsentOutput`]).
+    pub(crate) fn record_unsent(&self, output: UnsentOutput) {
+        self.unsent.set(output);
     }
 
     /// Queues `event` without waiting.
@@ -124,7 +161,7 @@ type ReplyFuture<'a> = Pin<Box<dyn Future<Output = Result<ReplyOutcome>> + Send 
 /// * [`ReplyStream::cancel_token`] interrupts it at the next await point: the partial model output is kept,
 ///   every open tool call is closed with an `interrupted` result, and `REPLY_END(interrupted)` is streamed.
 /// * Dropping it stops the reply at once; the state is still left consistent and resumable (partial output
-///   saved, open calls closed), only without the closing events.
+///   saved, open calls closed), only without the closing events (no middleware hook sees them either).
 /// * After the last item, [`ReplyStream::outcome`] holds how it ended and the final message.
 pub struct ReplyStream<'a> {
     fut: Option<ReplyFuture<'a>>,
@@ -173,6 +210,11 @@ impl<'a> ReplyStream<'a> {
     /// The flag behind [`ReplyStream::started`], to read after the stream is gone.
     pub(crate) fn start_flag(&self) -> StartFlag {
         self.queue.started.clone()
+    }
+
+    /// The slot where a stopped reply leaves the partial model output it saved without events.
+    pub(crate) fn unsent_slot(&self) -> UnsentSlot {
+        self.queue.unsent.clone()
     }
 
     /// Takes the outcome (see [`ReplyStream::outcome`]).

@@ -445,6 +445,183 @@ async fn a_dropped_turn_future_is_still_persisted() {
         .count();
     assert_eq!((calls, results), (1, 1), "the cut call is closed as interrupted");
     assert_eq!(storage.list_messages(&k, 0, 0).await.unwrap().len(), 2, "user message and partial reply logged");
+    assert_logged_reply_is_the_states(&storage, &k, "dropped mid-stream").await;
+}
+
+/// What the reply message `m` holds, block kind by block kind: its calls (id, state, input), its
+/// results (id, state, output text), its text, its thinking and its usage. Block ids and the
+/// output's form (a string or text blocks) aside, the log's copy of a reply and the state's agree
+/// on all of it (the tool outputs of these tests are short: the context's copy is not truncated;
+/// no usage is zero usage: a model call without usage adds zeros to the log's copy only).
+fn reply_shape(m: &Msg) -> (Vec<String>, Vec<String>, String, String, as_message::Usage) {
+    let (mut calls, mut results, mut text, mut thinking) = (Vec::new(), Vec::new(), String::new(), String::new());
+    for b in &m.content {
+        match b {
+            ContentBlock::ToolCall(c) => calls.push(format!("{} {:?} {}", c.id, c.state, c.input)),
+            ContentBlock::ToolResult(r) => results.push(format!("{} {:?} {}", r.id, r.state, r.output.text())),
+            ContentBlock::Text(t) => text.push_str(&t.text),
+            ContentBlock::Thinking(t) => thinking.push_str(&t.thinking),
+            _ => {}
+        }
+    }
+    (calls, results, text, thinking, m.usage.unwrap_or_default())
+}
+
+/// The message log's copy of `k`'s reply message is the state's: the same calls, results, text,
+/// thinking and usage, and (unless calls are parked) a valid history.
+async fn assert_logged_reply_is_the_states(storage: &SharedStorage, k: &SessionKey, label: &str) {
+    let state = storage.get_session(k).await.unwrap().unwrap().state;
+    let logged = storage.get_message(k, &state.reply_id).await.unwrap();
+    let Some(current) = state.context.iter().rev().find(|m| m.id == state.reply_id) else {
+        assert!(logged.is_none_or(|m| m.content.is_empty()), "{label}: a reply the state does not have was logged");
+        return;
+    };
+    let logged = logged.unwrap_or_else(|| panic!("{label}: the reply is not logged"));
+    assert_eq!(reply_shape(&logged), reply_shape(current), "{label}: the log's reply against the state's");
+    if !state.has_awaiting_tool_calls("Friday") {
+        as_agent::testkit::check_history(std::slice::from_ref(&logged)).unwrap_or_else(|e| panic!("{label}: {e}"));
+    }
+}
+
+/// Stalls the reply for good in its `on_event` hook at the `at`-th event (from 1), before the
+/// caller gets that event, and says so through `stalled` (a hook doing I/O that never ends, and a
+/// client that gives up).
+#[derive(Debug)]
+struct StallAt {
+    at: std::sync::atomic::AtomicUsize,
+    seen: std::sync::atomic::AtomicUsize,
+    stalled: tokio::sync::Notify,
+}
+
+impl StallAt {
+    fn new(at: usize) -> Arc<Self> {
+        let (at, seen) = (std::sync::atomic::AtomicUsize::new(at), std::sync::atomic::AtomicUsize::new(0));
+        Arc::new(Self { at, seen, stalled: tokio::sync::Notify::new() })
+    }
+
+    /// Stalls at the `at`-th event from now on.
+    fn arm(&self, at: usize) {
+        self.seen.store(0, std::sync::atomic::Ordering::SeqCst);
+        self.at.store(at, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[async_trait]
+impl as_agent::Middleware for StallAt {
+    fn key(&self) -> &str {
+        "StallAt"
+    }
+
+    fn rewrites_tool_output(&self) -> bool {
+        false
+    }
+
+    async fn on_event(&self, _event: &AgentEvent, _slot: &mut as_message::JsonValue) -> as_agent::Result<()> {
+        if self.seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1
+            == self.at.load(std::sync::atomic::Ordering::SeqCst)
+        {
+            self.stalled.notify_one();
+            std::future::pending::<()>().await;
+        }
+        Ok(())
+    }
+}
+
+/// Runs `input` as a turn of `agent` (whose [`StallAt`] is `stall`) and drops the turn's future
+/// once the reply stalled; the turn's write then runs in the background.
+async fn drop_turn_at_stall(
+    runner: &SessionRunner,
+    agent: &Agent,
+    stall: &StallAt,
+    k: &SessionKey,
+    input: impl Into<ReplyInput>,
+) {
+    let mut sink = |_: &AgentEvent| {};
+    let fut = runner.run_turn(agent, k, input.into(), &mut sink);
+    tokio::pin!(fut);
+    tokio::select! {
+        r = &mut fut => panic!("the turn cannot finish while its hook stalls: {r:?}"),
+        () = stall.stalled.notified() => {}
+    }
+}
+
+/// A turn dropped at any event of a three-round reply (thinking, text, two sequential then two
+/// concurrent calls, the answer) logs the reply message the state saved: the events the caller
+/// took built only part of it, the rest (the partial model output of the chunk under way, the
+/// interrupted results of the open calls) was done to the state without events.
+#[tokio::test]
+async fn a_turn_dropped_at_any_event_logs_the_reply_the_state_saved() {
+    let storage = store().await;
+    let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
+    let build = |stall: &Arc<StallAt>| {
+        let model = Arc::new(ScriptedModel::new("m", as_agent::testkit::multi_tool_turns()));
+        let toolkit = Toolkit::new().with(AllowTool::new("seq").arc()).with(AllowTool::new("con").concurrent().arc());
+        let mw: Arc<dyn as_agent::Middleware> = stall.clone();
+        Agent::builder("Friday", "sys", model).toolkit(toolkit).middleware(mw).build().unwrap()
+    };
+    let whole = StallAt::new(usize::MAX);
+    let (events, done) = turn(&runner, &build(&whole), &key("whole"), Msg::user("user", "go")).await;
+    assert_eq!(done.unwrap().status, ReplyStatus::Completed);
+    assert_logged_reply_is_the_states(&storage, &key("whole"), "not dropped").await;
+    for at in 1..=events.len() {
+        let k = key(&format!("drop-at-{at}"));
+        let stall = StallAt::new(at);
+        drop_turn_at_stall(&runner, &build(&stall), &stall, &k, Msg::user("user", "go")).await;
+        assert_eq!(runner.wait_background_writes().await, 1);
+        let label = format!("dropped at event {at} ({:?})", events[at - 1].event_type());
+        assert_logged_reply_is_the_states(&storage, &k, &label).await;
+    }
+}
+
+/// A resume dropped right after its confirmation (the approved call had not started, or its tool
+/// was running): the call is closed as interrupted in the state, and so in the log, which showed
+/// it `allowed` without a result, or with a result still running, for good.
+#[tokio::test]
+async fn a_resume_dropped_after_its_confirmation_logs_the_call_closed() {
+    let storage = store().await;
+    let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
+    let input = r#"{"text": "a"}"#;
+    for blocking in [false, true] {
+        let k = key(&format!("dropped-confirm-{blocking}"));
+        let tool =
+            if blocking { AllowTool::new("needs_ok").ask().blocking() } else { AllowTool::new("needs_ok").ask() };
+        let stall = StallAt::new(usize::MAX);
+        let mw: Arc<dyn as_agent::Middleware> = stall.clone();
+        let turns = vec![ScriptedTurn::new().tool_call("c1", "needs_ok", input), ScriptedTurn::new().text("done")];
+        let agent = Agent::builder("Friday", "sys", Arc::new(ScriptedModel::new("m", turns)))
+            .toolkit(Toolkit::new().with(tool.arc()))
+            .middleware(mw)
+            .build()
+            .unwrap();
+        let parked = turn(&runner, &agent, &k, Msg::user("user", "go")).await.1.unwrap();
+        assert_eq!(parked.status, ReplyStatus::Parked);
+        let approve = UserConfirmResultEvent::new(
+            parked.state.reply_id.clone(),
+            vec![as_agent::ConfirmResult::approve(as_message::ToolCallBlock::new("c1", "needs_ok", input))],
+        );
+        if blocking {
+            // The tool's TOOL_RESULT_START reaches the caller, then the tool runs for good.
+            let started = tokio::sync::Notify::new();
+            let mut sink = |e: &AgentEvent| {
+                if matches!(e, AgentEvent::ToolResultStart(_)) {
+                    started.notify_one();
+                }
+            };
+            let fut = runner.run_turn(&agent, &k, approve.into(), &mut sink);
+            tokio::pin!(fut);
+            tokio::select! {
+                r = &mut fut => panic!("the turn cannot finish while its tool runs: {r:?}"),
+                () = started.notified() => {}
+            }
+        } else {
+            stall.arm(1);
+            drop_turn_at_stall(&runner, &agent, &stall, &k, approve).await;
+        }
+        assert_eq!(runner.wait_background_writes().await, 1);
+        let stored = storage.get_session(&k).await.unwrap().unwrap().state;
+        assert!(!stored.has_awaiting_tool_calls("Friday"), "blocking={blocking}: the approved call was closed");
+        assert_logged_reply_is_the_states(&storage, &k, &format!("blocking={blocking}")).await;
+    }
 }
 
 /// The stored revision and message-log length of `k`.
