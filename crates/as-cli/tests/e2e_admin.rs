@@ -303,3 +303,24 @@ fn a_deeply_nested_state_exports_and_imports() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(stdout(&o), exported);
 }
+
+/// The export line holds the record exactly as stored, not a re-encoding of it (docs/architecture.md):
+/// another writer's key order, spacing and unknown fields survive the export.
+#[test]
+fn export_writes_the_stored_record_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("a.db");
+    let storage = format!("sqlite:{}", db.display());
+    let o = run(&["--storage", &storage, "sessions", "create", "--user", "alice", "--agent", "friday"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let id = stdout(&o).split_whitespace().next().unwrap().to_owned();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let stored: String = conn.query_row("SELECT record FROM sessions WHERE id = ?1", [&id], |r| r.get(0)).unwrap();
+    // As another writer might have stored it: an unknown key first, and spaces.
+    let written = format!("{{\"x_writer\": \"python\", {}", stored.strip_prefix('{').unwrap());
+    conn.execute("UPDATE sessions SET record = ?1 WHERE id = ?2", [&written, &id]).unwrap();
+    let o = run(&["--storage", &storage, "sessions", "export", "--user", "alice"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let line = stdout(&o);
+    assert!(line.contains(&format!("\"record\":{written},\"messages\":[")), "{line}");
+}
