@@ -220,16 +220,13 @@ impl Repair {
                 break;
             }
         }
-        let mut text: String = self.chars[start..self.pos].iter().collect();
-        while !text.is_empty() {
-            if let Ok(v) = serde_json::from_str::<JsonValue>(&text)
-                && v.is_number()
-            {
-                return Some(v);
-            }
-            text.pop();
+        // The run's longest prefix that is a JSON number (the rest of the run is dropped), found in one
+        // pass: trying every shorter prefix with serde_json in turn was quadratic in the run.
+        let run = &self.chars[start..self.pos];
+        match number_prefix_len(run) {
+            0 => None,
+            len => parse_number(&run[..len].iter().collect::<String>()),
         }
-        None
     }
 
     fn literal(&mut self) -> Option<JsonValue> {
@@ -261,6 +258,54 @@ impl Repair {
     }
 }
 
+/// The length of the longest prefix of `s` that is a JSON number
+/// (`-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`), 0 if none is.
+fn number_prefix_len(s: &[char]) -> usize {
+    let digits_from = |mut i: usize| {
+        while s.get(i).is_some_and(char::is_ascii_digit) {
+            i += 1;
+        }
+        i
+    };
+    let int_start = usize::from(s.first() == Some(&'-'));
+    let mut end = match s.get(int_start) {
+        Some('0') => int_start + 1,
+        Some(c) if c.is_ascii_digit() => digits_from(int_start + 1),
+        _ => return 0,
+    };
+    if s.get(end) == Some(&'.') {
+        let frac_end = digits_from(end + 1);
+        if frac_end == end + 1 {
+            // `1.` or `1.e5`: only `1` is a number.
+            return end;
+        }
+        end = frac_end;
+    }
+    if matches!(s.get(end), Some('e' | 'E')) {
+        let exp_start = end + 1 + usize::from(matches!(s.get(end + 1), Some('+' | '-')));
+        let exp_end = digits_from(exp_start);
+        if exp_end > exp_start {
+            end = exp_end;
+        }
+    }
+    end
+}
+
+/// `text` as a JSON number, if it is one (serde_json's reader, every digit kept: with
+/// `arbitrary_precision` it reads every number [`number_prefix_len`] finds, of any size).
+fn parse_number(text: &str) -> Option<JsonValue> {
+    #[cfg(test)]
+    NUMBER_PARSES.with(|n| n.set(n.get() + 1));
+    serde_json::from_str::<JsonValue>(text).ok().filter(JsonValue::is_number)
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Texts [`parse_number`] has read on this thread: each read is linear in its text, so one read per
+    /// number keeps a repair linear.
+    static NUMBER_PARSES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -288,6 +333,101 @@ mod tests {
         // Legitimate nesting within the limit is still repaired.
         let ok = format!("{}1{}", "[".repeat(100), "]".repeat(99));
         assert!(repair_json(&ok).is_some());
+    }
+
+    /// A run of number characters is read with one parse of its longest number prefix: trying every
+    /// shorter prefix in turn was quadratic in the run (a CPU sink for model output).
+    #[test]
+    fn a_long_number_run_is_parsed_once() {
+        let parses = |raw: &str| {
+            NUMBER_PARSES.with(|n| n.set(0));
+            let v = repair_json(raw);
+            (v, NUMBER_PARSES.with(std::cell::Cell::get))
+        };
+        let (v, n) = parses(&format!("{{\"a\": {}{}}}", "1".repeat(500), "e".repeat(500)));
+        assert_eq!(v.and_then(|v| v.get("a").map(ToString::to_string)), Some("1".repeat(500)));
+        assert_eq!(n, 1);
+        let (v, n) = parses(&format!("[{}, 1.5e-3+-.eE, -, 0123]", "-".repeat(300)));
+        assert_eq!(v.map(|v| v.to_string()).as_deref(), Some("[1.5e-3,0]"));
+        assert_eq!(n, 2, "one parse per number, none where no prefix is a number");
+        // 100 000 characters of model output, one number (minutes of parsing before).
+        let (v, n) = parses(&format!("{{\"a\": {}{}}}", "1".repeat(50_000), "e".repeat(50_000)));
+        let a = v.as_ref().and_then(|v| v.get("a")).and_then(JsonValue::as_number).map(|n| n.as_str().to_owned());
+        assert_eq!(a, Some("1".repeat(50_000)));
+        assert_eq!(n, 1);
+    }
+
+    /// The number reader before it was made linear: the longest prefix of the run serde_json reads as a
+    /// number, found by trying every prefix from the longest (quadratic in the run).
+    fn number_by_every_prefix(run: &str) -> Option<JsonValue> {
+        let mut text = run.to_owned();
+        while !text.is_empty() {
+            if let Ok(v) = serde_json::from_str::<JsonValue>(&text)
+                && v.is_number()
+            {
+                return Some(v);
+            }
+            text.pop();
+        }
+        None
+    }
+
+    fn number_of(text: &str) -> (Option<JsonValue>, usize) {
+        let mut p = Repair { chars: text.chars().collect(), pos: 0, depth: 0 };
+        let v = p.number();
+        (v, p.pos)
+    }
+
+    #[test]
+    fn numbers_read_as_before() {
+        for text in [
+            "",
+            "-",
+            "0",
+            "-0",
+            "01",
+            "-01",
+            "0.",
+            "0.5",
+            "1.e5",
+            "1e",
+            "1e+",
+            "1e-3",
+            "1E+05",
+            "-1.50E-0",
+            "1.5.5",
+            "1e5e5",
+            "1-2",
+            "--1",
+            "+1",
+            ".5",
+            "0e",
+            "0.0e0.",
+            "12abc",
+            "1x",
+            "9999999999999999999999e999999",
+        ] {
+            let run = text.chars().take_while(|c| c.is_ascii_digit() || "-+.eE".contains(*c)).count();
+            assert_eq!(number_of(text), (number_by_every_prefix(&text[..run]), run), "{text:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config::with_cases(4096))]
+
+        /// Short runs of number characters (and a few others after them): the same number, and the same
+        /// position after it, as the reader that tried every prefix.
+        #[test]
+        fn numbers_read_as_by_every_prefix(
+            chars in proptest::collection::vec(
+                proptest::sample::select(vec!['0', '1', '9', '-', '+', '.', 'e', 'E', 'x', ' ', ']']),
+                0..14,
+            ),
+        ) {
+            let text: String = chars.iter().collect();
+            let run = chars.iter().take_while(|c| c.is_ascii_digit() || "-+.eE".contains(**c)).count();
+            proptest::prop_assert_eq!(number_of(&text), (number_by_every_prefix(&text[..run]), run), "{:?}", text);
+        }
     }
 
     #[test]
