@@ -701,7 +701,17 @@ impl<'a> Run<'a> {
         self.g.call_ids = CallIds::for_reply(self.g.state, &self.agent.name);
         self.g.inflight = Some(stream.handle());
         let mut conv = Converter::new(reply_id.clone());
-        while let Some(item) = stream.next().await {
+        // The cancel ends the stream here too, not only through the request's token, which a model
+        // may not pass on to its stream (a stalled stream would then never end). The response is
+        // then not complete, so it reads as interrupted (§8).
+        let cancel = self.cancel.clone();
+        loop {
+            let item = tokio::select! {
+                biased;
+                () = cancel.cancelled() => break,
+                item = stream.next() => item,
+            };
+            let Some(item) = item else { break };
             let chunk = item?;
             for ev in conv.chunk(&chunk, &mut self.g.call_ids) {
                 self.emit(ev).await?;

@@ -369,6 +369,68 @@ async fn cancel_model_stream_keeps_partial_output_and_never_runs_the_cut_call() 
     assert_eq!(state.cur_iter, 0);
 }
 
+/// A model that ignores `ChatRequest::cancel`: its stream yields one text chunk, then never
+/// yields again (a stalled connection).
+#[derive(Debug)]
+struct StallsAfterOneChunk;
+
+#[async_trait::async_trait]
+impl as_model::ChatModel for StallsAfterOneChunk {
+    fn model_name(&self) -> &str {
+        "stalls"
+    }
+
+    fn provider(&self) -> &'static str {
+        "test"
+    }
+
+    async fn stream(&self, _request: as_model::ChatRequest) -> as_model::Result<as_model::ChatStream> {
+        let chunk = as_model::ChatChunk::new(vec![text("t", "Partial")]);
+        let chunks = futures::stream::iter([Ok(chunk)]).chain(futures::stream::pending());
+        Ok(as_model::ChatStream::from_stream(chunks))
+    }
+}
+
+/// §8: a cancel during a model stream ends it, whether or not the model honours the request's
+/// token itself: MODEL_CALL_END(interrupted), then REPLY_END(interrupted), the partial text kept.
+#[tokio::test]
+async fn a_cancel_ends_a_model_stream_that_ignores_the_request_token() {
+    use as_agent::{ModelFinishedReason, ReplyFinishedReason};
+    let agent = Agent::builder("Friday", "sys", Arc::new(StallsAfterOneChunk)).build().unwrap();
+    let mut state = AgentState::default();
+    let mut events = Vec::new();
+    let outcome = {
+        let mut stream = agent.reply_stream(&mut state, Msg::user("user", "hi"));
+        // The timeout only turns a hang into a failure.
+        let drained = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+            while let Some(e) = stream.next().await {
+                let e = e.unwrap();
+                if matches!(e, AgentEvent::TextBlockDelta(_)) {
+                    stream.cancel();
+                }
+                events.push(e);
+            }
+        })
+        .await;
+        assert!(drained.is_ok(), "the reply never ended: {:?}", types(&events));
+        stream.into_outcome().unwrap()
+    };
+    assert_eq!(outcome.status, ReplyStatus::Interrupted);
+    let n = events.len();
+    assert!(n >= 2, "{:?}", types(&events));
+    assert!(
+        matches!(&events[n - 2], AgentEvent::ModelCallEnd(e) if e.finished_reason == ModelFinishedReason::Interrupted),
+        "{:?}",
+        types(&events)
+    );
+    assert!(
+        matches!(&events[n - 1], AgentEvent::ReplyEnd(e) if e.finished_reason == ReplyFinishedReason::Interrupted),
+        "{:?}",
+        types(&events)
+    );
+    assert_eq!(state.context[1].get_text_content("").as_deref(), Some("Partial"), "the partial output is kept");
+}
+
 #[tokio::test]
 async fn cancel_model_call_ends_interrupted() {
     // Fixed (BUG-1): 2.0.4 ended this reply COMPLETED with an empty final message (events-cancel-model-call).
