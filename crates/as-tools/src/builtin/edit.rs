@@ -92,6 +92,23 @@ impl Tool for EditTool {
         let Some(content) = ctx.state.with(|s| s.tool_context.get_cache(&a.file_path).map(|e| e.lines.concat())) else {
             return Err(ToolError::execution("Error: To edit a file, you must first read it using the Read tool."));
         };
+        // The cache says the mtime is unchanged, but two writes within one clock tick (or a tool that
+        // restores the mtime) keep it: the edit applies only to the very text that was read. This is
+        // checked before old_string is looked for, so a stale read is reported as such and not as
+        // "not found" in the old text.
+        let on_disk = super::read_at_most_async(path, super::read::MAX_READ_BYTES)
+            .await
+            .map_err(|e| ToolError::execution(format!("Error reading file: {e}")).with_source(e))?
+            .ok_or_else(|| super::read::too_large(&a.file_path, None))?;
+        if super::decode_text(&on_disk) != content {
+            // The stale entry goes, or the next Read would serve it again (its mtime still
+            // matches) and every later Edit would fail the same way.
+            ctx.state.with(|s| s.tool_context.read_file_cache.retain(|e| e.file_path != a.file_path));
+            return Err(ToolError::execution(format!(
+                "Error: {} has changed since it was read. Read it again before editing.",
+                a.file_path
+            )));
+        }
         let occurrences = content.matches(&a.old_string).count();
         if occurrences == 0 {
             return Err(ToolError::execution(format!("Error: old_string not found in {}", a.file_path)));
@@ -111,24 +128,12 @@ impl Tool for EditTool {
         // The cached text is decoded (invalid UTF-8 replaced, line ends made `\n`): writing it back
         // would change every byte the decoding changed. Refuse a file that is not UTF-8, and keep
         // the `\r\n` line ends of a file that uses only those.
-        let on_disk = super::read_at_most_async(path, super::read::MAX_READ_BYTES)
-            .await
-            .map_err(|e| ToolError::execution(format!("Error reading file: {e}")).with_source(e))?
-            .ok_or_else(|| super::read::too_large(&a.file_path, None))?;
         let Ok(on_disk) = std::str::from_utf8(&on_disk) else {
             return Err(ToolError::execution(format!(
                 "Error: {} is not UTF-8 text; editing it would change bytes outside the edit. Use Bash instead.",
                 a.file_path
             )));
         };
-        // The cache says the mtime is unchanged, but two writes within one clock tick keep it: the
-        // edit applies only to the very text that was read.
-        if super::decode_text(on_disk.as_bytes()) != content {
-            return Err(ToolError::execution(format!(
-                "Error: {} has changed since it was read. Read it again before editing.",
-                a.file_path
-            )));
-        }
         let crlf = on_disk.contains("\r\n") && on_disk.matches('\n').count() == on_disk.matches("\r\n").count();
         if !crlf && on_disk.contains('\r') {
             return Err(ToolError::execution(format!(
