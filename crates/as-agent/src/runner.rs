@@ -380,8 +380,9 @@ impl SessionRunner {
                 let in_context = state.context.iter().rev().find(|m| m.id == state.reply_id);
                 match (stored, in_context) {
                     // The log's copy is behind the state (a turn whose log write failed after its
-                    // state was saved): continue from the context's.
-                    (Some(logged), Some(current)) if !same_calls(&logged, current) => {
+                    // state was saved): continue from the context's. (A context copy that a
+                    // compression cut to its tail is not behind: the log's copy is the whole message.)
+                    (Some(logged), Some(current)) if log_behind(&logged, current) => {
                         Some(with_started_results(current.clone()))
                     }
                     (Some(mut logged), Some(current)) => {
@@ -671,13 +672,22 @@ fn with_started_results(mut msg: Msg) -> Msg {
 
 /// Empties the log copy's results of calls the state still waits for (as `TOOL_RESULT_START` left
 /// them): output there came from a resume that was dropped before the result reached the state,
-/// and it streams again when the result is sent again.
+/// and it streams again when the result is sent again. Only calls the state's copy holds: the rest
+/// of the log's copy was compressed out of the context (its calls were all answered then).
 fn restart_unanswered_results(logged: &mut Msg, current: &Msg) {
     use as_message::{ContentBlock, TextOrBlocks, ToolResultState};
     let answered: std::collections::HashSet<&str> = current.tool_result_ids().collect();
+    let waiting: std::collections::HashSet<&str> = current
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::ToolCall(c) if !answered.contains(c.id.as_str()) => Some(c.id.as_str()),
+            _ => None,
+        })
+        .collect();
     for b in &mut logged.content {
         if let ContentBlock::ToolResult(r) = b
-            && !answered.contains(r.id.as_str())
+            && waiting.contains(r.id.as_str())
         {
             r.output = TextOrBlocks::Blocks(Vec::new());
             r.state = ToolResultState::Running;
@@ -686,9 +696,12 @@ fn restart_unanswered_results(logged: &mut Msg, current: &Msg) {
     }
 }
 
-/// Whether `logged` (the message log's copy of a reply message) holds the same tool calls, in the
-/// same states, as `current` (the state's copy).
-fn same_calls(logged: &Msg, current: &Msg) -> bool {
+/// Whether `logged` (the message log's copy of a reply message) is behind `current` (the state's
+/// copy): the state's tool calls, with their states, are not the last calls of the log's copy.
+/// The state's copy may hold fewer calls than the log's, its tail, when a compression during the
+/// reply split the message (§9.2): that is not behind. A call the log lacks, or one in another
+/// state, is.
+fn log_behind(logged: &Msg, current: &Msg) -> bool {
     use as_message::ContentBlock;
     let calls = |m: &Msg| -> Vec<(String, as_message::ToolCallState)> {
         m.content
@@ -699,7 +712,7 @@ fn same_calls(logged: &Msg, current: &Msg) -> bool {
             })
             .collect()
     };
-    calls(logged) == calls(current)
+    !calls(logged).ends_with(&calls(current))
 }
 
 /// A failed final write as [`AgentError::Unsaved`] (a storage failure; anything else as it is).

@@ -1645,3 +1645,80 @@ async fn a_turn_right_after_a_dropped_one_continues_from_its_write() {
     assert_eq!(storage.list_messages(&k, 0, 0).await.unwrap().len(), 4, "both turns are logged");
     assert_eq!(runner.wait_background_writes().await, 0, "nothing left running");
 }
+
+/// A compression during a reply that keeps only the tail of the reply message in the context
+/// (the split runs inside the boundary message, §9.2), then a park: the resume continues the log's
+/// copy, which holds the whole message, not the context's tail. The log keeps the calls and results
+/// compressed out of the context, through the resume and after the reply ends.
+#[tokio::test]
+async fn a_resume_after_a_compression_split_the_reply_keeps_its_logged_head() {
+    let storage = store().await;
+    let runner = SessionRunner::new(Arc::clone(&storage), SessionConfig::new("ws"));
+    let summary = serde_json::json!({
+        "task_overview": "Echoes.", "current_state": "c1 echoed.", "important_discoveries": "None.",
+        "next_steps": "Echo again.", "context_to_preserve": "None.",
+    });
+    let long = format!(r#"{{"text": "{}"}}"#, "x".repeat(600));
+    let model = Arc::new(
+        ScriptedModel::new(
+            "m",
+            [
+                ScriptedTurn::new().tool_call("c1", "echo", long.clone()),
+                ScriptedTurn::new().text("y".repeat(1600)).tool_call("c2", "echo", r#"{"text": "two"}"#),
+                ScriptedTurn::new().tool_call("so", as_model::STRUCTURED_OUTPUT_TOOL, summary.to_string()),
+                ScriptedTurn::new().tool_call("c3", "needs_ok", r#"{"text": "three"}"#),
+                ScriptedTurn::new().tool_call("c4", "needs_ok", r#"{"text": "four"}"#),
+                ScriptedTurn::new().text("done"),
+            ],
+        )
+        .with_context_size(1500),
+    );
+    let agent = Agent::builder("Friday", "sys", model.clone())
+        .toolkit(Toolkit::new().with(AllowTool::new("echo").arc()).with(AllowTool::new("needs_ok").ask().arc()))
+        .context_config(as_agent::ContextConfig::default().with_ratios(0.4, 0.2))
+        .build()
+        .unwrap();
+    let k = key("compressed-reply");
+    let approve = |id: &str, input: &str, reply_id: &str| {
+        UserConfirmResultEvent::new(
+            reply_id,
+            vec![as_agent::ConfirmResult::approve(as_message::ToolCallBlock::new(id, "needs_ok", input))],
+        )
+    };
+    let shape = |m: &Msg| -> Vec<String> {
+        m.content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::ToolCall(c) => Some(format!("call {} {:?}", c.id, c.state)),
+                ContentBlock::ToolResult(r) => Some(format!("result {} {:?} {}", r.id, r.state, r.output.text().len())),
+                ContentBlock::Text(t) => Some(format!("text {}", t.text.len())),
+                _ => None,
+            })
+            .collect()
+    };
+    let parked = turn(&runner, &agent, &k, Msg::user("user", "go")).await.1.unwrap();
+    assert_eq!(parked.status, ReplyStatus::Parked);
+    // The compression ran inside the reply and kept only the tail of its message: c1, its result
+    // and the text went into the summary.
+    assert!(parked.state.summary.text().contains("Echoes."), "compressed: {:?}", parked.state.summary);
+    let reply_id = parked.state.reply_id.clone();
+    let in_state = parked.state.context.iter().find(|m| m.id == reply_id).unwrap();
+    assert_eq!(shape(in_state), ["call c2 Finished", "result c2 Success 9", "call c3 Asking"]);
+    let head = ["call c1 Finished", "result c1 Success 606", "text 1600", "call c2 Finished", "result c2 Success 9"];
+    let logged = storage.get_message(&k, &reply_id).await.unwrap().expect("the reply is logged");
+    assert_eq!(shape(&logged), [&head[..], &["call c3 Asking"]].concat());
+    // c3 runs and the model asks for c4: the log keeps the head.
+    let again = turn(&runner, &agent, &k, approve("c3", r#"{"text": "three"}"#, &reply_id)).await.1.unwrap();
+    assert_eq!(again.status, ReplyStatus::Parked);
+    assert_eq!(again.state.reply_id, reply_id);
+    let logged = storage.get_message(&k, &reply_id).await.unwrap().expect("the reply is logged");
+    let resumed = ["call c3 Finished", "result c3 Success 11", "call c4 Asking"];
+    assert_eq!(shape(&logged), [&head[..], &resumed[..]].concat(), "after the resume");
+    // c4 runs and the reply ends.
+    let done = turn(&runner, &agent, &k, approve("c4", r#"{"text": "four"}"#, &reply_id)).await.1.unwrap();
+    assert_eq!(done.status, ReplyStatus::Completed);
+    let logged = storage.get_message(&k, &reply_id).await.unwrap().expect("the reply is logged");
+    let ended = ["call c3 Finished", "result c3 Success 11", "call c4 Finished", "result c4 Success 10", "text 4"];
+    assert_eq!(shape(&logged), [&head[..], &ended[..]].concat(), "after the reply ended");
+    as_agent::testkit::check_history(std::slice::from_ref(&logged)).unwrap();
+}
