@@ -331,7 +331,7 @@ fn open_raw(path: &Path, opts: &SqliteOptions) -> Result<Connection, SqliteError
 /// Per-connection settings; switches the file to WAL (a write), so only for files known to be ours.
 fn configure(conn: &Connection, path: &Path, opts: &SqliteOptions) -> Result<(), SqliteError> {
     let map = |e| SqliteError::from_rusqlite(e, path);
-    let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(map)?;
+    let mode = switch_to_wal(conn, opts.busy_timeout).map_err(map)?;
     if !mode.eq_ignore_ascii_case("wal") {
         return Err(SqliteError::new(
             SqliteErrorKind::Other,
@@ -350,6 +350,25 @@ fn configure(conn: &Connection, path: &Path, opts: &SqliteOptions) -> Result<(),
     }
     conn.set_prepared_statement_cache_capacity(32);
     Ok(())
+}
+
+/// `PRAGMA journal_mode = WAL`, retried for up to `busy_timeout` while it is `SQLITE_BUSY`: on a new
+/// file still in rollback mode, processes opening it at once each hold a read lock and want the write
+/// lock for the switch, and SQLite answers all but one `SQLITE_BUSY` at once, without calling the
+/// busy handler (waiting could deadlock). Once a process has switched, the others' read locks are
+/// gone and their retry finds the file in WAL mode.
+fn switch_to_wal(conn: &Connection, busy_timeout: std::time::Duration) -> rusqlite::Result<String> {
+    let deadline = Instant::now() + busy_timeout;
+    loop {
+        match conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)) {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy && Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            other => return other,
+        }
+    }
 }
 
 /// Creates the file if needed (never over an existing one), checks it and migrates it.
