@@ -24,6 +24,9 @@
 //!   (`rm -{r,f}f x` is `rm -rf -ff x`). Allow rules stay strict: they never cover a command that
 //!   cannot be analysed or whose program is only known when it runs. A command over
 //!   [`MAX_COMMAND_BYTES`] is not read at all: it is one that cannot be analysed.
+//! * A `sed` whose options or script are outside 2.0.4's allowlist (only `-n`, `-E`, `-e`, `-i`;
+//!   `Np`/`N,Mp` and `s///` with `g`, `p` and digits), or `sed -i` on a dangerous file, asks for a
+//!   safety check that allow rules cannot override.
 //! * Deny rules are still **best-effort**: code the command makes at run time (`base64 -d <<<… |
 //!   sh`, `python -c …`, a script written earlier with Write) is not seen, so a Bash deny rule
 //!   cannot contain a determined model; a sandbox can.
@@ -1654,6 +1657,249 @@ pub(crate) fn dangerous_pattern(command: &str) -> Option<String> {
     None
 }
 
+/// At most this many `sed` words of one command reading are checked by [`sed_violation`] (each
+/// check reads the words after it, so more would take time quadratic in the command's length);
+/// a reading with more is refused as one that cannot be checked.
+const MAX_SED_WORDS: usize = 16;
+
+/// Why a `sed` the command runs is outside 2.0.4's `check_sed_constraints` allowlist, if one is:
+/// every word `sed` (or `…/sed`) of every segment (2.0.4 checks the first `sed` word of the
+/// command), with the words after it as its arguments (see [`sed_arguments_violation`]). A command
+/// ending in an unescaped backslash has invalid syntax for 2.0.4's `shlex` (checked only when the
+/// command holds `sed`, as there).
+fn sed_violation(command: &str) -> Option<String> {
+    if !command.contains("sed") {
+        return None;
+    }
+    if command.chars().rev().take_while(|&c| c == '\\').count() % 2 == 1 {
+        return Some("sed command has invalid shell syntax".into());
+    }
+    for words in split_command_segments(command).iter().flat_map(|seg| command_readings(seg)) {
+        let starts: Vec<usize> =
+            words.iter().enumerate().filter(|(_, w)| *w == "sed" || w.ends_with("/sed")).map(|(i, _)| i).collect();
+        if starts.len() > MAX_SED_WORDS {
+            return Some(format!("sed command has more than {MAX_SED_WORDS} sed words, which cannot be checked"));
+        }
+        for i in starts {
+            if let Some(reason) = sed_arguments_violation(&words[i + 1..]) {
+                return Some(reason);
+            }
+        }
+    }
+    None
+}
+
+/// The flags 2.0.4 lets `sed` have (each character of a short option word must be one).
+const SED_FLAGS: &str = "nEei";
+
+/// Why `sed` run with `args` is outside 2.0.4's allowlist. The arguments are read twice and both
+/// readings must pass:
+///
+/// * as 2.0.4 reads them: every character of a `-…` word is a flag (`-i` also skips a next word
+///   that starts with neither `-` nor `s` and holds no `.`); `--in-place` is `-i`, `--expression`
+///   takes the next word as a script; any other `--…` word is ignored; the first other word is the
+///   script, later ones are files;
+/// * as GNU sed reads them: every `-e`/`--expression` value is a script (also one glued to the
+///   option, `-ee` is the script `e`), and then every operand is a file; without one the first
+///   operand is the script; `-i` takes no separate word; a long option other than
+///   `--expression`, `--in-place`, `--quiet`, `--silent` and `--regexp-extended` is refused
+///   (`--file=script` would run a script nobody checked).
+///
+/// Then (2.0.4): no script, a flag outside [`SED_FLAGS`], a script refused by
+/// [`sed_expression_violation`], or `-i` on a file whose name holds one of
+/// [`super::DANGEROUS_FILES`] (`.env` in `src/.env.bak`, case-insensitively) is a violation.
+fn sed_arguments_violation(args: &[String]) -> Option<String> {
+    // 2.0.4's reading.
+    let (mut flags, mut scripts, mut files, mut found_first) = (Vec::new(), Vec::new(), Vec::new(), false);
+    let skips_suffix =
+        |next: Option<&String>| next.is_some_and(|n| !n.starts_with('-') && !n.starts_with('s') && !n.contains('.'));
+    let mut i = 0;
+    while let Some(arg) = args.get(i) {
+        if let Some(cluster) = arg.strip_prefix('-').filter(|_| !arg.starts_with("--")) {
+            flags.extend(cluster.chars());
+            if cluster.contains('i') && skips_suffix(args.get(i + 1)) {
+                i += 1;
+            }
+        } else if arg == "--in-place" {
+            flags.push('i');
+            if skips_suffix(args.get(i + 1)) {
+                i += 1;
+            }
+        } else if arg == "--expression" {
+            if let Some(script) = args.get(i + 1) {
+                scripts.push(script.as_str());
+                i += 1;
+            }
+        } else if !arg.starts_with('-') {
+            // Only a plain word counts as the first script (not an `--expression` value).
+            if found_first {
+                files.push(arg.as_str());
+            } else {
+                scripts.push(arg.as_str());
+                found_first = true;
+            }
+        }
+        i += 1;
+    }
+    if scripts.is_empty() {
+        return Some("sed command missing expression".into());
+    }
+    if let Some(flag) = flags.iter().find(|f| !SED_FLAGS.contains(**f)) {
+        return Some(format!("sed flag -{flag} not allowed"));
+    }
+    // GNU's reading.
+    let (mut gnu_scripts, mut operands, mut script_option) = (Vec::new(), Vec::new(), false);
+    let (mut quiet, mut in_place) = (false, false);
+    let mut i = 0;
+    while let Some(arg) = args.get(i) {
+        if arg == "--" {
+            operands.extend(args[i + 1..].iter().map(String::as_str));
+            break;
+        }
+        if let Some(long) = arg.strip_prefix("--") {
+            let (name, value) = long.split_once('=').map_or((long, None), |(n, v)| (n, Some(v)));
+            match name {
+                "expression" => {
+                    script_option = true;
+                    match value {
+                        Some(v) => gnu_scripts.push(v),
+                        None => {
+                            if let Some(script) = args.get(i + 1) {
+                                gnu_scripts.push(script.as_str());
+                                i += 1;
+                            }
+                        }
+                    }
+                }
+                "in-place" => in_place = true,
+                "quiet" | "silent" => quiet = true,
+                "regexp-extended" => {}
+                _ => return Some(format!("sed option {arg} not allowed")),
+            }
+        } else if let Some(cluster) = arg.strip_prefix('-').filter(|c| !c.is_empty()) {
+            // Only `n`, `E`, `e` and `i` are left (2.0.4's flag check above refused the others).
+            for (at, c) in cluster.char_indices() {
+                match c {
+                    // The rest of the word is the backup suffix.
+                    'i' => {
+                        in_place = true;
+                        break;
+                    }
+                    // The script: the rest of the word, or the next word.
+                    'e' => {
+                        let rest = &cluster[at + 1..];
+                        script_option = true;
+                        if rest.is_empty() {
+                            i += 1;
+                            gnu_scripts.extend(args.get(i).map(String::as_str));
+                        } else {
+                            gnu_scripts.push(rest);
+                        }
+                        break;
+                    }
+                    'n' => quiet = true,
+                    _ => {}
+                }
+            }
+        } else {
+            operands.push(arg.as_str());
+        }
+        i += 1;
+    }
+    if !script_option && !operands.is_empty() {
+        gnu_scripts.push(operands.remove(0));
+    }
+    let quiet = quiet || flags.contains(&'n');
+    for script in scripts.iter().chain(&gnu_scripts) {
+        if let Some(reason) = sed_expression_violation(script, quiet) {
+            return Some(reason);
+        }
+    }
+    if in_place || flags.contains(&'i') {
+        for file in files.iter().chain(&operands) {
+            let lower = file.to_lowercase();
+            if super::DANGEROUS_FILES.iter().any(|d| lower.contains(&d.to_lowercase())) {
+                return Some(format!("sed -i modifying dangerous file: {file}"));
+            }
+        }
+    }
+    None
+}
+
+/// Python's `str.isspace` for one character (it also counts `\x1c`–`\x1f`).
+fn py_space(c: char) -> bool {
+    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+}
+
+/// Why 2.0.4 refuses a sed script (`quiet`: `-n` was given): a `w`/`W` write (`/w FILE`, or `/w`
+/// at the end), an `e`/`E` execution (`/e` before a blank or at the end), braces, a leading `!`,
+/// a `#` (unless the script starts with `s#`), or anything but `Np`/`N,Mp` (with `-n`) and an
+/// `s` command on `/`, `|` or `#` whose flags are only `g`, `p` and digits. 2.0.4 splits the `s`
+/// command at every delimiter, so its flags also pass the check when an escaped delimiter moves
+/// them (`s/a\/b/g/ep` has the flags `ep`, 2.0.4 reads `g`): here they are also read as sed reads
+/// them (a backslash escapes the next character), and both must pass. Digits are ASCII here.
+fn sed_expression_violation(expr: &str, quiet: bool) -> Option<String> {
+    let chars: Vec<char> = expr.chars().collect();
+    let after_slash = |i: usize, letters: [char; 2]| i > 0 && chars[i - 1] == '/' && letters.contains(&chars[i]);
+    let writes = (1..chars.len()).any(|i| {
+        after_slash(i, ['w', 'W']) && {
+            let blanks = chars[i + 1..].iter().take_while(|c| py_space(**c)).count();
+            blanks > 0 && chars.get(i + 1 + blanks).is_some()
+        }
+    });
+    if writes || expr.ends_with("/w") || expr.ends_with("/W") {
+        return Some("sed write operation (w/W) not allowed".into());
+    }
+    let executes =
+        (1..chars.len()).any(|i| after_slash(i, ['e', 'E']) && chars.get(i + 1).is_none_or(|c| py_space(*c)));
+    if executes {
+        return Some("sed execute operation (e/E) not allowed".into());
+    }
+    if expr.contains(['{', '}']) {
+        return Some("sed curly braces not allowed".into());
+    }
+    if expr.starts_with('!') {
+        return Some("sed negation (!) not allowed".into());
+    }
+    if expr.contains('#') && !expr.starts_with("s#") {
+        return Some("sed comments not allowed".into());
+    }
+    let digits = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_digit());
+    if quiet
+        && let Some(lines) = expr.strip_suffix('p')
+        && (digits(lines) || lines.split_once(',').is_some_and(|(a, b)| digits(a) && digits(b)))
+    {
+        return None;
+    }
+    let substitution_flags_ok = |flags: &str| flags.chars().all(|c| "gp0123456789".contains(c));
+    if let Some(delimiter) = ['/', '|', '#'].into_iter().find(|d| expr.starts_with(&format!("s{d}"))) {
+        let body = &expr[2..];
+        let parts: Vec<&str> = body.split(delimiter).collect();
+        // 2.0.4: split at every delimiter.
+        let naive = parts.len() >= 2 && (parts.len() == 2 || substitution_flags_ok(parts[2]));
+        // sed: a backslash escapes the next character in the pattern and the replacement.
+        let mut sections = Vec::new();
+        let mut rest = body.chars();
+        let mut section = String::new();
+        while sections.len() < 2 {
+            match rest.next() {
+                Some('\\') => {
+                    section.push('\\');
+                    section.extend(rest.next());
+                }
+                Some(c) if c == delimiter => sections.push(std::mem::take(&mut section)),
+                Some(c) => section.push(c),
+                None => break,
+            }
+        }
+        let read = sections.len() == 2 && substitution_flags_ok(rest.as_str());
+        if naive && read {
+            return None;
+        }
+    }
+    Some(format!("sed expression '{expr}' not in allowlist"))
+}
+
 /// The files a segment's output redirections (the [`REDIRECTION_OPERATORS`] holding `>`) write,
 /// unquoted; `None` for one whose name is only known when it runs (`$x`,
 /// `~user`, a glob, a brace, `>(…)`). Duplications (`>&2`, `2>&-`) write no file.
@@ -1820,6 +2066,11 @@ fn bash_permission(command: &str, ctx: &PermissionCheckContext<'_>) -> Permissio
     if let Some(p) = dangerous_pattern(command) {
         return PermissionDecision::ask(format!("Permission required: Command contains dangerous pattern: {p}"))
             .reason("Safety check: dangerous command pattern detected")
+            .immune();
+    }
+    if let Some(reason) = sed_violation(command) {
+        return PermissionDecision::ask(format!("Permission required: {reason}"))
+            .reason("Safety check: sed in-place modification of dangerous file")
             .immune();
     }
     let sensitive: Vec<String> =
