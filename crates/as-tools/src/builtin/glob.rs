@@ -1,7 +1,9 @@
 //! `Glob`: files matching a glob pattern, newest first (skipping paths the deny rules name: see
 //! [`super`]).
 
+use std::cell::Cell;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use as_message::{JsonValue, PermissionBehavior, PermissionRule};
 use schemars::JsonSchema;
@@ -27,6 +29,13 @@ codebase.
 Use head_limit to cap the number of results returned.";
 
 const DEFAULT_HEAD_LIMIT: u64 = 250;
+
+/// How long a Glob or Grep search may run: 2.0.4 runs its glob helper and ripgrep under 30 s
+/// timeouts.
+pub(crate) const SEARCH_TIME_LIMIT: Duration = Duration::from_secs(30);
+
+/// 2.0.4's text when its glob helper times out (`exec_shell` reports `timed out` on stderr).
+const GLOB_TIMED_OUT: &str = "Glob helper failed: timed out";
 
 /// Arguments of `Glob`.
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
@@ -93,6 +102,13 @@ impl Tool for GlobTool {
     }
 
     async fn call(&self, a: GlobArgs, ctx: ToolCallContext) -> Result<ToolStream, ToolError> {
+        self.search(a, ctx, SEARCH_TIME_LIMIT).await
+    }
+}
+
+impl GlobTool {
+    /// `Glob`, ending with 2.0.4's time-out error when it has not finished within `limit`.
+    async fn search(&self, a: GlobArgs, ctx: ToolCallContext, limit: Duration) -> Result<ToolStream, ToolError> {
         let base = match a.path.as_deref().filter(|p| !p.is_empty()) {
             Some(p) => ctx.resolve(p),
             None => ctx.working_dir.clone(),
@@ -108,28 +124,83 @@ impl Tool for GlobTool {
             .map_err(|e| ToolError::execution(format!("Error: invalid glob pattern {:?}: {e}", a.pattern)))?
             .compile_matcher();
         let pattern = a.pattern.clone();
-        let cancel = ctx.cancel.clone();
         let deny = WalkDenials::from_context(&ctx);
-        let (found, skipped) = tokio::task::spawn_blocking(move || {
+        let stop = SearchStop::new(&ctx.cancel, limit);
+        let halt = stop.cancel.clone();
+        let search = tokio::task::spawn_blocking(move || {
             let mut out: Vec<(f64, PathBuf)> = Vec::new();
-            let skipped = walk(&base, &deny, &cancel, &mut |p| {
+            let skipped = walk(&base, &deny, &stop, &mut |p| {
                 if let Ok(rel) = p.strip_prefix(&base)
                     && matcher.is_match(rel)
                 {
                     out.push((super::files::mtime(p).unwrap_or(0.0), p.to_path_buf()));
                 }
             });
+            if stop.timed_out() {
+                return None;
+            }
             out.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-            (out.into_iter().map(|(_, p)| p.display().to_string()).collect::<Vec<_>>(), skipped)
-        })
-        .await
-        .map_err(|e| ToolError::execution(format!("Error: glob failed: {e}")))?;
+            Some((out.into_iter().map(|(_, p)| p.display().to_string()).collect::<Vec<_>>(), skipped))
+        });
+        let Some((found, skipped)) =
+            within(limit, &halt, search).await.map_err(|e| ToolError::execution(format!("Error: glob failed: {e}")))?
+        else {
+            return Err(ToolError::execution(GLOB_TIMED_OUT));
+        };
         let text = if found.is_empty() {
             format!("No files found matching pattern: {pattern}")
         } else {
             paginate(&found, a.head_limit.unwrap_or(DEFAULT_HEAD_LIMIT), a.offset)
         };
         Ok(ToolStream::text(with_skip_note(text, skipped)))
+    }
+}
+
+/// When a search stops early: its call is cancelled, or its time is up (see [`SearchStop::stopped`]).
+pub(crate) struct SearchStop {
+    /// Cancelled with the call, or by [`within`] when the time is up.
+    pub(crate) cancel: CancellationToken,
+    /// `None` when the limit reaches past what an `Instant` holds: never.
+    deadline: Option<Instant>,
+    timed_out: Cell<bool>,
+}
+
+impl SearchStop {
+    /// A stop for a search that may run for `limit` from now, or until `cancel` is cancelled.
+    pub(crate) fn new(cancel: &CancellationToken, limit: Duration) -> Self {
+        Self { cancel: cancel.child_token(), deadline: Instant::now().checked_add(limit), timed_out: Cell::new(false) }
+    }
+
+    /// Whether the search must stop now. A stop for want of time is remembered (see
+    /// [`Self::timed_out`]): a limit of zero stops at the first check.
+    pub(crate) fn stopped(&self) -> bool {
+        if !self.timed_out.get() && self.deadline.is_some_and(|d| Instant::now() >= d) {
+            self.timed_out.set(true);
+        }
+        self.timed_out.get() || self.cancel.is_cancelled()
+    }
+
+    /// Whether [`Self::stopped`] found the time up: the search's results are incomplete.
+    pub(crate) fn timed_out(&self) -> bool {
+        self.timed_out.get()
+    }
+}
+
+/// The result of a blocking search, or `None` when it has not finished within `limit` (the
+/// search checks its [`SearchStop`] between files and lines; this also covers one long step):
+/// `halt` then tells it to stop, as it does when the call is dropped.
+pub(crate) async fn within<T>(
+    limit: Duration,
+    halt: &CancellationToken,
+    search: tokio::task::JoinHandle<Option<T>>,
+) -> Result<Option<T>, tokio::task::JoinError> {
+    let _halt_when_dropped = halt.clone().drop_guard();
+    match tokio::time::timeout(limit, search).await {
+        Ok(done) => done,
+        Err(_) => {
+            halt.cancel();
+            Ok(None)
+        }
     }
 }
 
@@ -191,17 +262,17 @@ fn split_absolute_pattern(pattern: &str) -> Option<(PathBuf, String)> {
     Some((PathBuf::from(base), parts[first_glob..].join("/")))
 }
 
-/// Visits every regular file under `dir`, in name order, until `cancel` is cancelled, and returns
+/// Visits every regular file under `dir`, in name order, until `stop` says to stop, and returns
 /// how many paths `deny` made it skip. Symlinked directories, `.git`, [`super::UNSEARCHED_ROOTS`]
 /// (where `dir` really leads there too) and what `deny` denies (`dir` itself, a directory below
 /// it, which is then not entered, or a file) are not visited.
-pub(crate) fn walk(dir: &Path, deny: &WalkDenials, cancel: &CancellationToken, visit: &mut dyn FnMut(&Path)) -> usize {
+pub(crate) fn walk(dir: &Path, deny: &WalkDenials, stop: &SearchStop, visit: &mut dyn FnMut(&Path)) -> usize {
     if deny.denies(dir, None, true) {
         return 1;
     }
     let real = std::fs::canonicalize(dir).unwrap_or_else(|_| crate::permission::real_path(dir));
     let mut skipped = 0;
-    walk_in(dir, &real, deny, cancel, visit, &mut skipped);
+    walk_in(dir, &real, deny, stop, visit, &mut skipped);
     skipped
 }
 
@@ -211,18 +282,18 @@ fn walk_in(
     dir: &Path,
     real: &Path,
     deny: &WalkDenials,
-    cancel: &CancellationToken,
+    stop: &SearchStop,
     visit: &mut dyn FnMut(&Path),
     skipped: &mut usize,
 ) {
-    if cancel.is_cancelled() || super::is_unsearched(real) {
+    if stop.stopped() || super::is_unsearched(real) {
         return;
     }
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     let mut entries: Vec<_> = entries.filter_map(Result::ok).collect();
     entries.sort_by_key(|e| e.file_name());
     for entry in entries {
-        if cancel.is_cancelled() {
+        if stop.stopped() {
             return;
         }
         let Ok(ft) = entry.file_type() else { continue };
@@ -235,7 +306,7 @@ fn walk_in(
             if deny.denies(&path, Some(&child), true) {
                 *skipped += 1;
             } else {
-                walk_in(&path, &child, deny, cancel, visit, skipped);
+                walk_in(&path, &child, deny, stop, visit, skipped);
             }
         } else if ft.is_file() || (ft.is_symlink() && path.is_file()) {
             // A regular file's real path is known; a symlink's is where it leads.
@@ -253,6 +324,10 @@ fn walk_in(
 mod tests {
     use super::*;
 
+    fn stop(cancel: &CancellationToken) -> SearchStop {
+        SearchStop::new(cancel, SEARCH_TIME_LIMIT)
+    }
+
     #[test]
     fn walks_stop_when_cancelled_and_skip_kernel_file_systems() {
         let dir = tempfile::tempdir().unwrap();
@@ -261,19 +336,49 @@ mod tests {
         }
         let cancel = CancellationToken::new();
         let mut seen = Vec::new();
-        walk(dir.path(), &WalkDenials::default(), &cancel, &mut |p| {
+        walk(dir.path(), &WalkDenials::default(), &stop(&cancel), &mut |p| {
             seen.push(p.to_path_buf());
             cancel.cancel();
         });
         assert_eq!(seen, [dir.path().join("a")], "the walk stops at the first check after the cancel");
         let mut none = 0;
-        walk(dir.path(), &WalkDenials::default(), &cancel, &mut |_| none += 1);
+        walk(dir.path(), &WalkDenials::default(), &stop(&cancel), &mut |_| none += 1);
         assert_eq!(none, 0);
         let fresh = CancellationToken::new();
         for root in ["/proc/self", "/sys/kernel", "/dev"] {
             let mut n = 0;
-            walk(Path::new(root), &WalkDenials::default(), &fresh, &mut |_| n += 1);
+            walk(Path::new(root), &WalkDenials::default(), &stop(&fresh), &mut |_| n += 1);
             assert_eq!(n, 0, "{root}");
         }
+    }
+
+    #[test]
+    fn walks_stop_when_the_time_is_up() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a"), "x").unwrap();
+        let cancel = CancellationToken::new();
+        let out_of_time = SearchStop::new(&cancel, Duration::ZERO);
+        let mut n = 0;
+        walk(dir.path(), &WalkDenials::default(), &out_of_time, &mut |_| n += 1);
+        assert_eq!(n, 0);
+        assert!(out_of_time.timed_out());
+        assert!(!cancel.is_cancelled(), "the call itself is not cancelled");
+        let in_time = stop(&cancel);
+        walk(dir.path(), &WalkDenials::default(), &in_time, &mut |_| n += 1);
+        assert_eq!(n, 1);
+        assert!(!in_time.timed_out());
+    }
+
+    /// Out of time, Glob gives 2.0.4's error (its helper killed by `exec_shell`'s 30 s timeout),
+    /// not the files found so far.
+    #[tokio::test]
+    async fn glob_out_of_time_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.rs"), "x").unwrap();
+        let ctx = || ToolCallContext::new("call", crate::SharedToolState::default(), dir.path());
+        let args = || GlobArgs { pattern: "*.rs".into(), path: None, head_limit: None, offset: 0 };
+        let e = GlobTool.search(args(), ctx(), Duration::ZERO).await.err().unwrap();
+        assert_eq!(e.model_text(), "Glob helper failed: timed out");
+        assert!(GlobTool.search(args(), ctx(), SEARCH_TIME_LIMIT).await.is_ok());
     }
 }

@@ -1,12 +1,13 @@
 //! `Grep`: regex search over files (skipping paths the deny rules name: see [`super`]).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use as_message::{JsonValue, PermissionBehavior, PermissionRule};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::glob::{paginate, search_suggestion, walk, with_skip_note};
+use super::glob::{SEARCH_TIME_LIMIT, SearchStop, paginate, search_suggestion, walk, with_skip_note, within};
 use super::{WalkDenials, dir_rule_matches};
 use crate::context::ToolCallContext;
 use crate::error::ToolError;
@@ -24,6 +25,22 @@ Usage:
 
 const DEFAULT_HEAD_LIMIT: u64 = 250;
 const MAX_FILE_BYTES: u64 = 10 * 1024 * 1024;
+
+/// 2.0.4 runs `rg --max-columns 500`: a matching line of more bytes than this, its line end
+/// included, is shown as [`OMITTED_LINE`]. (Lines are measured as decoded: a `\r\n` line end
+/// counts one byte, invalid UTF-8 three per replaced sequence.)
+const MAX_COLUMNS: usize = 500;
+
+/// What ripgrep prints for such a line when it does not colour its output, as through 2.0.4's pipe.
+const OMITTED_LINE: &str = "[Omitted long matching line]";
+
+/// 2.0.4's error when ripgrep does not finish within `limit`.
+fn timed_out(limit: Duration) -> ToolError {
+    ToolError::execution(format!(
+        "Ripgrep search timed out after {} seconds. Try searching a more specific path or pattern.",
+        limit.as_secs()
+    ))
+}
 
 /// What `Grep` reports.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -99,6 +116,13 @@ impl Tool for GrepTool {
     }
 
     async fn call(&self, a: GrepArgs, ctx: ToolCallContext) -> Result<ToolStream, ToolError> {
+        self.search(a, ctx, SEARCH_TIME_LIMIT).await
+    }
+}
+
+impl GrepTool {
+    /// `Grep`, ending with 2.0.4's time-out error when it has not finished within `limit`.
+    async fn search(&self, a: GrepArgs, ctx: ToolCallContext, limit: Duration) -> Result<ToolStream, ToolError> {
         let base = match a.path.as_deref().filter(|p| !p.is_empty()) {
             Some(p) => ctx.resolve(p),
             None => ctx.working_dir.clone(),
@@ -122,9 +146,16 @@ impl Tool for GrepTool {
         };
         let mode = a.output_mode;
         let pattern = a.pattern.clone();
-        let cancel = ctx.cancel.clone();
+        let head_limit = a.head_limit.unwrap_or(DEFAULT_HEAD_LIMIT);
+        // One entry past the limit tells pagination that there are more: the search stops there.
+        let wanted = match usize::try_from(head_limit) {
+            Ok(0) | Err(_) => usize::MAX,
+            Ok(n) => n.saturating_add(1),
+        };
         let deny = WalkDenials::from_context(&ctx);
-        let (lines, skipped) = tokio::task::spawn_blocking(move || {
+        let stop = SearchStop::new(&ctx.cancel, limit);
+        let halt = stop.cancel.clone();
+        let search = tokio::task::spawn_blocking(move || {
             let mut files: Vec<PathBuf> = Vec::new();
             let mut skipped = 0;
             if base.is_file() {
@@ -136,7 +167,7 @@ impl Tool for GrepTool {
                     files.push(base.clone());
                 }
             } else {
-                skipped = walk(&base, &deny, &cancel, &mut |p| {
+                skipped = walk(&base, &deny, &stop, &mut |p| {
                     let keep = match &filter {
                         None => true,
                         Some(m) => {
@@ -151,7 +182,7 @@ impl Tool for GrepTool {
             }
             let mut out: Vec<String> = Vec::new();
             for f in files {
-                if cancel.is_cancelled() {
+                if out.len() >= wanted || stop.stopped() {
                     break;
                 }
                 // Files over the cap are skipped: by their metadata, without reading them, and by
@@ -165,37 +196,90 @@ impl Tool for GrepTool {
                 }
                 let text = super::decode_text(&bytes);
                 let shown = f.display().to_string();
+                // Line by line in every mode, so `^`/`$` anchor at each line as in count/content; the
+                // time is checked at each line, as one file may hold millions.
+                let lines = text.split_inclusive('\n').map(|l| (l.strip_suffix('\n').unwrap_or(l), l.len()));
                 match mode {
-                    // Line by line in every mode, so `^`/`$` anchor at each line as in count/content.
                     GrepOutputMode::FilesWithMatches => {
-                        if text.lines().any(|l| re.is_match(l)) {
+                        if lines.take_while(|_| !stop.stopped()).any(|(l, _)| re.is_match(l)) {
                             out.push(shown);
                         }
                     }
                     GrepOutputMode::Count => {
-                        let n = text.lines().filter(|l| re.is_match(l)).count();
+                        let n = lines.take_while(|_| !stop.stopped()).filter(|(l, _)| re.is_match(l)).count();
                         if n > 0 {
                             out.push(format!("{shown}:{n}"));
                         }
                     }
                     GrepOutputMode::Content => {
-                        for (i, l) in text.lines().enumerate() {
+                        for (i, (l, len)) in lines.enumerate() {
+                            if out.len() >= wanted || stop.stopped() {
+                                break;
+                            }
                             if re.is_match(l) {
+                                let l = if len > MAX_COLUMNS { OMITTED_LINE } else { l };
                                 out.push(format!("{shown}:{}:{l}", i + 1));
                             }
                         }
                     }
                 }
             }
-            (out, skipped)
-        })
-        .await
-        .map_err(|e| ToolError::execution(format!("Error: grep failed: {e}")))?;
+            if stop.timed_out() {
+                return None;
+            }
+            Some((out, skipped))
+        });
+        let Some((lines, skipped)) =
+            within(limit, &halt, search).await.map_err(|e| ToolError::execution(format!("Error: grep failed: {e}")))?
+        else {
+            return Err(timed_out(limit));
+        };
         let text = if lines.is_empty() {
             format!("No matches found for pattern: {pattern}")
         } else {
-            paginate(&lines, a.head_limit.unwrap_or(DEFAULT_HEAD_LIMIT), 0)
+            paginate(&lines, head_limit, 0)
         };
         Ok(ToolStream::text(with_skip_note(text, skipped)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(pattern: &str, mode: GrepOutputMode) -> GrepArgs {
+        GrepArgs {
+            pattern: pattern.into(),
+            path: None,
+            glob: None,
+            output_mode: mode,
+            case_insensitive: false,
+            head_limit: None,
+        }
+    }
+
+    async fn run(dir: &std::path::Path, a: GrepArgs, limit: Duration) -> Result<(), String> {
+        let ctx = ToolCallContext::new("call", crate::SharedToolState::default(), dir);
+        GrepTool.search(a, ctx, limit).await.map(drop).map_err(|e| e.model_text().to_owned())
+    }
+
+    /// Out of time, Grep gives 2.0.4's error (ripgrep killed by its 30 s timeout), not the
+    /// matches found so far, in every mode and for a single file too.
+    #[tokio::test]
+    async fn grep_out_of_time_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "needle\n").unwrap();
+        let said = "Ripgrep search timed out after 0 seconds. Try searching a more specific path or pattern.";
+        for mode in [GrepOutputMode::Content, GrepOutputMode::FilesWithMatches, GrepOutputMode::Count] {
+            assert_eq!(run(dir.path(), args("needle", mode), Duration::ZERO).await, Err(said.to_owned()));
+            let mut one_file = args("needle", mode);
+            one_file.path = Some("a.txt".into());
+            assert_eq!(run(dir.path(), one_file, Duration::ZERO).await, Err(said.to_owned()));
+            assert!(run(dir.path(), args("needle", mode), SEARCH_TIME_LIMIT).await.is_ok());
+        }
+        assert_eq!(
+            timed_out(SEARCH_TIME_LIMIT).model_text(),
+            "Ripgrep search timed out after 30 seconds. Try searching a more specific path or pattern."
+        );
     }
 }
