@@ -1429,3 +1429,38 @@ async fn bash_sed_scripts_outside_the_allowlist_ask_for_safety() {
     let d = bash_decision(M::Default, &allow, &many).await;
     assert_eq!((d.behavior, d.decision_reason.as_deref()), (B::Ask, Some(SED)));
 }
+
+/// 2.0.4's `_is_dangerous_removal_path` reads a removed path lexically (made absolute, `~`
+/// expanded, `.` and `..` dropped) and does not resolve symlinks: `/bin` is a direct child of `/`
+/// even where it links to `usr/bin` (merged-usr Linux), and removing it asks for a safety check
+/// that an allow rule cannot override. The port resolved symlinks first, so `rm -r /bin` and
+/// `rmdir /lib64` were Allowed by `rm:*`/`rmdir:*` on such a host. Both the lexical and the
+/// resolved path are checked now (either one being `/`, a child of `/` or `$HOME` asks).
+#[tokio::test]
+async fn bash_removal_of_a_root_child_asks_however_it_resolves() {
+    const REMOVAL: &str = "Safety check: dangerous removal of critical system path";
+    let allow = [(B::Allow, "Bash", Some("rm:*")), (B::Allow, "Bash", Some("rmdir:*"))];
+    for (command, path) in [
+        ("rm -r /bin", "/bin"),
+        ("rmdir /lib64", "/lib64"),
+        ("rm -r /sbin", "/sbin"),
+        ("rm -r /usr/../lib", "/usr/../lib"),
+        ("rm -r ../../bin", "../../bin"),
+        ("rm -r /tmp", "/tmp"),
+        ("rm -r ~", "~"),
+    ] {
+        let message = format!(
+            "Dangerous removal operation detected: '{path}'\n\nThis command would remove a critical system directory. \
+             This requires explicit approval and cannot be auto-allowed by permission rules."
+        );
+        let d = bash_decision(M::Default, &allow, command).await;
+        let got = (d.behavior, d.message.as_str(), d.decision_reason.as_deref(), d.bypass_immune);
+        assert_eq!(got, (B::Ask, message.as_str(), Some(REMOVAL), true), "{command}");
+        let d = bash_decision(M::DontAsk, &allow, command).await;
+        assert_eq!(d.behavior, B::Deny, "dont_ask: {command}");
+    }
+    for command in ["rm -r /usr/share/doc/x", "rm -r build", "rmdir /work/sub"] {
+        let d = bash_decision(M::Default, &allow, command).await;
+        assert_eq!((d.behavior, d.message.as_str()), (B::Allow, "Permission granted for Bash"), "{command}");
+    }
+}

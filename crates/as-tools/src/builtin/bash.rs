@@ -2022,8 +2022,11 @@ fn file_targets(command: &str) -> Vec<String> {
 }
 
 /// A removal of `/`, `~`, a bare wildcard or a direct child of `/`, in any reading of a segment
-/// ([`command_readings`]).
+/// ([`command_readings`]). A path is checked as written, made absolute lexically (2.0.4 does not
+/// resolve symlinks: `/bin` is a child of `/` even where it links to `usr/bin`), and where it
+/// leads; `$HOME` both ways too.
 fn dangerous_removal(command: &str, ctx: &PermissionCheckContext<'_>) -> Option<String> {
+    let homes: OnceCell<Vec<PathBuf>> = OnceCell::new();
     for words in split_command_segments(command).iter().flat_map(|seg| command_readings(seg)) {
         let words: &[String] = if words.first().is_some_and(|w| program(w) == "sudo") { &words[1..] } else { &words };
         if !words.first().is_some_and(|w| matches!(program(w), "rm" | "rmdir")) {
@@ -2039,10 +2042,20 @@ fn dangerous_removal(command: &str, ctx: &PermissionCheckContext<'_>) -> Option<
             {
                 return Some(arg.clone());
             }
-            let abs = crate::permission::real_path(&ctx.absolute(arg));
-            let home = std::env::var_os("HOME").map(PathBuf::from);
-            if home.as_deref() == Some(abs.as_path()) || abs.parent().is_none() || abs.parent() == Some(Path::new("/"))
+            let mut absolute = ctx.absolute(arg);
+            // A relative working directory is taken from the process's (as `os.path.abspath` does).
+            if absolute.is_relative()
+                && let Ok(cwd) = std::env::current_dir()
             {
+                absolute = cwd.join(absolute);
+            }
+            let paths = [super::lexical_normal(&absolute), crate::permission::real_path(&absolute)];
+            let homes = homes.get_or_init(|| {
+                let home = std::env::var_os("HOME").map(PathBuf::from);
+                home.iter().flat_map(|h| [super::lexical_normal(h), crate::permission::real_path(h)]).collect()
+            });
+            let critical = |p: &PathBuf| p.parent().is_none() || p.parent() == Some(Path::new("/"));
+            if paths.iter().any(critical) || homes.iter().any(|h| paths.contains(h)) {
                 return Some(arg.clone());
             }
         }
@@ -2549,6 +2562,17 @@ mod tests {
         }
         for cmd in ["rm -r sub", "rmdir sub/inner", "mv sub/inner sub/renamed", "mv sub/inner .", "mkdir -p ."] {
             assert!(bash_permission(cmd, &ctx).is_allow(), "{cmd} should be allowed");
+        }
+    }
+
+    #[test]
+    fn removals_are_read_lexically_from_a_relative_working_directory_too() {
+        let perm = in_mode(PermissionMode::Default);
+        for cwd in [".", "/work"] {
+            let ctx = PermissionCheckContext::new(&perm, Path::new(cwd));
+            assert_eq!(dangerous_removal("rm -r build", &ctx), None, "{cwd}");
+            assert_eq!(dangerous_removal("rm -r /bin", &ctx).as_deref(), Some("/bin"), "{cwd}");
+            assert_eq!(dangerous_removal("rmdir //lib64/", &ctx).as_deref(), Some("//lib64/"), "{cwd}");
         }
     }
 
