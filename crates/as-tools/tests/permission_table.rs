@@ -1464,3 +1464,32 @@ async fn bash_removal_of_a_root_child_asks_however_it_resolves() {
         assert_eq!((d.behavior, d.message.as_str()), (B::Allow, "Permission granted for Bash"), "{command}");
     }
 }
+
+/// 2.0.4's `extract_file_paths` reads the operands of `rm`, `mv`, `cp`, `chmod`, `chown`, `chgrp`,
+/// `touch`, `ln`, `sed`, `mkdir` and `rmdir` (the port also `tee`): one that is a sensitive path
+/// asks for a safety check an allow rule cannot override. The port's list lacked `ln` and `chgrp`,
+/// so `ln:*` allowed `ln -sf /tmp/evil ~/.bashrc`.
+#[tokio::test]
+async fn bash_file_commands_include_ln_and_chgrp() {
+    const SENSITIVE: &str = "Safety check: dangerous file or directory in bash command";
+    let allow = [(B::Allow, "Bash", Some("ln:*")), (B::Allow, "Bash", Some("chgrp:*"))];
+    for (command, paths) in [
+        ("ln -sf /tmp/evil ~/.bashrc", "~/.bashrc"),
+        ("ln -s /tmp/evil .git/hooks/pre-commit", ".git/hooks/pre-commit"),
+        // 2.0.4 only knows the bare name (the port reads the program: also `/bin/ln`)
+        ("/bin/ln /tmp/k .ssh/authorized_keys", ".ssh/authorized_keys"),
+        ("chgrp staff .bashrc", ".bashrc"),
+        ("chgrp -R wheel .ssh", ".ssh"),
+    ] {
+        let message = format!("Permission required: Bash command operates on sensitive paths: {paths}");
+        let d = bash_decision(M::Default, &allow, command).await;
+        let got = (d.behavior, d.message.as_str(), d.decision_reason.as_deref(), d.bypass_immune);
+        assert_eq!(got, (B::Ask, message.as_str(), Some(SENSITIVE), true), "{command}");
+        let d = bash_decision(M::DontAsk, &allow, command).await;
+        assert_eq!(d.behavior, B::Deny, "dont_ask: {command}");
+    }
+    for command in ["ln -s ../lib/a.so build/a.so", "chgrp staff build/out"] {
+        let d = bash_decision(M::Default, &allow, command).await;
+        assert_eq!((d.behavior, d.message.as_str()), (B::Allow, "Permission granted for Bash"), "{command}");
+    }
+}

@@ -1995,7 +1995,10 @@ fn split_arguments(args: &[String]) -> Option<(Vec<&String>, Vec<&String>)> {
     Some((options, operands))
 }
 
-const FILE_COMMANDS: &[&str] = &["rm", "mv", "cp", "chmod", "chown", "sed", "touch", "mkdir", "rmdir", "tee"];
+/// The commands whose operands are checked for sensitive paths: 2.0.4 `extract_file_paths`'s list
+/// (`rm`, `mv`, `cp`, `chmod`, `chown`, `chgrp`, `touch`, `ln`, `sed`, `mkdir`, `rmdir`) and `tee`.
+const FILE_COMMANDS: &[&str] =
+    &["rm", "mv", "cp", "chmod", "chown", "chgrp", "touch", "ln", "sed", "mkdir", "rmdir", "tee"];
 
 /// Operands of file-manipulating commands in each reading of a segment ([`command_readings`]; every
 /// word after `--` included; all arguments when they cannot be told apart), plus redirection targets (also those known only at run time, as
