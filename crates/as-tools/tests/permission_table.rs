@@ -1493,3 +1493,45 @@ async fn bash_file_commands_include_ln_and_chgrp() {
         assert_eq!((d.behavior, d.message.as_str()), (B::Allow, "Permission granted for Bash"), "{command}");
     }
 }
+
+/// 2.0.4's `check_dangerous_command` looks for its patterns in the whole command (blanks
+/// collapsed), not only at each segment's program: `rm -rf` in `ssh host rm -rf /srv/app` or in a
+/// `python3 -c` string, `kill -9` in `pkill -9 node`, `\bdd\b`, `format` anywhere. And any
+/// function definition is a safety ASK (its body runs when called, unseen by the checks that read a
+/// segment's program). The port missed all of these: the allow rules let them run.
+#[tokio::test]
+async fn bash_dangerous_patterns_are_found_anywhere_in_the_command() {
+    const PATTERN: &str = "Safety check: dangerous command pattern detected";
+    const DYNAMIC: &str = "Safety check: command contains dynamic expansion that cannot be statically analyzed";
+    const FUNCTION: &str = "Command contains function_definition which cannot be statically analyzed";
+    let allow = [(B::Allow, "Bash", None)];
+    for (command, message, reason) in [
+        ("ssh host rm -rf /srv/app", "Command contains dangerous pattern: rm -rf", PATTERN),
+        ("docker exec c rm -rf /data", "Command contains dangerous pattern: rm -rf", PATTERN),
+        ("python3 -c \"import os; os.system('rm -rf ~')\"", "Command contains dangerous pattern: rm -rf", PATTERN),
+        ("ssh host 'rm  -rf\t/srv'", "Command contains dangerous pattern: rm -rf", PATTERN),
+        ("pkill -9 node", "Command contains dangerous pattern: kill -9", PATTERN),
+        ("ssh host sudo rm x", "Command contains dangerous pattern: sudo rm", PATTERN),
+        ("./dd if=/dev/zero of=x", "Command contains dangerous pattern: dd", PATTERN),
+        ("npm run format", "Command contains dangerous pattern: format", PATTERN),
+        ("ssh host chmod -R 777 /srv", "Command contains dangerous pattern: chmod -R 777", PATTERN),
+        ("make > /dev/null 2> /dev/sda", "Command contains dangerous pattern: > /dev/", PATTERN),
+        ("function f { rm -rf ~; }; f", FUNCTION, DYNAMIC),
+        ("function f { rm -r /bin; }; f", FUNCTION, DYNAMIC),
+        ("f () { ln -sf /tmp/e ~/.bashrc; }; f", FUNCTION, DYNAMIC),
+        ("f(){ ls; }", FUNCTION, DYNAMIC),
+        ("for x in a; do g() { rm -r /bin; }; done", FUNCTION, DYNAMIC),
+    ] {
+        let message = format!("Permission required: {message}");
+        let d = bash_decision(M::Default, &allow, command).await;
+        let got = (d.behavior, d.message.as_str(), d.decision_reason.as_deref(), d.bypass_immune);
+        assert_eq!(got, (B::Ask, message.as_str(), Some(reason), true), "{command}");
+        let d = bash_decision(M::DontAsk, &allow, command).await;
+        assert_eq!(d.behavior, B::Deny, "dont_ask: {command}");
+    }
+    // Word boundaries for `dd`; writing to /dev/null stays fine (2.0.4 asks for every `> /dev/`).
+    for command in ["git add .", "make -C sub", "cargo build --release", "make > /dev/null", "a=(1 2)"] {
+        let d = bash_decision(M::Default, &allow, command).await;
+        assert_eq!((d.behavior, d.message.as_str()), (B::Allow, "Permission granted for Bash"), "{command}");
+    }
+}

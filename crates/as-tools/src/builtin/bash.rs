@@ -828,6 +828,11 @@ pub(crate) fn injection_risk(command: &str) -> Option<String> {
     if let Some(reason) = unanalysable(command) {
         return Some(reason);
     }
+    // 2.0.4 asks for any function definition: its body runs when the function is called, where
+    // the checks that read a segment's program do not see it (`function f { rm -r /bin; }; f`).
+    if split_command_segments(command).iter().any(|seg| defines_function(seg)) {
+        return Some("Command contains function_definition which cannot be statically analyzed".into());
+    }
     for words in split_command_segments(command).iter().flat_map(|seg| command_readings(seg)) {
         let Some(first) = words.into_iter().next() else { continue };
         // `/usr/bin/env rm …` runs `env` as surely as `env rm …` does.
@@ -840,6 +845,72 @@ pub(crate) fn injection_risk(command: &str) -> Option<String> {
         }
     }
     None
+}
+
+/// The words of a segment as written: split at blanks outside quotes, quotes and escapes kept.
+fn raw_words(segment: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let (mut single, mut double) = (false, false);
+    let mut chars = segment.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if !single => {
+                cur.push(c);
+                cur.extend(chars.next());
+                continue;
+            }
+            '\'' if !double => single = !single,
+            '"' if !single => double = !double,
+            c if c.is_whitespace() && !single && !double => {
+                if !cur.is_empty() {
+                    words.push(std::mem::take(&mut cur));
+                }
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    if !cur.is_empty() {
+        words.push(cur);
+    }
+    words
+}
+
+/// Whether `word` (as written) holds a `(` outside quotes and escapes that is not an array
+/// assignment's (`a=(1 2)`, `a+=(3)`) or a substitution's (`$(`, `<(`, `>(`, read elsewhere).
+fn unquoted_paren(word: &str) -> bool {
+    let (mut single, mut double) = (false, false);
+    let mut previous = None;
+    let mut chars = word.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if !single => {
+                chars.next();
+            }
+            '\'' if !double => single = !single,
+            '"' if !single => double = !double,
+            '(' if !single && !double && !matches!(previous, Some('=' | '$' | '<' | '>')) => return true,
+            _ => {}
+        }
+        previous = Some(c);
+    }
+    false
+}
+
+/// Whether a segment defines a function: `function` where a command starts (`function f { …`), or
+/// a `(` outside quotes anywhere but at the start of the command (`f() {`, `f(){`, `f () …`,
+/// `f ( ) …`), where bash reads no command (a subshell's `(` and an array assignment's are not
+/// counted; a case pattern's `(a)` is, which only makes it ask).
+fn defines_function(segment: &str) -> bool {
+    let raw = raw_words(segment);
+    let start = raw.iter().take_while(|w| LEADING_KEYWORDS.contains(&w.as_str())).count();
+    let plain = |w: &str| !w.contains(['\'', '"', '\\']);
+    let stripped = strip_leading(raw.clone(), |i| raw.get(i).is_some_and(|w| plain(w)));
+    raw.get(start).is_some_and(|w| w == "function")
+        || stripped.first().is_some_and(|w| w == "function")
+        || raw.iter().enumerate().any(|(i, w)| unquoted_paren(w) && !(i == start && w.starts_with('(')))
 }
 
 /// Whether a deny or ask rule matches `command`: always for a command over [`MAX_COMMAND_BYTES`],
@@ -1629,9 +1700,59 @@ fn recursive_and_forced(args: &[String]) -> bool {
     recursive && force
 }
 
-/// The first dangerous pattern (2.0.4 `DANGEROUS_COMMANDS`) found in any segment, in each reading of
-/// the command it runs ([`command_readings`]); any recursive and forced `rm` counts as `rm -rf`.
+/// 2.0.4's `DANGEROUS_COMMANDS`, in its order.
+const DANGEROUS_PATTERNS: &[&str] = &[
+    "rm -rf",
+    "sudo rm",
+    "dd",
+    "mkfs",
+    "fdisk",
+    "format",
+    "chmod 777",
+    "chmod -R 777",
+    "chown -R",
+    "kill -9",
+    "> /dev/",
+];
+
+/// Device files a command may write without asking (2.0.4 asks for every `> /dev/…`).
+const HARMLESS_DEVICES: &[&str] = &["/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"];
+
+/// The first dangerous pattern found in `command`:
+///
+/// 1. as 2.0.4's `check_dangerous_command` finds them, in the whole command with its blanks
+///    collapsed (`" ".join(command.split())`), so also in the arguments of any command
+///    (`ssh host rm -rf /srv`, `python3 -c "os.system('rm -rf ~')"`, `pkill -9 node`): a pattern
+///    of one word of at most four characters (`dd`, `mkfs`) between word boundaries (`\bdd\b`),
+///    any other as a substring (`format` in `clang-format`); except that `> /dev/null`,
+///    `/dev/stdout`, `/dev/stderr` and `/dev/tty` do not count;
+/// 2. in each segment, in each reading of the command it runs ([`command_readings`]): any recursive
+///    and forced `rm` counts as `rm -rf` (`rm -r -f`, `/bin/rm -fR`), a pattern's words as the
+///    program and its first arguments (`/sbin/mkfs.ext4`), and any output redirection to a device
+///    file other than those four (`2>/dev/sda`, `> "/dev/sda"`).
+///
+/// Each step reads the command once per pattern: time linear in its length.
 pub(crate) fn dangerous_pattern(command: &str) -> Option<String> {
+    let normalized = command.split(py_space).filter(|w| !w.is_empty()).collect::<Vec<_>>().join(" ");
+    for pattern in DANGEROUS_PATTERNS {
+        let found = if *pattern == "> /dev/" {
+            normalized.match_indices(pattern).any(|(at, _)| {
+                let target = &normalized[at + 2..];
+                let end = target.find([' ', ';', '|', '&', ')', '<', '>']).unwrap_or(target.len());
+                !HARMLESS_DEVICES.contains(&&target[..end])
+            })
+        } else if !pattern.contains(' ') && pattern.len() <= 4 {
+            let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+            normalized.match_indices(pattern).any(|(at, _)| {
+                !word(normalized[..at].chars().next_back()) && !word(normalized[at + pattern.len()..].chars().next())
+            })
+        } else {
+            normalized.contains(pattern)
+        };
+        if found {
+            return Some((*pattern).to_owned());
+        }
+    }
     for seg in split_command_segments(command) {
         for words in command_readings(&seg) {
             if words.first().is_some_and(|w| program(w) == "rm") && recursive_and_forced(&words[1..]) {
@@ -1647,11 +1768,15 @@ pub(crate) fn dangerous_pattern(command: &str) -> Option<String> {
                 }
             }
         }
-        if let Some(idx) = seg.find("> /dev/").or_else(|| seg.find(">/dev/")) {
-            let target = seg[idx..].trim_start_matches('>').trim_start();
-            if !["/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"].iter().any(|ok| target.starts_with(ok)) {
-                return Some("> /dev/".into());
-            }
+        let device = |t: &str| {
+            let normal = super::lexical_normal(Path::new(t));
+            let normal = if t.starts_with('/') { normal.to_string_lossy().into_owned() } else { t.to_owned() };
+            (t.starts_with("/dev/") || normal.starts_with("/dev/"))
+                && !HARMLESS_DEVICES.contains(&t)
+                && !HARMLESS_DEVICES.contains(&normal.as_str())
+        };
+        if redirections(&seg).iter().any(|(target, _)| device(target)) {
+            return Some("> /dev/".into());
         }
     }
     None
