@@ -873,7 +873,8 @@ async fn suggestions_follow_2_0_4() {
     assert_eq!(
         ask(BashTool::default().into_dyn_tool(), json!({"command": "git commit -m 'x' && npm install y && touch z"}))
             .await,
-        [s("Bash", Some("git commit:*")), s("Bash", Some("npm install:*")), s("Bash", Some("touch:*"))]
+        // 2.0.4 suggests the first two words of every command (`touch z:*`, not `touch:*`)
+        [s("Bash", Some("git commit:*")), s("Bash", Some("npm install:*")), s("Bash", Some("touch z:*"))]
     );
     assert_eq!(
         ask(GrepTool.into_dyn_tool(), json!({"pattern": "x", "path": "sub"})).await,
@@ -1533,5 +1534,175 @@ async fn bash_dangerous_patterns_are_found_anywhere_in_the_command() {
     for command in ["git add .", "make -C sub", "cargo build --release", "make > /dev/null", "a=(1 2)"] {
         let d = bash_decision(M::Default, &allow, command).await;
         assert_eq!((d.behavior, d.message.as_str()), (B::Allow, "Permission granted for Bash"), "{command}");
+    }
+}
+
+/// 2.0.4's `extract_command_prefixes`: for each of the first five commands (tree-sitter `command`
+/// nodes: not the bodies of substitutions, through subshells, groups, conditions, loops, `case`
+/// items and function bodies), `name word` where `word` is its first argument that tree-sitter
+/// reads as a plain word (not a number, a quoted string, an expansion or a concatenation, and none
+/// after a redirection), as written; nothing for a command without one, for `echo`, `cat`, `ls`,
+/// `pwd`, `cd`, `true`, `false`, `printf`, `grep` and `tee`, or after a variable other than 2.0.4's
+/// safe ones. The port suggested only the program (`python3:*` for `python3 script.py`, `make:*` for
+/// `make`) outside a list of tools with subcommands: rules broader than 2.0.4's. Each row was
+/// answered by 2.0.4.
+#[test]
+fn bash_suggestions_are_2_0_4s_two_word_prefixes() {
+    let bash = BashTool::default().into_dyn_tool();
+    let perm = PermissionContext::default();
+    let ctx = PermissionCheckContext::new(&perm, std::path::Path::new("/work"));
+    let rows: &[(&str, &[&str])] = &[
+        ("python3 script.py", &["python3 script.py"]),
+        ("rm -r build", &["rm -r"]),
+        ("make", &[]),
+        ("git commit -m 'x' && npm install y && touch z", &["git commit", "npm install", "touch z"]),
+        ("cargo test --lib", &["cargo test"]),
+        ("kill -9 1234", &[]),
+        ("pkill -9 node", &["pkill node"]),
+        ("sed 's/a/b/' f", &["sed f"]),
+        ("ls -la && make all", &["make all"]),
+        ("LS -la", &[]),
+        ("FOO=1 make all", &[]),
+        ("CI=1 make all", &["make all"]),
+        ("a; b c; d e; f g; h i; j k; l m", &["b c", "d e", "f g", "h i"]),
+        ("a b; a b; c d", &["a b", "c d"]),
+        ("make all | tee log", &["make all"]),
+        ("(cd x && make all)", &["make all"]),
+        ("! make all", &["make all"]),
+        ("time make all", &["time make"]),
+        ("sudo make install", &["sudo make"]),
+        ("echo $(make all)", &[]),
+        ("x $(make all) y", &["x y"]),
+        ("if make all; then ls; fi", &["make all"]),
+        ("for f in a b; do make $f; done", &[]),
+        ("x=1", &[]),
+        ("\"rm\" -r x", &["\"rm\" -r"]),
+        ("/usr/bin/make all", &["/usr/bin/make all"]),
+        ("make 2>/dev/null all", &[]),
+        ("2>/dev/null make all", &["make all"]),
+        ("make all >out", &["make all"]),
+        ("make all>out", &["make all"]),
+        ("npm run build -- --ci", &["npm run"]),
+        ("docker exec c rm -rf /data", &["docker exec"]),
+        ("git -C repo status", &["git -C"]),
+        ("make -j 4", &["make -j"]),
+        ("head -n 5 f", &["head -n"]),
+        ("f() { make all; }", &["make all"]),
+        ("function f { make all; }", &["make all"]),
+        ("case x in a) make all;; esac", &["make all"]),
+        ("[ -f x ] && make all", &["make all"]),
+        ("x 'a' b", &["x b"]),
+        ("x \"a\" b", &["x b"]),
+        ("x $y b", &["x b"]),
+        ("x a$y b", &["x b"]),
+        ("make all # c", &["make all"]),
+        ("make # c", &[]),
+        ("{ make all; }", &["make all"]),
+        ("cat <<EOF\nx y\nEOF\nmake all", &["make all"]),
+        ("make all;make b", &["make all", "make b"]),
+        ("x 1 2 b", &["x b"]),
+        ("x -- b", &["x --"]),
+        ("x --1", &["x --1"]),
+        ("x -1a", &["x -1a"]),
+        ("x a]", &[]),
+        ("x [", &["x ["]),
+        ("x \\(", &["x \\("]),
+        ("x \\$a", &["x \\$a"]),
+        ("x a\\'b", &["x a\\'b"]),
+        ("x ~user", &["x ~user"]),
+        ("x a=1 b", &["x a=1"]),
+        ("T=1 x y", &[]),
+        ("CI= make all", &["make all"]),
+        ("x y z; if a b; then c d; fi", &["x y", "a b", "c d"]),
+        ("case $x in a) b c;; d) e f;; esac", &["b c", "e f"]),
+        ("a b &&\nc d", &["a b", "c d"]),
+        ("x #y z", &[]),
+        ("x a#b", &["x a#b"]),
+        ("f() (make all)", &["make all"]),
+        ("select x in a b; do c d; done", &["c d"]),
+        ("while a b; do c d; done", &["a b", "c d"]),
+        ("time -p make all", &["time -p"]),
+        ("make all >> log 2>&1 &", &["make all"]),
+        ("x <in y", &[]),
+        ("make all<in", &["make all"]),
+        ("PATH=/x:$PATH make all", &["make all"]),
+        ("x 10#5", &[]),
+        ("x {a,b} c", &["x c"]),
+        ("xargs -0 rm", &["xargs rm"]),
+        ("git push origin main", &["git push"]),
+        ("npm i", &["npm i"]),
+        ("touch z", &["touch z"]),
+        ("mkdir -p a/b", &["mkdir -p"]),
+        ("chmod +x run.sh", &["chmod +x"]),
+        ("x $(make all)", &[]),
+        ("x `a b`", &[]),
+        ("x ${a:-b c}", &[]),
+        ("x ${a}", &[]),
+        ("x \"a b\" c", &["x c"]),
+        ("make all &>out", &["make all"]),
+        ("x 2>&1 y", &[]),
+        ("x >out y", &[]),
+        ("(make all) && (x y)", &["make all", "x y"]),
+        ("( make all )", &["make all"]),
+        ("{ x y; } > out", &["x y"]),
+        ("if [ -f a ]; then x y; else z w; fi", &["x y", "z w"]),
+        ("until x y; do :; done", &["x y"]),
+        ("x y | z w | a b | c d | e f | g h", &["x y", "z w", "a b", "c d", "e f"]),
+        ("npm run build && npm run test && npm run lint", &["npm run"]),
+        ("coproc x y", &["coproc x"]),
+        ("exec x y", &["exec x"]),
+        ("git log --oneline | head -5", &["git log"]),
+        ("a=1 b=2", &[]),
+        ("./configure --prefix=/usr", &["./configure --prefix=/usr"]),
+        ("go test ./... -run TestX", &["go test"]),
+        ("docker compose up -d", &["docker compose"]),
+        ("kubectl get pods -n x", &["kubectl get"]),
+        ("python -m pytest tests/", &["python -m"]),
+        ("pip install -r requirements.txt", &["pip install"]),
+        ("x 'a'b c", &["x c"]),
+        ("x a\"b\" c", &["x c"]),
+        ("x ./\"a b\"", &[]),
+        ("x y\\ z", &["x y\\ z"]),
+        ("x -", &["x -"]),
+        ("x 0", &[]),
+        ("x 00x", &["x 00x"]),
+        ("x -0x1", &[]),
+        ("x 5.", &["x 5."]),
+        ("x .5", &["x .5"]),
+        ("x @", &["x @"]),
+        ("x %s", &["x %s"]),
+        ("x a,b", &["x a,b"]),
+        ("x y=$z w", &["x w"]),
+        ("cat <<-EOF\n\ta b\n\tEOF\nx y", &["x y"]),
+        ("cat << \"END\"\nmake all\nEND\nz w", &["z w"]),
+        ("x <<< \"a b\" y", &["x y"]),
+        ("f ( ) { x y; }", &["x y"]),
+        ("x y; }", &["x y"]),
+        ("x 0x10", &[]),
+        ("x 0x1", &[]),
+        ("x 0xff", &["x 0xff"]),
+        ("x <<<y z", &["x z"]),
+        ("x a <<< b c", &["x a"]),
+        ("x 2<<<a b", &[]),
+        ("x $(a b) c", &["x c"]),
+        ("x <(a b) c", &["x c"]),
+        ("x `a b` c", &["x c"]),
+        ("x ${a:-b c} d", &["x d"]),
+        ("f() { x y; }", &["x y"]),
+        ("x \"$(a b)\" c", &["x c"]),
+        ("x ) y", &["x y"]),
+    ];
+    for (command, prefixes) in rows {
+        let input = json!({ "command": command });
+        let got: Vec<String> = bash
+            .generate_suggestions(input.as_object().unwrap(), &ctx)
+            .into_iter()
+            .map(|r| {
+                assert_eq!((r.tool_name.as_str(), r.behavior, r.source.as_str()), ("Bash", B::Allow, "suggested"));
+                r.rule_content.unwrap()
+            })
+            .collect();
+        let want: Vec<String> = prefixes.iter().map(|p| format!("{p}:*")).collect();
+        assert_eq!(got, want, "{command:?}");
     }
 }

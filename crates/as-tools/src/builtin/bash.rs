@@ -847,30 +847,61 @@ pub(crate) fn injection_risk(command: &str) -> Option<String> {
     None
 }
 
-/// The words of a segment as written: split at blanks outside quotes, quotes and escapes kept.
+/// The words of a segment as written: split at blanks outside quotes, quotes and escapes kept; a
+/// substitution (`$(…)`, `<(…)`, `>(…)`, `` `…` ``) or a `${…}` is part of its word, blanks and all.
 fn raw_words(segment: &str) -> Vec<String> {
     let mut words = Vec::new();
     let mut cur = String::new();
     let (mut single, mut double) = (false, false);
-    let mut chars = segment.chars();
-    while let Some(c) = chars.next() {
+    let chars: Vec<char> = segment.chars().collect();
+    let mut i = 0;
+    while let Some(&c) = chars.get(i) {
+        let next = chars.get(i + 1).copied();
         match c {
             '\\' if !single => {
-                cur.push(c);
-                cur.extend(chars.next());
+                cur.extend(&chars[i..(i + 2).min(chars.len())]);
+                i += 2;
                 continue;
             }
             '\'' if !double => single = !single,
             '"' if !single => double = !double,
+            '`' if !single => {
+                let end = chars[i + 1..].iter().position(|&c| c == '`').map_or(chars.len(), |p| i + 2 + p);
+                cur.extend(&chars[i..end]);
+                i = end;
+                continue;
+            }
+            '$' | '<' | '>' if !single && matches!((c, next), ('$', Some('(' | '{')) | (_, Some('('))) => {
+                let (open, close) = if next == Some('{') { ('{', '}') } else { ('(', ')') };
+                let mut depth = 0usize;
+                let mut j = i + 1;
+                while let Some(&d) = chars.get(j) {
+                    if d == open {
+                        depth += 1;
+                    } else if d == close {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    j += 1;
+                }
+                let end = (j + 1).min(chars.len());
+                cur.extend(&chars[i..end]);
+                i = end;
+                continue;
+            }
             c if c.is_whitespace() && !single && !double => {
                 if !cur.is_empty() {
                     words.push(std::mem::take(&mut cur));
                 }
+                i += 1;
                 continue;
             }
             _ => {}
         }
         cur.push(c);
+        i += 1;
     }
     if !cur.is_empty() {
         words.push(cur);
@@ -2275,37 +2306,280 @@ fn bash_permission(command: &str, ctx: &PermissionCheckContext<'_>) -> Permissio
     PermissionDecision::passthrough("")
 }
 
-const SUBCOMMAND_TOOLS: &[&str] = &[
-    "git", "npm", "pnpm", "yarn", "cargo", "docker", "kubectl", "pip", "pip3", "uv", "go", "poetry", "brew", "apt",
-    "apt-get",
+/// Commands 2.0.4 suggests no rule for (`SAFE_COMMANDS`, compared in lower case).
+const SAFE_COMMANDS: &[&str] = &["echo", "cat", "ls", "pwd", "cd", "true", "false", "printf", "grep", "tee"];
+
+/// Variables 2.0.4 lets precede a command it suggests a rule for (`SAFE_ENV_VARS`).
+const SAFE_ENV_VARS: &[&str] = &[
+    "NODE_ENV",
+    "PYTHONUNBUFFERED",
+    "RUST_LOG",
+    "LANG",
+    "TERM",
+    "NO_COLOR",
+    "FORCE_COLOR",
+    "DEBUG",
+    "VERBOSE",
+    "CI",
+    "PATH",
+    "HOME",
+    "USER",
+    "SHELL",
+    "EDITOR",
+    "PAGER",
+    "TZ",
+    "LC_ALL",
+    "LC_CTYPE",
+    "COLUMNS",
+    "LINES",
+    "CLICOLOR",
+    "CLICOLOR_FORCE",
 ];
 
-/// Up to `max` distinct `<command>[ <subcommand>]` prefixes, one per segment; none for a command
-/// over [`MAX_COMMAND_BYTES`], which is not read.
+/// 2.0.4's `extract_command_prefixes`: the distinct prefixes of the first `max` commands (see
+/// [`command_prefix`]), in order; none for a command over [`MAX_COMMAND_BYTES`], which is not
+/// read. Commands are the segments of the text itself (not the bodies of substitutions, as
+/// tree-sitter's `command` nodes), here-document bodies left out.
 pub(crate) fn command_prefixes(command: &str, max: usize) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     if too_long(command) {
         return out;
     }
-    for seg in split_command_segments(command) {
-        let words = command_words(&seg);
-        let Some(first) = words.first() else { continue };
-        let mut prefix = first.clone();
-        if SUBCOMMAND_TOOLS.contains(&first.as_str())
-            && let Some(sub) = words.get(1)
-            && sub.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-            && !sub.starts_with('-')
-        {
-            prefix = format!("{first} {sub}");
-        }
+    let commands = crate::permission::split_top_level_segments(&without_heredoc_bodies(command))
+        .into_iter()
+        .filter_map(|seg| command_prefix(&seg))
+        .take(max);
+    for prefix in commands.flatten() {
         if !out.contains(&prefix) {
             out.push(prefix);
         }
-        if out.len() >= max {
+    }
+    out
+}
+
+/// `command` without the bodies of its here-documents (`cat <<EOF` … `EOF`), which run nothing.
+fn without_heredoc_bodies(command: &str) -> std::borrow::Cow<'_, str> {
+    if !command.contains("<<") {
+        return std::borrow::Cow::Borrowed(command);
+    }
+    let mut out = String::with_capacity(command.len());
+    // The delimiters of the documents still open, and whether each strips leading tabs (`<<-`).
+    let mut pending: std::collections::VecDeque<(String, bool)> = std::collections::VecDeque::new();
+    for line in command.split_inclusive('\n') {
+        if let Some((delimiter, tabs)) = pending.front() {
+            let text = line.trim_end_matches('\n');
+            let text = if *tabs { text.trim_start_matches('\t') } else { text };
+            if text == delimiter {
+                pending.pop_front();
+            }
+            continue;
+        }
+        out.push_str(line);
+        let chars: Vec<char> = line.chars().collect();
+        let (mut single, mut double, mut i) = (false, false, 0);
+        while i < chars.len() {
+            match chars[i] {
+                '\\' if !single => i += 1,
+                '\'' if !double => single = !single,
+                '"' if !single => double = !double,
+                '<' if !single && !double && chars.get(i + 1) == Some(&'<') && chars.get(i + 2) != Some(&'<') => {
+                    let mut j = i + 2;
+                    let tabs = chars.get(j) == Some(&'-');
+                    if tabs {
+                        j += 1;
+                    }
+                    while chars.get(j).is_some_and(|c| *c == ' ' || *c == '\t') {
+                        j += 1;
+                    }
+                    let start = j;
+                    while chars.get(j).is_some_and(|c| !c.is_whitespace() && !";|&<>()".contains(*c)) {
+                        j += 1;
+                    }
+                    let word: String = chars[start..j].iter().filter(|c| !matches!(c, '\'' | '"' | '\\')).collect();
+                    if !word.is_empty() {
+                        pending.push_back((word, tabs));
+                    }
+                    i = j;
+                    continue;
+                }
+                '<' if chars.get(i + 1) == Some(&'<') => i += 2,
+                _ => {}
+            }
+            i += 1;
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// Whether tree-sitter-bash reads an argument (as written) as a plain `word`: not a number
+/// (`5`, `-9`, `10#5`), and with no quote, expansion, substitution, parenthesis or brace outside a
+/// backslash escape, nor a bracket unless it is the whole word (`[a]` is a concatenation).
+fn tree_sitter_word(raw: &str) -> bool {
+    // `-?(0x)?[0-9]+(#[0-9A-Za-z@_]+)?`, or digits and a `#` (a parse error).
+    let number = |s: &str| {
+        let s = s.strip_prefix('-').unwrap_or(s);
+        let s = s.strip_prefix("0x").filter(|r| r.starts_with(|c: char| c.is_ascii_digit())).unwrap_or(s);
+        let (digits, base) = s.split_once('#').map_or((s, None), |(d, b)| (d, Some(b)));
+        !digits.is_empty()
+            && digits.chars().all(|c| c.is_ascii_digit())
+            && base.is_none_or(|b| b.chars().all(|c| c.is_ascii_alphanumeric() || c == '@' || c == '_'))
+    };
+    if raw.is_empty() || number(raw) {
+        return false;
+    }
+    let mut chars = raw.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                chars.next();
+            }
+            '\'' | '"' | '$' | '`' | '(' | ')' | '{' | '}' => return false,
+            '[' | ']' if raw.len() > 1 => return false,
+            _ => {}
+        }
+    }
+    true
+}
+
+/// 2.0.4's `_extract_command_prefix` of one segment: `None` when tree-sitter reads no command in it
+/// (a `for`/`select`/`case` head, `done`, `fi`, `}`, a test `[ … ]`, a lone assignment);
+/// `Some(None)` for a command it suggests nothing for; else `Some(Some("name word"))`, the command
+/// name and its first argument that is a plain word ([`tree_sitter_word`]), both as written, the
+/// arguments read up to the first redirection. Leading reserved words, `!`, `{`, `(`, a `case`
+/// pattern and a function head are skipped (the body is the command), as are leading
+/// redirections; leading assignments must all be to [`SAFE_ENV_VARS`], and the name must not be one
+/// of [`SAFE_COMMANDS`].
+fn command_prefix(segment: &str) -> Option<Option<String>> {
+    let mut words = raw_words(segment);
+    if let Some(comment) = words.iter().position(|w| w.starts_with('#')) {
+        words.truncate(comment);
+    }
+    // A subshell's closing parentheses.
+    if let Some(last) = words.last_mut() {
+        let excess = last.matches(')').count().saturating_sub(last.matches('(').count());
+        let closing = last.chars().rev().take_while(|&c| c == ')').count().min(excess);
+        last.truncate(last.len() - closing);
+        if last.is_empty() {
+            words.pop();
+        }
+    }
+    let plain = |w: &str| !w.contains(['\'', '"', '\\']);
+    // Words before `at` are skipped (each step skips at least one word or shortens the first one).
+    let (mut at, mut case_read) = (0, false);
+    loop {
+        let first = words.get(at)?;
+        if !plain(first) {
+            break;
+        }
+        let next_is = |k: usize, text: &str| words.get(at + k).is_some_and(|w| w == text);
+        match first.as_str() {
+            "!" | "{" | "if" | "then" | "else" | "elif" | "do" | "while" | "until" => at += 1,
+            "for" | "select" | "done" | "fi" | "esac" | "}" | "[" | "[[" | "((" => return None,
+            "function" => {
+                let name_has_parens = words.get(at + 1).is_some_and(|w| w.contains("()"));
+                at += if !name_has_parens && next_is(2, "()") { 3 } else { 2 };
+            }
+            // One `case` head and pattern (another `case` in the same segment: no command read).
+            "case" if case_read => return None,
+            "case" => {
+                case_read = true;
+                let rest = words.split_off(at);
+                let stripped = strip_leading(rest.clone(), |i| rest.get(i).is_some_and(|w| plain(w)));
+                if stripped.len() == rest.len() {
+                    return None;
+                }
+                (words, at) = (stripped, 0);
+            }
+            _ if first.starts_with('(') => {
+                let rest = first.trim_start_matches('(').to_owned();
+                if rest.is_empty() {
+                    at += 1;
+                } else {
+                    words[at] = rest;
+                }
+            }
+            _ if first.contains("()") => at += 1,
+            _ if next_is(1, "()") => at += 2,
+            _ if next_is(1, "(") && next_is(2, ")") => at += 3,
+            // A `case` item's pattern (`a)`, `a) make`).
+            _ if first.contains(')') => {
+                let after = first.split_once(')').map(|(_, a)| a.to_owned()).unwrap_or_default();
+                if after.is_empty() {
+                    at += 1;
+                } else {
+                    words[at] = after;
+                }
+            }
+            _ => break,
+        }
+    }
+    let words = &words[at.min(words.len())..];
+    let mut i = 0;
+    let mut safe_variables = true;
+    while let Some(w) = words.get(i) {
+        let skip = redirection_len(&words[i..]);
+        if skip > 0 {
+            i += skip;
+        } else if assignment_name(w).is_some() {
+            let name = w.split('=').next().unwrap_or_default();
+            safe_variables &= SAFE_ENV_VARS.contains(&name);
+            i += 1;
+        } else {
             break;
         }
     }
-    out
+    let name = words.get(i)?;
+    if !safe_variables || SAFE_COMMANDS.contains(&name.to_lowercase().as_str()) {
+        return Some(None);
+    }
+    let mut args = words[i + 1..].iter();
+    while let Some(arg) = args.next() {
+        // A here-string does not end the arguments (tree-sitter reads the words after it as such).
+        if arg.starts_with("<<<") {
+            if arg == "<<<" {
+                args.next();
+            }
+            continue;
+        }
+        // A process substitution is an argument, not a redirection (and no plain word).
+        if arg.starts_with("<(") || arg.starts_with(">(") {
+            continue;
+        }
+        if redirection_len(std::slice::from_ref(arg)) > 0 {
+            break;
+        }
+        // The word up to a redirection glued to it (`all>out`).
+        let (word, redirected) = match unquoted_position(arg, &['<', '>']) {
+            Some(at) => (&arg[..at], true),
+            None => (arg.as_str(), false),
+        };
+        if tree_sitter_word(word) {
+            return Some(Some(format!("{name} {word}")));
+        }
+        if redirected {
+            break;
+        }
+    }
+    Some(None)
+}
+
+/// Where the first of `targets` outside quotes and escapes is in `word`, if anywhere.
+fn unquoted_position(word: &str, targets: &[char]) -> Option<usize> {
+    let (mut single, mut double, mut escaped) = (false, false, false);
+    for (at, c) in word.char_indices() {
+        if escaped {
+            escaped = false;
+            continue;
+        }
+        match c {
+            '\\' if !single => escaped = true,
+            '\'' if !double => single = !single,
+            '"' if !single => double = !double,
+            c if !single && !double && targets.contains(&c) => return Some(at),
+            _ => {}
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -2873,9 +3147,24 @@ mod tests {
     fn prefixes() {
         assert_eq!(
             command_prefixes("git commit -m 'a b' && npm install x && ls -la && cat f", 5),
-            ["git commit", "npm install", "ls", "cat"]
+            ["git commit", "npm install"]
         );
-        assert_eq!(command_prefixes("a; b; c; d; e; f", 5).len(), 5);
+        // Pathological segments near the length cap are read in linear time.
+        for text in [
+            "! ".repeat(30_000),
+            "case a) ".repeat(8_000),
+            "(".repeat(60_000),
+            format!("x a{}", ")".repeat(60_000)),
+            format!("x {}", "[".repeat(60_000)),
+            format!("x {}", "\\ ".repeat(20_000)),
+            "function ".repeat(7_000),
+        ] {
+            let started = std::time::Instant::now();
+            let _ = command_prefixes(&text, 5);
+            assert!(started.elapsed() < std::time::Duration::from_secs(10), "{}", &text[..10]);
+        }
+        // The first five commands are read (2.0.4: `subcommands[:5]`).
+        assert_eq!(command_prefixes("a; b b; c c; d d; e e; f f", 5), ["b b", "c c", "d d", "e e"]);
         assert_eq!(shell_words(r#"echo "a b" 'c d' e\ f"#), ["echo", "a b", "c d", "e f"]);
     }
 }

@@ -375,6 +375,14 @@ pub fn split_command_segments(command: &str) -> Vec<String> {
     out
 }
 
+/// [`split_command_segments`] without the bodies of substitutions: the segments of the text
+/// itself.
+pub(crate) fn split_top_level_segments(command: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    split_into(command, &mut out, MAX_NESTING);
+    out
+}
+
 /// Commands inside commands are read to this depth: here the bodies of substitutions; in Bash's
 /// checks also a wrapper's or `xargs`'s command, a `-c` string, a function body, `find -exec` and a
 /// process substitution, where a deeper command is read as any command (deny and ask rules match
