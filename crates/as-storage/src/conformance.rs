@@ -270,6 +270,7 @@ pub const SCENARIOS: &[&str] = &[
     "save_turn_failure_at_any_write_leaves_nothing",
     "concurrent_cas_writers_lose_no_update",
     "concurrent_readers_see_whole_writes",
+    "concurrent_plain_writes_get_distinct_revisions",
     "delete_racing_update_leaves_no_zombie",
     "concurrent_creates_of_one_id_have_one_winner",
     "concurrent_message_writers_overwrite_nothing",
@@ -302,6 +303,7 @@ macro_rules! __storage_conformance_scenarios {
             save_turn_is_update_then_messages save_turn_is_conditional save_turn_is_all_or_nothing
             save_turn_failure_at_any_write_leaves_nothing
             concurrent_cas_writers_lose_no_update concurrent_readers_see_whole_writes
+            concurrent_plain_writes_get_distinct_revisions
             delete_racing_update_leaves_no_zombie concurrent_creates_of_one_id_have_one_winner
             concurrent_message_writers_overwrite_nothing message_racing_delete_leaves_no_log
             model_based_random_operations durable_survives_reopen
@@ -1773,10 +1775,19 @@ pub async fn concurrent_readers_see_whole_writes<F: StorageFactory>(factory: &F)
         })
     };
     let mut last: Option<Timestamp> = None;
+    // Every write makes the revision strictly greater than before: no two writes, however
+    // concurrent, return the same one (a writer that read the same revision as another and wrote
+    // "one microsecond after it" without a compare-and-set would).
+    let mut seen: BTreeMap<Timestamp, Revision> = BTreeMap::new();
     for w in writers {
         for rev in c.joined("writer", w.await)? {
             let t = ts(&rev).ok_or_else(|| c.fail(format!("bad revision {rev}")))?;
             last = last.max(Some(t));
+            if let Some(other) = seen.insert(t, rev.clone()) {
+                return Err(
+                    c.fail(format!("two concurrent unconditional writes both returned revision {rev} ({other})"))
+                );
+            }
         }
     }
     if let Some(torn) = c.joined("reader", reader.await)? {
@@ -1786,6 +1797,76 @@ pub async fn concurrent_readers_see_whole_writes<F: StorageFactory>(factory: &F)
     c.ensure(Some(got.updated_at) == last, || {
         format!("stored revision {} is not the last one written {last:?}", got.updated_at)
     })?;
+    Ok(Outcome::Passed)
+}
+
+/// Unconditional writes racing from one revision each get a revision of their own, also when the
+/// clock is behind the stored `updated_at` (a record imported from a store whose clock ran an hour
+/// ahead), where every writer computes "one microsecond after the stored one": the stored revision
+/// is the greatest returned, with that writer's state, and a compare-and-set from any other
+/// returned revision is a `Conflict` that writes nothing (a writer whose write was overwritten
+/// must not believe it still holds the session). Needs `import_record` to plant the future
+/// `updated_at`.
+pub async fn concurrent_plain_writes_get_distinct_revisions<F: StorageFactory>(factory: &F) -> Res {
+    const WRITERS: usize = 4;
+    const ROUNDS: usize = 16;
+    let c = Ctx { name: "concurrent_plain_writes_get_distinct_revisions" };
+    let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
+    let o = owner("user-1", "agent-1");
+    let mut rec = foreign_record(&o, "ahead", "ahead").map_err(|e| c.fail(e))?;
+    rec.updated_at = Timestamp::Naive(as_message::now_naive() + chrono::Duration::hours(1));
+    if try_import(&c, &s, &rec, &[], ImportMode::CreateOnly).await?.is_none() {
+        return skipped(IMPORT_UNSUPPORTED);
+    }
+    let k = o.session(rec.id.clone());
+    let mut floor = rec.updated_at;
+    for round in 0..ROUNDS {
+        let barrier = Arc::new(tokio::sync::Barrier::new(WRITERS));
+        let tasks: Vec<_> = (0..WRITERS)
+            .map(|w| {
+                let (s, k, barrier) = (s.clone(), k.clone(), barrier.clone());
+                tokio::spawn(async move {
+                    let state = conversation_state(1, &format!("r{round}w{w}"));
+                    barrier.wait().await;
+                    s.update_session_state(&k, &state, None).await.map(|rev| (w, rev))
+                })
+            })
+            .collect();
+        let mut revs: Vec<(Timestamp, usize, Revision)> = Vec::with_capacity(WRITERS);
+        for t in tasks {
+            let (w, rev) = c.joined("unconditional writer", t.await)?;
+            let t = ts(&rev).ok_or_else(|| c.fail(format!("revision {rev} is not an updated_at timestamp")))?;
+            c.ensure(t > floor, || format!("round {round}: writer {w} returned {rev}, not after the stored {floor}"))?;
+            revs.push((t, w, rev));
+        }
+        revs.sort();
+        for pair in revs.windows(2) {
+            c.ensure(pair[0].0 != pair[1].0, || {
+                format!(
+                    "round {round}: writers {} and {} racing from one revision both returned {}",
+                    pair[0].1, pair[1].1, pair[0].2
+                )
+            })?;
+        }
+        let Some((top, winner, top_rev)) = revs.last().cloned() else { return Err(c.fail("no writer ran")) };
+        let stored = c.must_get(&s, &k).await?;
+        c.ensure(stored.revision() == top_rev && stored.state.reply_id == format!("reply-r{round}w{winner}"), || {
+            format!(
+                "round {round}: stored {} at {}, but the greatest revision returned was writer {winner}'s {top_rev}",
+                stored.state.reply_id,
+                stored.revision()
+            )
+        })?;
+        for (_, w, rev) in &revs[..revs.len() - 1] {
+            c.kind(
+                &format!("round {round}: compare-and-set from writer {w}'s overwritten revision {rev}"),
+                s.update_session_state(&k, &conversation_state(2, "stale"), Some(rev)).await,
+                StorageErrorKind::Conflict,
+            )?;
+        }
+        c.ensure(c.must_get(&s, &k).await? == stored, || format!("round {round}: a refused compare-and-set wrote"))?;
+        floor = top;
+    }
     Ok(Outcome::Passed)
 }
 

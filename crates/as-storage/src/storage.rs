@@ -249,9 +249,11 @@ pub enum ImportOutcome {
 ///   `updated_at` equal to `created_at` (so a caller can tell from the returned record whether its
 ///   upsert created the session), every write of the record makes it strictly greater than before
 ///   (except a verbatim [`StorageBase::import_record`], which writes the `updated_at` it is given,
-///   older or not: a compare-and-set from a revision read before an overwrite may then succeed), and the
-///   revision a write returns is the one a following read sees \[`create_and_get_roundtrip`,
-///   `revisions_strictly_increase`\].
+///   older or not: a compare-and-set from a revision read before an overwrite may then succeed), so
+///   no two writes return the same revision, however concurrent, unconditional and behind the
+///   stored `updated_at` the clock is; the revision a write returns is the one a following read
+///   sees \[`create_and_get_roundtrip`, `revisions_strictly_increase`,
+///   `concurrent_readers_see_whole_writes`, `concurrent_plain_writes_get_distinct_revisions`\].
 /// * **Compare-and-set.** `update_session_state` with `expected` writes only when the stored
 ///   revision equals it, otherwise fails with `Conflict` and writes nothing; of N concurrent
 ///   conditional writers from the same revision exactly one wins \[`cas_rejects_stale_revision`,

@@ -76,6 +76,10 @@ enum Defect {
     MessageWriteRacesDelete,
     /// Ignores `agent_id` on create only: every agent creating one id "creates" it.
     CreateIgnoresOtherAgents,
+    /// An unconditional update as `GET` then `SET` without a compare-and-set: it reads the record,
+    /// and writes it back (verbatim, with `import_record`) one microsecond after the revision it
+    /// read, whatever was written in between.
+    PlainWriteWithoutCas,
 }
 
 #[derive(Debug)]
@@ -145,6 +149,22 @@ impl StorageBase for Broken {
         state: &AgentState,
         expected: Option<&Revision>,
     ) -> Result<Revision> {
+        if let (Defect::PlainWriteWithoutCas, None) = (self.defect, expected) {
+            let Some(rec) = self.inner.get_session(key).await? else {
+                return Err(StorageError::new(
+                    as_storage::StorageErrorKind::NotFound,
+                    "broken",
+                    "update_session_state",
+                    "no session",
+                ));
+            };
+            let log = self.inner.list_messages(key, 0, 0).await?;
+            window().await;
+            let mut next = SessionRecord::from_parts(rec.meta(), state.clone());
+            next.updated_at = as_storage::Timestamp::now_after(&rec.updated_at);
+            self.inner.import_record(&next, &log, ImportMode::Overwrite).await?;
+            return Ok(next.revision());
+        }
         let expected = match self.defect {
             Defect::IgnoresExpected => None,
             _ => expected,
@@ -346,4 +366,16 @@ async fn colliding_creates_are_caught() {
         "concurrent_creates_of_one_id_have_one_winner",
         conformance::concurrent_creates_of_one_id_have_one_winner(&f).await,
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_writes_without_compare_and_set_are_caught() {
+    let f = BrokenFactory(Defect::PlainWriteWithoutCas);
+    // Racing from a revision ahead of the clock, every writer writes "one microsecond after it".
+    assert_fails(
+        "concurrent_plain_writes_get_distinct_revisions",
+        conformance::concurrent_plain_writes_get_distinct_revisions(&f).await,
+    );
+    // Sequential writes are right, so the sequential scenario passes.
+    assert_eq!(conformance::revisions_strictly_increase(&f).await.unwrap(), Outcome::Passed);
 }
