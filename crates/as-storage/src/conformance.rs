@@ -698,7 +698,9 @@ pub async fn create_and_get_roundtrip<F: StorageFactory>(factory: &F) -> Res {
     Ok(Outcome::Passed)
 }
 
-/// An empty id creates a fresh one; an unknown explicit id creates under that id.
+/// An empty id creates a fresh one; an unknown explicit id creates under that id, also one whose
+/// session was deleted. Every create, whichever way, sets `updated_at == created_at` (how a caller
+/// tells from the returned record that its upsert created the session) and stores it so.
 pub async fn create_with_explicit_or_empty_id<F: StorageFactory>(factory: &F) -> Res {
     let c = Ctx { name: "create_with_explicit_or_empty_id" };
     let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
@@ -710,6 +712,21 @@ pub async fn create_with_explicit_or_empty_id<F: StorageFactory>(factory: &F) ->
     let e = c.create(&s, req(&o, "e").with_session_id("my-session.1")).await?;
     c.ensure(e.id == "my-session.1", || format!("explicit id not used: {}", e.id))?;
     c.ensure(c.get(&s, &o.session("my-session.1")).await?.is_some(), || "explicit-id session not readable".into())?;
+    // Written to and deleted, then created again under the same id: a create like any other.
+    let k = o.session(e.id.clone());
+    c.ok("update", s.update_session_state(&k, &conversation_state(1, "e"), None).await)?;
+    c.ensure(c.ok("delete", s.delete_session(&k).await)?, || "delete of an existing session returned false".into())?;
+    let again = c.create(&s, req(&o, "again").with_session_id(e.id.clone())).await?;
+    for (what, rec) in [("an empty id", &a), ("no id", &b), ("an explicit id", &e), ("an id deleted before", &again)] {
+        c.ensure(rec.updated_at == rec.created_at, || {
+            format!("a create with {what} returned updated_at {} != created_at {}", rec.updated_at, rec.created_at)
+        })?;
+    }
+    // (The first session `e` is gone: its id now holds `again`.)
+    for (what, rec) in [("an empty id", &a), ("no id", &b), ("an id deleted before", &again)] {
+        let got = c.must_get(&s, &o.session(rec.id.clone())).await?;
+        c.ensure(got == *rec, || format!("the session created with {what} reads back as {:?}", got.meta()))?;
+    }
     Ok(Outcome::Passed)
 }
 
@@ -1224,7 +1241,10 @@ pub async fn delete_cascades<F: StorageFactory>(factory: &F) -> Res {
     c.ensure(c.ok("get_message", s.get_message(&k, "m1").await)?.is_none(), || "a message survives delete".into())?;
     c.ensure(c.list_all(&s, &o, 50).await?.is_empty(), || "index entry survives delete".into())?;
     c.ensure(!c.ok("delete", s.delete_session(&k).await)?, || "second delete returned true".into())?;
-    c.create(&s, req(&o, "reborn").with_session_id("doomed")).await?;
+    let reborn = c.create(&s, req(&o, "reborn").with_session_id("doomed")).await?;
+    c.ensure(reborn.updated_at == reborn.created_at, || {
+        format!("the session created again has updated_at {} != created_at {}", reborn.updated_at, reborn.created_at)
+    })?;
     c.ensure(c.ok("list_messages", s.list_messages(&k, 0, 0).await)?.is_empty(), || {
         "a recreated session inherited messages".into()
     })?;
@@ -2614,6 +2634,12 @@ async fn run_model_case(s: &SharedStorage, ops: &[Op]) -> Result<(), String> {
                             && rec.id != *sid
                         {
                             return Err(at(format!("created under {} instead of {sid}", rec.id)));
+                        }
+                        if rec.updated_at != rec.created_at {
+                            return Err(at(format!(
+                                "a create returned updated_at {} != created_at {}",
+                                rec.updated_at, rec.created_at
+                            )));
                         }
                         if sid.is_none() {
                             ids.push(rec.id.clone());

@@ -247,12 +247,13 @@ pub enum ImportOutcome {
 ///   `message_racing_delete_leaves_no_log`\].
 /// * **Revisions.** Each record's revision is its stored `updated_at` ([`Revision`]); a create sets
 ///   `updated_at` equal to `created_at` (so a caller can tell from the returned record whether its
-///   upsert created the session), every write of the record makes it strictly greater than before
+///   upsert created the session; on every path: a fresh id, an explicit one, one whose session was
+///   deleted), every write of the record makes it strictly greater than before
 ///   (except a verbatim [`StorageBase::import_record`], which writes the `updated_at` it is given,
 ///   older or not: a compare-and-set from a revision read before an overwrite may then succeed), so
 ///   no two writes return the same revision, however concurrent, unconditional and behind the
 ///   stored `updated_at` the clock is; the revision a write returns is the one a following read
-///   sees \[`create_and_get_roundtrip`, `revisions_strictly_increase`,
+///   sees \[`create_and_get_roundtrip`, `create_with_explicit_or_empty_id`, `revisions_strictly_increase`,
 ///   `concurrent_readers_see_whole_writes`, `concurrent_plain_writes_get_distinct_revisions`\].
 /// * **Compare-and-set.** `update_session_state` with `expected` writes only when the stored
 ///   revision equals it, otherwise fails with `Conflict` and writes nothing; of N concurrent
