@@ -1706,3 +1706,112 @@ fn bash_suggestions_are_2_0_4s_two_word_prefixes() {
         assert_eq!(got, want, "{command:?}");
     }
 }
+
+/// 2.0.4 translates a Bash rule with `*` into a Python regex by escaping `.^$+?{}[]|()`, turning
+/// `*` into `.*` and keeping `\\\\` and `\\*`: any other backslash stays in the regex, so `\\s`,
+/// `\\d`, `\\w` and `\\b` are classes and a boundary (`rm\\s-rf *` matches `rm -rf x`), a
+/// backslash before an escaped metacharacter unescapes it (`a\\.b*`: a backslash, then any
+/// character), and an escape Python refuses falls back to a substring test of the rule without its
+/// stars, or, in the stem 2.0.4 tries first for a trailing `*`, raises (2.0.4's check fails and the
+/// call never runs: here such a deny or ask rule matches every command, an allow rule none). The
+/// port made every lone backslash literal. Each row was answered by 2.0.4 (`None`: it raised).
+#[tokio::test]
+async fn bash_rules_keep_2_0_4s_regex_escapes() {
+    let rows: &[(&str, &str, Option<bool>)] = &[
+        ("rm\\s-rf *", "rm -rf x", Some(true)),
+        ("rm\\s-rf *", "rm  -rf x", Some(false)),
+        ("kill \\d*", "kill 1234", Some(true)),
+        ("kill \\d*", "kill abc", Some(false)),
+        ("rm\\s-rf", "rm -rf x", Some(false)),
+        ("rm\\s-rf", "rm\\s-rf x", Some(true)),
+        ("\\bgit\\b *", "git x", Some(true)),
+        ("\\bgit\\b *", "gitk x", Some(false)),
+        ("rm \\q*x", "rm \\qax", Some(false)),
+        ("rm \\q*x", "rm \\qx", Some(true)),
+        ("a\\.b*", "a\\xb", Some(true)),
+        ("a\\.b*", "a.b", Some(false)),
+        ("x\\ y *", "x y z", Some(true)),
+        ("a\\-b*", "a-b", Some(true)),
+        ("\\w+ *", "abc d", Some(false)),
+        ("\\w+ *", "w+ d", Some(true)),
+        ("x\\Z*", "x", Some(true)),
+        ("x\\0*", "x\u{0}", Some(true)),
+        ("\\x41*", "A", Some(true)),
+        ("\\u0041*", "A", Some(true)),
+        ("x\\<*", "x<", Some(true)),
+        ("x*\\", "x\\", Some(true)),
+        ("x*\\", "xa", Some(false)),
+        ("rm -rf *\\q", "rm -rf x", Some(false)),
+        ("rm -rf *\\q", "rm -rf \\q", Some(true)),
+        ("rm -rf *\\q", "rm -rf x\\q", Some(false)),
+        ("echo \\*", "echo *", Some(true)),
+        ("a\\\\b*", "a\\bc", Some(true)),
+        ("ls *.txt", "ls a.txt", Some(true)),
+        ("ls *.txt", "ls a_txt", Some(false)),
+        ("git *", "git", Some(true)),
+        ("rm \\d+ *", "rm 1+ x", Some(true)),
+        ("rm \\(x\\) *", "rm \\x\\ y", Some(true)),
+        ("rm [a] *", "rm [a] x", Some(true)),
+        ("\\t*", "\tx", Some(true)),
+        ("x\\S*", "xy", Some(true)),
+        ("x\\S*", "x y", Some(false)),
+        ("*\\W", "a!", Some(true)),
+        ("a\\D*", "ab", Some(true)),
+        ("a\\D*", "a1", Some(false)),
+        ("\\A*", "x", Some(true)),
+        ("x\\B*", "xy", Some(true)),
+        ("x\\101*", "xA", Some(true)),
+        ("x\\477*", "x", None),
+        ("x\\8*", "x", None),
+        ("x\\x4*", "x", None),
+        ("x\\U00000041*", "xA", Some(true)),
+        ("x\\U00110000*", "x", None),
+        ("x\\ud800*", "x", Some(false)),
+        ("x\\-*", "x-", Some(true)),
+        ("x\\é*", "xé", Some(true)),
+        ("x \\s*", "x \u{a0}", Some(true)),
+        ("x \\s*", "x \u{1c}", Some(true)),
+        ("a\\|b *", "b c", Some(true)),
+        ("a\\|b *", "a\\", Some(true)),
+        ("x\\[ab\\] *", "x\\a y", Some(true)),
+        ("x\\[ab\\] *", "x\\[ab\\] y", Some(false)),
+        ("x\\{2\\} *", "x\\\\ y", Some(false)),
+        ("x \\\\\\* *", "x \\* y", Some(true)),
+        ("npm run *", "npm run build", Some(true)),
+        ("* --force", "git push --force", Some(true)),
+        ("x\\\t*", "x\ty", None),
+    ];
+    for (rule, command, answer) in rows {
+        match answer {
+            Some(answer) => assert_eq!(as_tools::bash_rule_matches(rule, command), *answer, "{rule:?} ~ {command:?}"),
+            None => {
+                let rule = leak_str(rule);
+                let deny = bash_decision(M::Bypass, &[(B::Deny, "Bash", Some(rule))], command).await;
+                assert_eq!((deny.behavior, deny.decision_reason), (B::Deny, Some(format!("Rule: {rule}"))), "{rule:?}");
+                let allow = bash_decision(M::Default, &[(B::Allow, "Bash", Some(rule))], command).await;
+                assert_ne!(allow.behavior, B::Allow, "{rule:?}");
+            }
+        }
+    }
+    // A deny rule written with a class denies what it matches, in every mode.
+    for mode in [M::Bypass, M::Default, M::DontAsk] {
+        let d = bash_decision(mode, &[(B::Deny, "Bash", Some("rm\\s-rf *"))], "rm -rf x").await;
+        assert_eq!((d.behavior, d.decision_reason.as_deref()), (B::Deny, Some("Rule: rm\\s-rf *")), "{mode:?}");
+        let d = bash_decision(mode, &[(B::Deny, "Bash", Some("kill \\d*"))], "kill 1234").await;
+        assert_eq!(d.behavior, B::Deny, "{mode:?}");
+    }
+    let d = bash_decision(M::Bypass, &[(B::Deny, "Bash", Some("kill \\d*"))], "kill -s TERM 12").await;
+    assert_eq!(d.behavior, B::Allow);
+    // Deny rules still fail closed on what is only known when the command runs, and on commands
+    // that cannot be read: a regex escape stands for any text there.
+    for (rule, command) in [
+        ("rm\\s-rf *", "$x -rf y"),
+        ("rm\\s-rf *", "r{m,} -rf y"),
+        ("kill \\d*", "kill $pid"),
+        ("rm\\s-rf *", "ls # it's\nr''m -rf /tmp/x"),
+        ("rm \\(x\\|y\\) *", "$x"),
+    ] {
+        let d = bash_decision(M::Bypass, &[(B::Deny, "Bash", Some(rule))], command).await;
+        assert_eq!(d.behavior, B::Deny, "{rule:?} on {command:?}");
+    }
+}

@@ -221,8 +221,9 @@ impl Tool for BashTool {
                     return None;
                 }
                 rules.iter().position(|rule| {
+                    // A rule 2.0.4 raises on allows nothing (there the call never runs).
                     let rule = BashRule::new(rule);
-                    segments.iter().all(|s| rule.matches(s))
+                    !rule.raises() && segments.iter().all(|s| rule.matches(s))
                 })
             }
             // Also as the shell reads the segment (`\rm -r x`, `r''m`, `/bin/rm` are `rm`; braces
@@ -1015,7 +1016,8 @@ impl<'a> RestrictiveReading<'a> {
     /// command, a form, or a reading (one with stand-ins where some value could make it match);
     /// and when the readings are incomplete, the rule's words occurring in the text.
     fn matches(&self, rule: &BashRule) -> bool {
-        if too_long(self.command) || rule.matches(self.command) {
+        // A rule 2.0.4 raises on matches every command (there the call never runs).
+        if rule.raises() || too_long(self.command) || rule.matches(self.command) {
             return true;
         }
         if self.forms().iter().any(|f| rule.matches(f)) {
@@ -1034,7 +1036,8 @@ impl<'a> RestrictiveReading<'a> {
             return false;
         }
         let [expanded, opaque] = self.joined.get_or_init(|| reading::joined_readings(self.command));
-        [self.command, expanded.as_str(), opaque.as_str()].iter().any(|text| rule_words_occur(rule.text(), text))
+        let Some(words) = rule.loose_text() else { return true };
+        [self.command, expanded.as_str(), opaque.as_str()].iter().any(|text| rule_words_occur(&words, text))
     }
 }
 

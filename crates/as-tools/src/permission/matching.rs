@@ -129,8 +129,12 @@ fn fnmatch_translate(pat: &str) -> String {
 ///
 /// 1. `prefix:*` matches `prefix` itself or `prefix ` followed by anything;
 /// 2. without an unescaped `*`, the (unescaped) rule must be a substring;
-/// 3. otherwise `*` is a wildcard (not crossing newlines, as in 2.0.4); a trailing ` *` also
-///    matches the bare prefix (`git *` matches `git`).
+/// 3. otherwise the rule is 2.0.4's regex (`.^$+?{}[]|()` escaped, `*` a wildcard not crossing
+///    newlines, `\\` and `\*` literal, any other backslash kept: `\s`, `\d`, `\w`, `\b` are
+///    classes and a boundary); a trailing ` *` also matches the bare prefix (`git *` matches `git`).
+///    A regex Python cannot compile falls back to the rule without its stars as a substring, except
+///    in the bare prefix, where 2.0.4 raises: such a rule matches nothing here (a deny or ask list
+///    treats it as matching every command).
 ///
 /// The engine-facing [`crate::builtin::BashTool`] additionally checks each command segment
 /// (see [`split_command_segments`]), which fixes 2.0.4's miss of `rm -rf x\necho` by a deny
@@ -155,9 +159,70 @@ enum RuleMatch {
     Prefix { bare: String, spaced: String },
     /// No unescaped `*`: a substring.
     Literal(String),
-    /// The bare stem of a trailing `*` (when it compiles), then the whole pattern; a pattern
-    /// that does not compile falls back to the rule without its stars as a substring.
+    /// The bare stem of a trailing `*`, then the whole pattern; a pattern Python cannot compile
+    /// falls back to the rule without its stars as a substring.
     Pattern { stem: Option<Arc<Regex>>, full: Result<Arc<Regex>, String> },
+    /// 2.0.4 raises: the stem it tries first for a trailing `*` is a regex Python cannot compile,
+    /// outside its `try` (`rm \q *`, `x\ *`). The check fails and the call never runs, so a deny
+    /// or ask rule like this matches every command and an allow rule none ([`BashRule::raises`]).
+    Raises,
+}
+
+/// A character of a rule after 2.0.4's escapes are read: `\\` first, then `\*` (left to right,
+/// without overlapping, as `str.replace` does).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum RuleChar {
+    Char(char),
+    /// `\\`: a backslash.
+    Backslash,
+    /// `\*`: a star.
+    Star,
+}
+
+fn rule_chars(rule: &str) -> Vec<RuleChar> {
+    let mut first = Vec::new();
+    let mut chars = rule.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\' && chars.next_if_eq(&'\\').is_some() {
+            first.push(RuleChar::Backslash);
+        } else {
+            first.push(RuleChar::Char(c));
+        }
+    }
+    let mut out = Vec::with_capacity(first.len());
+    let mut it = first.into_iter().peekable();
+    while let Some(t) = it.next() {
+        if t == RuleChar::Char('\\') && it.next_if_eq(&RuleChar::Char('*')).is_some() {
+            out.push(RuleChar::Star);
+        } else {
+            out.push(t);
+        }
+    }
+    out
+}
+
+/// The regex 2.0.4 makes of a rule with an unescaped `*`: `.^$+?{}[]|()` escaped, `*` as `.*`,
+/// `\\` and `\*` kept as escapes, and every other backslash left as it is (Python syntax).
+fn python_pattern(chars: &[RuleChar]) -> String {
+    let mut out = String::new();
+    for t in chars {
+        match *t {
+            RuleChar::Char('*') => out.push_str(".*"),
+            RuleChar::Char(c) if ".^$+?{}[]|()".contains(c) => {
+                out.push('\\');
+                out.push(c);
+            }
+            RuleChar::Char(c) => out.push(c),
+            RuleChar::Backslash => out.push_str("\\\\"),
+            RuleChar::Star => out.push_str("\\*"),
+        }
+    }
+    out
+}
+
+/// Python's `str.isspace` for one character (it also counts `\x1c`–`\x1f`).
+fn py_space(c: char) -> bool {
+    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
 }
 
 impl BashRule {
@@ -166,36 +231,37 @@ impl BashRule {
             let prefix = prefix.trim();
             RuleMatch::Prefix { bare: prefix.to_owned(), spaced: format!("{prefix} ") }
         } else if !has_unescaped_star(rule) {
-            RuleMatch::Literal(rule.replace("\\\\", "\u{0}").replace("\\*", "*").replace('\u{0}', "\\"))
+            let text = rule_chars(rule)
+                .into_iter()
+                .map(|t| match t {
+                    RuleChar::Char(c) => c,
+                    RuleChar::Backslash => '\\',
+                    RuleChar::Star => '*',
+                })
+                .collect();
+            RuleMatch::Literal(text)
         } else {
-            // protect escapes, escape regex metacharacters 2.0.4 escapes, turn * into .*
-            let protected = rule.replace("\\\\", "\u{1}").replace("\\*", "\u{2}");
-            let mut re = String::new();
-            for ch in protected.chars() {
-                match ch {
-                    '.' | '^' | '$' | '+' | '?' | '{' | '}' | '[' | ']' | '|' | '(' | ')' => {
-                        re.push('\\');
-                        re.push(ch);
-                    }
-                    '*' => re.push_str(".*"),
-                    '\u{1}' => re.push_str("\\\\"),
-                    '\u{2}' => re.push_str("\\*"),
-                    // a lone backslash stays as in 2.0.4; escape it for Rust's regex syntax when it
-                    // would otherwise start an escape Python treats literally
-                    '\\' => re.push_str("\\\\"),
-                    other => re.push(other),
-                }
+            let pattern = python_pattern(&rule_chars(rule));
+            let full = |python: &str| {
+                python_regex_to_rust(python).ok().and_then(|rust| cached_regex(&format!("^(?:{rust})$")).ok())
+            };
+            // 2.0.4 tries the stem (the pattern without a trailing `.*` and the blanks before it)
+            // outside its `try`: a stem Python refuses raises.
+            match pattern.strip_suffix(".*").map(|stem| full(stem.trim_end_matches(py_space))) {
+                Some(None) => RuleMatch::Raises,
+                stem => RuleMatch::Pattern {
+                    stem: stem.flatten(),
+                    full: full(&pattern).ok_or_else(|| rule.replace('*', "")),
+                },
             }
-            let full = |pattern: &str| cached_regex(&format!("^(?:{pattern})$"));
-            let stem = re.strip_suffix(".*").and_then(|stem| full(stem.trim_end()).ok());
-            RuleMatch::Pattern { stem, full: full(&re).map_err(|_| rule.replace('*', "")) }
         };
         Self { how, shapes: std::cell::OnceCell::new(), rule: rule.to_owned() }
     }
 
-    /// The rule as written.
-    pub(crate) fn text(&self) -> &str {
-        &self.rule
+    /// Whether 2.0.4 raises on this rule (see [`RuleMatch::Raises`]): [`BashRule::matches`] is false
+    /// for it, and a deny or ask list must treat it as matching.
+    pub(crate) fn raises(&self) -> bool {
+        matches!(self.how, RuleMatch::Raises)
     }
 
     /// [`bash_rule_matches`]`(rule, command)`.
@@ -210,6 +276,7 @@ impl BashRule {
                         Err(without_stars) => command.contains(without_stars.as_str()),
                     }
             }
+            RuleMatch::Raises => false,
         }
     }
 
@@ -223,7 +290,35 @@ impl BashRule {
     /// in the command it would let any unknown argument match (`echo $HOME` against `npm install`).
     pub(crate) fn could_match(&self, form: &str, any_text: &[char], any_word: &[char]) -> bool {
         let form = form_pieces(form, any_text, any_word);
-        self.shapes.get_or_init(|| rule_shapes(&self.rule)).iter().any(|shape| shapes_meet(shape, &form))
+        self.shapes.get_or_init(|| rule_shapes(&self.how, &self.rule)).iter().any(|shape| shapes_meet(shape, &form))
+    }
+
+    /// The rule as words to look for in a command that cannot be read, where its regex escapes
+    /// (2.0.4 keeps them) are loosened: `\s` and `\b` a blank, any other a `*` (any text in a
+    /// word); `None` when it cannot be told (a rule 2.0.4 raises on, or one whose backslash
+    /// unescapes a metacharacter): such a rule is taken to occur.
+    pub(crate) fn loose_text(&self) -> Option<String> {
+        match &self.how {
+            RuleMatch::Prefix { .. } | RuleMatch::Literal(_) => Some(self.rule.clone()),
+            RuleMatch::Raises => None,
+            RuleMatch::Pattern { .. } => {
+                let mut out = String::new();
+                let mut chars = rule_chars(&self.rule).into_iter();
+                while let Some(t) = chars.next() {
+                    match t {
+                        RuleChar::Char('\\') => match chars.next() {
+                            Some(RuleChar::Char(c)) if ".^$+?{}[]|()".contains(c) => return None,
+                            Some(RuleChar::Char('s' | 'b')) => out.push(' '),
+                            _ => out.push('*'),
+                        },
+                        RuleChar::Char(c) => out.push(c),
+                        RuleChar::Backslash => out.push('\\'),
+                        RuleChar::Star => out.push('*'),
+                    }
+                }
+                Some(out)
+            }
+        }
     }
 }
 
@@ -266,41 +361,69 @@ fn form_pieces(form: &str, any_text: &[char], any_word: &[char]) -> Vec<Piece> {
 }
 
 /// The texts a rule matches, as shapes (see [`bash_rule_matches`] for the forms).
-fn rule_shapes(rule: &str) -> Vec<Vec<Piece>> {
+fn rule_shapes(how: &RuleMatch, rule: &str) -> Vec<Vec<Piece>> {
     let literal = |s: &str| s.chars().map(Piece::Char).collect::<Vec<_>>();
-    if let Some(prefix) = rule.strip_suffix(":*") {
-        let prefix = prefix.trim();
-        let mut spaced = literal(prefix);
-        spaced.extend([Piece::Char(' '), Piece::Any]);
-        return vec![literal(prefix), spaced];
-    }
-    if !has_unescaped_star(rule) {
-        let text = rule.replace("\\\\", "\u{0}").replace("\\*", "*").replace('\u{0}', "\\");
-        let mut shape = literal(&text);
-        shape.push(Piece::Any);
-        return vec![shape];
-    }
-    let protected = rule.replace("\\\\", "\u{1}").replace("\\*", "\u{2}");
-    let full: Vec<Piece> = protected
-        .chars()
-        .map(|c| match c {
-            '*' => Piece::Any,
-            '\u{1}' => Piece::Char('\\'),
-            '\u{2}' => Piece::Char('*'),
-            c => Piece::Char(c),
-        })
-        .collect();
-    let mut shapes = Vec::new();
-    // A trailing `*` also matches the bare prefix (`git *` matches `git`).
-    if let Some((Piece::Any, stem)) = full.split_last() {
-        let mut stem = stem.to_vec();
-        while stem.last().is_some_and(|p| matches!(p, Piece::Char(c) if c.is_whitespace())) {
+    let stem_of = |full: &[Piece]| {
+        let mut stem = full.split_last().map(|(_, s)| s.to_vec()).unwrap_or_default();
+        while stem.last().is_some_and(|p| matches!(p, Piece::Char(c) if py_space(*c))) {
             stem.pop();
         }
-        shapes.push(stem);
+        stem
+    };
+    match how {
+        RuleMatch::Prefix { bare, .. } => {
+            let mut spaced = literal(bare);
+            spaced.extend([Piece::Char(' '), Piece::Any]);
+            vec![literal(bare), spaced]
+        }
+        RuleMatch::Literal(text) => {
+            let mut shape = literal(text);
+            shape.push(Piece::Any);
+            vec![shape]
+        }
+        RuleMatch::Raises => vec![vec![Piece::Any]],
+        RuleMatch::Pattern { full, .. } => {
+            // A regex escape the rule keeps (`\s`, `\d`) stands for any text here, which only makes
+            // the shape match more; one that unescapes a metacharacter (`\(`, `\|`) makes a regex
+            // whose shape is not read: any text.
+            let Some(pieces) = pattern_pieces(rule) else { return vec![vec![Piece::Any]] };
+            let mut shapes = Vec::new();
+            // A trailing `*` also matches the bare prefix (`git *` matches `git`).
+            if pieces.last() == Some(&Piece::Any) {
+                shapes.push(stem_of(&pieces));
+            }
+            match full {
+                Ok(_) => shapes.push(pieces),
+                // 2.0.4 falls back to the rule without its stars as a substring.
+                Err(without_stars) => {
+                    let mut shape = literal(without_stars);
+                    shape.push(Piece::Any);
+                    shapes.push(shape);
+                }
+            }
+            shapes
+        }
     }
-    shapes.push(full);
-    shapes
+}
+
+/// The pieces of a rule with `*` ([`rule_shapes`]): `*` any text, a regex escape (`\s`) any
+/// text; `None` when a backslash unescapes one of the metacharacters 2.0.4 escapes.
+fn pattern_pieces(rule: &str) -> Option<Vec<Piece>> {
+    let mut pieces = Vec::new();
+    let mut chars = rule_chars(rule).into_iter().peekable();
+    while let Some(t) = chars.next() {
+        pieces.push(match t {
+            RuleChar::Char('*') => Piece::Any,
+            RuleChar::Char('\\') => match chars.next() {
+                Some(RuleChar::Char(c)) if ".^$+?{}[]|()".contains(c) => return None,
+                _ => Piece::Any,
+            },
+            RuleChar::Char(c) => Piece::Char(c),
+            RuleChar::Backslash => Piece::Char('\\'),
+            RuleChar::Star => Piece::Char('*'),
+        });
+    }
+    Some(pieces)
 }
 
 /// Whether some text fits both a rule's shape `a` (characters and `Any`) and a command's shape `b`:
@@ -344,6 +467,225 @@ fn shapes_meet(a: &[Piece], b: &[Piece]) -> bool {
         }
     }
     reach[n]
+}
+
+/// A Python (`re`, str pattern) regex as Rust's `regex` reads it, or `Err` where Python raises
+/// `re.error` (a bad escape such as `\q`, an unterminated set or group, nothing to repeat, an
+/// invalid group reference) or uses what Rust's regex lacks (lookaround, backreferences, named
+/// or flag groups, possessive quantifiers), which is treated as a pattern Python cannot compile.
+/// Escapes are translated (`\Z` is `\z`, `\s` also counts `\x1c`–`\x1f` as Python does, octal
+/// `\0`/`\101`, `\x`, `\u`, `\U`), every literal is escaped for Rust, and a `{` that starts no
+/// valid repeat is literal, as in Python.
+fn python_regex_to_rust(pattern: &str) -> Result<String, ()> {
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut out = String::new();
+    let (mut i, mut depth) = (0, 0usize);
+    // Whether the last item can take a repeat, and whether it already has one (and is lazy).
+    let (mut repeatable, mut repeated, mut lazy) = (false, false, false);
+    while let Some(&c) = chars.get(i) {
+        i += 1;
+        let quantifier = match c {
+            '*' | '+' | '?' => Some(c.to_string()),
+            '{' => repeat_braces(&chars, &mut i),
+            _ => None,
+        };
+        if let Some(q) = quantifier {
+            if repeated {
+                // `*?` is lazy; a second repeat (`**`, `*??`) or a possessive `*+` is not read.
+                if q != "?" || lazy {
+                    return Err(());
+                }
+                lazy = true;
+            } else if !repeatable {
+                return Err(());
+            } else {
+                repeated = true;
+            }
+            out.push_str(&q);
+            continue;
+        }
+        (repeated, lazy) = (false, false);
+        repeatable = true;
+        match c {
+            '\\' => {
+                let escape = python_escape(&chars, &mut i, false)?;
+                out.push_str(&escape.text);
+                repeatable = !escape.boundary;
+            }
+            '[' => out.push_str(&python_class(&chars, &mut i)?),
+            '(' => {
+                if chars.get(i) == Some(&'?') {
+                    if chars.get(i + 1) != Some(&':') {
+                        return Err(());
+                    }
+                    i += 2;
+                    out.push_str("(?:");
+                } else {
+                    out.push('(');
+                }
+                depth += 1;
+                repeatable = false;
+            }
+            ')' => {
+                depth = depth.checked_sub(1).ok_or(())?;
+                out.push(')');
+            }
+            '|' | '^' | '$' => {
+                out.push(c);
+                repeatable = false;
+            }
+            '.' => out.push('.'),
+            _ => out.push_str(&regex::escape(&c.to_string())),
+        }
+    }
+    if depth > 0 {
+        return Err(());
+    }
+    Ok(out)
+}
+
+/// A `{m}`, `{m,}`, `{,n}`, `{m,n}` or `{,}` repeat starting after the `{` at `chars[*i - 1]`, as
+/// Rust writes it (moving `i` past it); `None` (the `{` is literal, as in Python) otherwise.
+fn repeat_braces(chars: &[char], i: &mut usize) -> Option<String> {
+    let digits = |from: usize| chars[from.min(chars.len())..].iter().take_while(|c| c.is_ascii_digit()).count();
+    let lo_len = digits(*i);
+    let lo: String = chars[*i..*i + lo_len].iter().collect();
+    let mut j = *i + lo_len;
+    let hi = if chars.get(j) == Some(&',') {
+        let hi_len = digits(j + 1);
+        let hi: String = chars[j + 1..j + 1 + hi_len].iter().collect();
+        j += 1 + hi_len;
+        Some(hi)
+    } else {
+        None
+    };
+    if chars.get(j) != Some(&'}') || (lo.is_empty() && hi.is_none()) {
+        return None;
+    }
+    *i = j + 1;
+    let lo_value = if lo.is_empty() { "0".to_owned() } else { lo };
+    Some(match hi {
+        None => format!("{{{lo_value}}}"),
+        Some(hi) => format!("{{{lo_value},{hi}}}"),
+    })
+}
+
+/// What a Python escape is, as Rust writes it.
+struct Escape {
+    text: String,
+    /// The character it stands for, if it is one (a range may end at it).
+    literal: Option<u32>,
+    /// A zero-width assertion (`\b`, `\B`, `\A`, `\Z`): nothing may repeat it.
+    boundary: bool,
+}
+
+/// The character `value` as an [`Escape`] (a surrogate, which Python matches as a character no
+/// Rust string holds, matches nothing).
+fn code_point(value: u32) -> Result<Escape, ()> {
+    let text = match char::from_u32(value) {
+        Some(c) => regex::escape(&c.to_string()),
+        None if (0xD800..=0xDFFF).contains(&value) => r"[^\x00-\x{10FFFF}]".to_owned(),
+        None => return Err(()),
+    };
+    Ok(Escape { text, literal: Some(value), boundary: false })
+}
+
+/// Python's escape after the backslash at `chars[*i - 1]` (moving `i` past it), in a set or not.
+fn python_escape(chars: &[char], i: &mut usize, in_set: bool) -> Result<Escape, ()> {
+    let c = *chars.get(*i).ok_or(())?;
+    *i += 1;
+    let hex = |i: &mut usize, n: usize| -> Result<u32, ()> {
+        let digits = chars.get(*i..*i + n).ok_or(())?;
+        if !digits.iter().all(char::is_ascii_hexdigit) {
+            return Err(());
+        }
+        *i += n;
+        u32::from_str_radix(&digits.iter().collect::<String>(), 16).map_err(|_| ())
+    };
+    let octal = |i: &mut usize, first: char| -> Result<Escape, ()> {
+        let mut text = first.to_string();
+        while text.len() < 3 && chars.get(*i).is_some_and(|c| ('0'..='7').contains(c)) {
+            text.push(chars[*i]);
+            *i += 1;
+        }
+        let value = u32::from_str_radix(&text, 8).map_err(|_| ())?;
+        if value > 0o377 {
+            return Err(());
+        }
+        code_point(value)
+    };
+    let class = |text: &str| Ok(Escape { text: text.to_owned(), literal: None, boundary: false });
+    let boundary = |text: &str| Ok(Escape { text: text.to_owned(), literal: None, boundary: true });
+    match c {
+        'd' | 'D' | 'w' | 'W' => class(&format!("\\{c}")),
+        's' if in_set => class(r"\s\x1c-\x1f"),
+        's' => class(r"[\s\x1c-\x1f]"),
+        'S' if in_set => class(r"\S"),
+        'S' => class(r"[^\s\x1c-\x1f]"),
+        'b' if in_set => code_point(0x08),
+        'b' | 'B' | 'A' if !in_set => boundary(&format!("\\{c}")),
+        'Z' if !in_set => boundary(r"\z"),
+        'a' => code_point(0x07),
+        'f' => code_point(0x0C),
+        'n' => code_point(0x0A),
+        'r' => code_point(0x0D),
+        't' => code_point(0x09),
+        'v' => code_point(0x0B),
+        'x' => code_point(hex(i, 2)?),
+        'u' => code_point(hex(i, 4)?),
+        'U' => code_point(hex(i, 8)?),
+        '0' => octal(i, '0'),
+        '1'..='7' if in_set => octal(i, c),
+        // Three octal digits are a character; anything else is a group reference (not read).
+        '1'..='7'
+            if chars.get(*i).is_some_and(|d| ('0'..='7').contains(d))
+                && chars.get(*i + 1).is_some_and(|d| ('0'..='7').contains(d)) =>
+        {
+            octal(i, c)
+        }
+        c if c.is_ascii_alphanumeric() => Err(()),
+        c => code_point(u32::from(c)),
+    }
+}
+
+/// A Python set (`[…]`) after the `[` at `chars[*i - 1]` (moving `i` past its `]`), as a Rust
+/// class: a leading `^` negates, a `]` first is literal, `a-z` ranges (of single characters, in
+/// order), escapes as in [`python_escape`], every other character literal.
+fn python_class(chars: &[char], i: &mut usize) -> Result<String, ()> {
+    let mut out = String::from("[");
+    if chars.get(*i) == Some(&'^') {
+        out.push('^');
+        *i += 1;
+    }
+    let start = *i;
+    let member = |i: &mut usize| -> Result<Escape, ()> {
+        let c = *chars.get(*i).ok_or(())?;
+        *i += 1;
+        if c == '\\' { python_escape(chars, i, true) } else { code_point(u32::from(c)) }
+    };
+    loop {
+        match chars.get(*i) {
+            None => return Err(()),
+            Some(']') if *i != start => {
+                *i += 1;
+                break;
+            }
+            Some(_) => {}
+        }
+        let low = member(i)?;
+        if chars.get(*i) == Some(&'-') && chars.get(*i + 1).is_some_and(|c| *c != ']') {
+            *i += 1;
+            let high = member(i)?;
+            match (low.literal, high.literal) {
+                (Some(l), Some(h)) if l <= h => out.push_str(&format!("{}-{}", low.text, high.text)),
+                _ => return Err(()),
+            }
+        } else {
+            out.push_str(&low.text);
+        }
+    }
+    out.push(']');
+    Ok(out)
 }
 
 fn has_unescaped_star(rule: &str) -> bool {
