@@ -315,6 +315,21 @@ async fn bash_runs_in_the_working_directory() {
     );
 }
 
+/// 2.0.4 decodes Bash's output and replaces only `\r\n` with `\n`: a lone `\r` (a progress bar's
+/// carriage return) stays, in the output and in a failed command's text (the port turned it into
+/// `\n`).
+#[tokio::test]
+async fn bash_keeps_a_lone_carriage_return() {
+    let env = Env::new();
+    assert_eq!(ok(&env.call("Bash", json!({"command": "printf 'a\\rb'"})).await), "a\rb");
+    assert_eq!(ok(&env.call("Bash", json!({"command": "printf 'a\\r\\nb\\r'"})).await), "a\nb\r");
+    assert_eq!(ok(&env.call("Bash", json!({"command": "printf 'a\\rb' >&2"})).await), "a\rb");
+    assert_eq!(
+        err(&env.call("Bash", json!({"command": "printf 'a\\rb'; exit 1"})).await),
+        "Command failed: printf 'a\\rb'; exit 1\n\nStdout:\na\rb"
+    );
+}
+
 #[tokio::test]
 async fn bash_hides_the_configured_variables() {
     let env = Env::new();

@@ -247,8 +247,8 @@ impl Tool for BashTool {
     async fn call(&self, a: BashArgs, ctx: ToolCallContext) -> Result<ToolStream, ToolError> {
         let timeout_ms = a.timeout.min(MAX_TIMEOUT_MS);
         let out = run_in_group(self, &a.command, &ctx.working_dir, timeout_ms, &ctx).await?;
-        let stdout = super::decode_text(&out.stdout);
-        let stderr = super::decode_text(&out.stderr);
+        let stdout = decode_output(&out.stdout);
+        let stderr = decode_output(&out.stderr);
         let truncate = |s: String| {
             if s.chars().count() > self.max_output_chars {
                 let cut: String = s.chars().take(self.max_output_chars).collect();
@@ -277,6 +277,12 @@ impl Tool for BashTool {
             Err(ToolError::execution(truncate(text)))
         }
     }
+}
+
+/// A command's output as 2.0.4 decodes it: UTF-8 with replacement characters, `\r\n` made `\n`;
+/// a lone `\r` stays (unlike the file tools' [`super::decode_text`]).
+fn decode_output(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).replace("\r\n", "\n")
 }
 
 struct Output {
