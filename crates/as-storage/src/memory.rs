@@ -22,6 +22,11 @@ use crate::timestamp::Timestamp;
 
 const BACKEND: &str = "memory";
 
+/// Fresh ids a create without an id tries before it gives up with `Conflict` (as the Redis
+/// backend does): a collision of two uuids is practically impossible, so running out means an id
+/// factory ([`as_message::set_id_factory`]) that keeps answering ids already taken.
+const MAX_FRESH_ID_ATTEMPTS: usize = 32;
+
 const NEW: u8 = 0;
 const OPEN: u8 = 1;
 const CLOSED: u8 = 2;
@@ -252,6 +257,22 @@ impl InMemoryStorage {
     }
 }
 
+/// A generated session id ([`generate_id`], which an application's id factory may replace),
+/// checked like a given one: a session under an id no key can address could never be read,
+/// updated or deleted.
+fn fresh_id() -> Result<String> {
+    let id = generate_id();
+    validate_id("session_id", &id).map_err(|e| {
+        err(
+            StorageErrorKind::InvalidKey,
+            "upsert_session",
+            format!("the id factory generated an invalid id: {}", e.message()),
+        )
+        .with_source(e)
+    })?;
+    Ok(id)
+}
+
 fn rk(key: &SessionKey) -> RecordKey {
     (key.user_id.clone(), key.session_id.clone())
 }
@@ -295,14 +316,22 @@ impl StorageBase for InMemoryStorage {
         let explicit = req.session_id.clone().filter(|s| !s.is_empty());
         let Some(id) = explicit else {
             // A fresh id: a collision is practically impossible, but stay correct anyway.
-            loop {
-                match self.create(req.clone(), generate_id()).await {
+            for _ in 0..MAX_FRESH_ID_ATTEMPTS {
+                let id = fresh_id()?;
+                match self.create(req.clone(), id).await {
                     Ok(Some(rec)) => return Ok(rec),
                     Ok(None) => continue,
                     Err(e) if e.kind() == StorageErrorKind::AlreadyExists => continue,
                     Err(e) => return Err(e),
                 }
             }
+            return Err(err(
+                StorageErrorKind::Conflict,
+                "upsert_session",
+                format!(
+                    "{MAX_FRESH_ID_ATTEMPTS} generated session ids were all taken (does the id factory repeat itself?)"
+                ),
+            ));
         };
         let key = req.owner.session(id.clone());
         loop {

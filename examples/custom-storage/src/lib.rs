@@ -18,6 +18,10 @@ use async_trait::async_trait;
 
 const BACKEND: &str = "json-dir";
 
+/// Fresh ids a create without an id tries before it gives up with `Conflict`: two uuids never
+/// collide, so only an id factory that repeats itself ([`as_message::set_id_factory`]) runs out.
+const MAX_FRESH_ID_ATTEMPTS: usize = 32;
+
 /// Sessions as JSON files: `<root>/<hex user id>/sessions/<hex session id>/record.json` holds
 /// the record and `…/messages.jsonl` its message log, one compact `Msg` per line. Hex ids longer
 /// than 120 characters are split into nested directories (a 256-byte id is 512 hex characters,
@@ -223,6 +227,34 @@ impl Inner {
         Ok(text.lines().filter(|l| !l.is_empty()).map(str::to_owned).collect())
     }
 
+    /// Creates the session `req` asks for under `id`, which has no record (the caller checked,
+    /// holding the lock).
+    fn create(&self, op: &'static str, req: UpsertSession, id: String) -> Result<SessionRecord> {
+        let now = Timestamp::now();
+        let meta = SessionMeta {
+            id,
+            updated_at: now,
+            created_at: now,
+            user_id: req.owner.user_id,
+            agent_id: req.owner.agent_id,
+            source: req.source,
+            source_schedule_id: req.source_schedule_id,
+            team_id: None,
+            config: req.config,
+        };
+        let state = req.state.unwrap_or_default();
+        // Refused before anything is touched (write_record checks again, cheaply).
+        check_record_depth(BACKEND, op, &meta, &state)?;
+        // A message log without a record (a crash in the middle of an import) must not leak
+        // into the new session: it goes first, and if it cannot go, nothing is created.
+        match fs::remove_file(self.messages_path(&meta.user_id, &meta.id)) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(io_err(op, e)),
+            _ => {}
+        }
+        self.write_record(op, &meta, &state)?;
+        Ok(SessionRecord::from_parts(meta, state))
+    }
+
     fn write_record(&self, op: &'static str, meta: &SessionMeta, state: &AgentState) -> Result<()> {
         // encode_record writes state.session_id as meta.id: the one-session-id invariant.
         let (json, _) = encode_checked_record(BACKEND, op, meta, state)?;
@@ -257,9 +289,30 @@ impl StorageBase for JsonDirStorage {
     async fn upsert_session(&self, req: UpsertSession) -> Result<SessionRecord> {
         const OP: &str = "upsert_session";
         req.validate()?;
-        let id = match req.session_id.as_deref() {
-            None | Some("") => generate_id(),
-            Some(id) => id.to_owned(),
+        let Some(id) = req.session_id.clone().filter(|id| !id.is_empty()) else {
+            // A fresh id, generated here (on the caller's thread, where a scoped id factory
+            // applies) and checked like a given one: a session under an id no key can address
+            // could never be read again. A taken one (only a factory that repeats itself gives
+            // one) is never updated: another is tried.
+            for _ in 0..MAX_FRESH_ID_ATTEMPTS {
+                let id = generate_id();
+                validate_id("session_id", &id).map_err(|e| {
+                    let why = format!("the id factory generated an invalid id: {}", e.message());
+                    StorageError::new(StorageErrorKind::InvalidKey, BACKEND, OP, why).with_source(e)
+                })?;
+                let req = req.clone();
+                let created = self
+                    .run(OP, move |db| match db.read(OP, &db.record_path(&req.owner.user_id, &id))? {
+                        Some(_) => Ok(None),
+                        None => db.create(OP, req, id).map(Some),
+                    })
+                    .await?;
+                if let Some(rec) = created {
+                    return Ok(rec);
+                }
+            }
+            let why = format!("{MAX_FRESH_ID_ATTEMPTS} generated session ids were all taken");
+            return Err(StorageError::new(StorageErrorKind::Conflict, BACKEND, OP, why));
         };
         self.run(OP, move |db| {
             let path = db.record_path(&req.owner.user_id, &id);
@@ -280,29 +333,7 @@ impl StorageBase for JsonDirStorage {
                 db.write_record(OP, &meta, &state)?;
                 return Ok(SessionRecord::from_parts(meta, state));
             }
-            let now = Timestamp::now();
-            let meta = SessionMeta {
-                id: id.clone(),
-                updated_at: now,
-                created_at: now,
-                user_id: req.owner.user_id.clone(),
-                agent_id: req.owner.agent_id.clone(),
-                source: req.source,
-                source_schedule_id: req.source_schedule_id,
-                team_id: None,
-                config: req.config,
-            };
-            let state = req.state.unwrap_or_default();
-            // Refused before anything is touched (write_record checks again, cheaply).
-            check_record_depth(BACKEND, OP, &meta, &state)?;
-            // A message log without a record (a crash in the middle of an import) must not leak
-            // into the new session: it goes first, and if it cannot go, nothing is created.
-            match fs::remove_file(db.messages_path(&meta.user_id, &id)) {
-                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(io_err(OP, e)),
-                _ => {}
-            }
-            db.write_record(OP, &meta, &state)?;
-            Ok(SessionRecord::from_parts(meta, state))
+            db.create(OP, req, id)
         })
         .await
     }

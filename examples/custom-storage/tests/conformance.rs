@@ -93,3 +93,29 @@ async fn an_unreadable_record_is_reported_by_session_id() {
         assert_eq!(e.error.kind(), as_storage::StorageErrorKind::Serialization);
     }
 }
+
+/// A generated session id is checked like a given one, and a taken one is never updated: with an
+/// id factory that repeats itself, the next create without an id fails with `Conflict`. (The
+/// factory is installed for this thread only, so no other test sees it.)
+#[test]
+fn generated_ids_are_checked_and_never_reused() {
+    use as_storage::{Owner, SessionConfig, StorageErrorKind, UpsertSession};
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = JsonDirStorage::new(dir.path());
+    let owner = Owner::new("user-1", "agent-1");
+    let create = |name: &str| {
+        rt.block_on(store.upsert_session(UpsertSession::new(owner.clone(), SessionConfig::new("ws").with_name(name))))
+    };
+    rt.block_on(store.open()).unwrap();
+    let e = as_message::with_id_factory(Arc::new(|| "urn:x".to_owned()), || create("urn")).unwrap_err();
+    assert_eq!(e.kind(), StorageErrorKind::InvalidKey, "{e}");
+    let (first, second) =
+        as_message::with_id_factory(Arc::new(|| "fixed".to_owned()), || (create("first"), create("second")));
+    let first = first.unwrap();
+    assert_eq!(first.id, "fixed");
+    assert_eq!(second.unwrap_err().kind(), StorageErrorKind::Conflict);
+    assert_eq!(rt.block_on(store.get_session(&owner.session("fixed"))).unwrap(), Some(first));
+    let page = rt.block_on(store.list_sessions(&owner, &as_storage::PageRequest::default())).unwrap();
+    assert_eq!(page.sessions.len(), 1);
+}
