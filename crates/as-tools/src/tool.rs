@@ -166,11 +166,56 @@ pub trait Tool: Send + Sync + 'static {
     ) -> impl Future<Output = Result<ToolStream, ToolError>> + Send;
 }
 
-/// Deserializes validated input into typed arguments.
+/// Deserializes validated input into typed arguments. An argument that is an integral float (`5.0`)
+/// is read as the integer when the input does not parse as it is: `jsonschema` takes `5.0` for an
+/// `integer` and pydantic reads it as 5 (2.0.4 runs such a call), where serde's integers refuse it.
 pub(crate) fn parse_args<A: DeserializeOwned>(name: &str, input: &JsonMap) -> Result<A, ToolError> {
-    serde_json::from_value(JsonValue::Object(input.clone())).map_err(|e| {
-        ToolError::new(ToolErrorKind::InvalidInput, format!("Input validation failed for tool '{name}': {e}"))
+    serde_json::from_value(JsonValue::Object(input.clone())).or_else(|e| {
+        integral_floats_as_integers(input)
+            .and_then(|input| serde_json::from_value(JsonValue::Object(input)).ok())
+            .ok_or_else(|| {
+                ToolError::new(ToolErrorKind::InvalidInput, format!("Input validation failed for tool '{name}': {e}"))
+            })
     })
+}
+
+/// `input` with each top-level integral float (`5.0`, `-3.0`) made the integer it is, or `None`
+/// when it holds none (that fits an `i64` or a `u64`).
+fn integral_floats_as_integers(input: &JsonMap) -> Option<JsonMap> {
+    // 2^63 and 2^64, exactly representable.
+    const I64_MIN: f64 = -9_223_372_036_854_775_808.0;
+    const U64_END: f64 = 18_446_744_073_709_551_616.0;
+    let integer = |value: &JsonValue| -> Option<JsonValue> {
+        let float = value.as_f64().filter(|_| value.is_f64())?;
+        if float.fract() != 0.0 || !float.is_finite() {
+            return None;
+        }
+        // In range and integral: the casts are exact.
+        let number = if (0.0..U64_END).contains(&float) {
+            serde_json::Number::from(float as u64)
+        } else if (I64_MIN..0.0).contains(&float) {
+            serde_json::Number::from(float as i64)
+        } else {
+            return None;
+        };
+        Some(JsonValue::Number(number))
+    };
+    let mut changed = false;
+    let out = input
+        .iter()
+        .map(|(key, value)| {
+            let value = integer(value).inspect(|_| changed = true).unwrap_or_else(|| value.clone());
+            (key.clone(), value)
+        })
+        .collect();
+    changed.then_some(out)
+}
+
+/// Whether a rule in `list` matches input the tool cannot parse: a deny or ask rule does (what the
+/// rule is about cannot be told, and 2.0.4 matches on the input as it is, so a deny rule must not
+/// be dodged by an argument serde refuses), an allow rule does not.
+fn fails_closed(list: PermissionBehavior) -> bool {
+    matches!(list, PermissionBehavior::Deny | PermissionBehavior::Ask)
 }
 
 /// A [`Tool`] erased into a [`DynTool`] (its schema computed once).
@@ -232,7 +277,7 @@ impl<T: Tool> DynTool for TypedTool<T> {
     ) -> bool {
         match parse_args::<T::Args>(self.tool.name(), input) {
             Ok(args) => self.tool.match_rule(rule_content, list, &args, ctx),
-            Err(_) => false,
+            Err(_) => fails_closed(list),
         }
     }
     fn first_matching_rule(
@@ -243,8 +288,10 @@ impl<T: Tool> DynTool for TypedTool<T> {
         ctx: &PermissionCheckContext<'_>,
     ) -> Option<usize> {
         // The arguments are parsed once for all the rules.
-        let args = parse_args::<T::Args>(self.tool.name(), input).ok()?;
-        self.tool.first_matching_rule(rule_contents, list, &args, ctx)
+        match parse_args::<T::Args>(self.tool.name(), input) {
+            Ok(args) => self.tool.first_matching_rule(rule_contents, list, &args, ctx),
+            Err(_) => (fails_closed(list) && !rule_contents.is_empty()).then_some(0),
+        }
     }
     fn generate_suggestions(&self, input: &JsonMap, ctx: &PermissionCheckContext<'_>) -> Vec<PermissionRule> {
         match parse_args::<T::Args>(self.tool.name(), input) {

@@ -552,3 +552,11 @@ async fn size_caps_hold_for_files_that_claim_no_size() {
     let r = env.call("Glob", json!({"pattern": "*", "path": "/proc/self"})).await;
     assert_eq!(ok(&r), "No files found matching pattern: *");
 }
+
+/// An integral float for an integer argument is read as the integer (jsonschema accepts `5.0` as
+/// an integer and pydantic reads it as 5, so 2.0.4 runs the call).
+#[tokio::test]
+async fn integral_floats_are_integers() {
+    let env = Env::new();
+    assert_eq!(ok(&env.call("Bash", json!({"command": "echo hi", "timeout": 5000.0})).await), "hi\n");
+}

@@ -1815,3 +1815,46 @@ async fn bash_rules_keep_2_0_4s_regex_escapes() {
         assert_eq!(d.behavior, B::Deny, "{rule:?} on {command:?}");
     }
 }
+
+/// 2.0.4 matches a Bash rule on `tool_input["command"]` whatever the rest of the input holds, and
+/// `jsonschema` takes `5.0` for an integer (pydantic then reads it as 5), so a call with
+/// `"timeout": 5.0` is matched and runs. The port's rule matching needed serde to parse the whole
+/// input, and serde's `u64` refuses `5.0`: no deny rule matched, so bypass mode ALLOWED
+/// `rm -rf x` (the call then failed to parse). Integral floats are now read as integers, and a
+/// rule match on input that still cannot be parsed fails closed (a deny or ask list matches it,
+/// an allow list does not).
+#[tokio::test]
+async fn bash_rules_match_input_serde_alone_would_refuse() {
+    let engine = PermissionEngine::new("/work");
+    let bash = BashTool::default().into_dyn_tool();
+    let decide = |mode: M, rules: Vec<(B, &'static str, Option<&'static str>)>, input: JsonValue| {
+        let (engine, bash) = (engine.clone(), bash.clone());
+        async move {
+            let ctx = context(mode, &rules);
+            let d = engine.check_permission(&ctx, bash.as_ref(), input.as_object().unwrap()).await;
+            (d.behavior, d.decision_reason)
+        }
+    };
+    let rm = || vec![(B::Deny, "Bash", Some("rm:*"))];
+    let rule = |r: &str| Some(format!("Rule: {r}"));
+    for mode in [M::Bypass, M::Default, M::DontAsk] {
+        let input = json!({"command": "rm -rf x", "timeout": 5.0});
+        assert_eq!(decide(mode, rm(), input).await, (B::Deny, rule("rm:*")), "{mode:?}");
+    }
+    // 2.0.4 answers these too (the schema would refuse -1 before the engine is asked).
+    assert_eq!(decide(M::Bypass, rm(), json!({"command": "rm -rf x", "timeout": -1})).await, (B::Deny, rule("rm:*")));
+    assert_eq!(
+        decide(M::Bypass, vec![(B::Ask, "Bash", Some("git push:*"))], json!({"command": "git push", "timeout": 5.0}))
+            .await,
+        (B::Ask, rule("git push:*"))
+    );
+    assert_eq!(
+        decide(M::Default, vec![(B::Allow, "Bash", Some("make:*"))], json!({"command": "make", "timeout": 5.0})).await,
+        (B::Allow, None)
+    );
+    // An allow rule does not cover input that cannot be parsed.
+    assert_ne!(
+        decide(M::Default, vec![(B::Allow, "Bash", Some("make:*"))], json!({"command": "make", "timeout": -1})).await.0,
+        B::Allow
+    );
+}
