@@ -279,6 +279,7 @@ pub const SCENARIOS: &[&str] = &[
     "durable_survives_reopen",
     "cross_process_instances_agree",
     "ttl_expires_idle_sessions",
+    "ttl_restarts_on_writes",
     "import_record_is_verbatim",
     "import_record_modes",
     "import_record_validates",
@@ -307,7 +308,8 @@ macro_rules! __storage_conformance_scenarios {
             delete_racing_update_leaves_no_zombie concurrent_creates_of_one_id_have_one_winner
             concurrent_message_writers_overwrite_nothing message_racing_delete_leaves_no_log
             model_based_random_operations durable_survives_reopen
-            cross_process_instances_agree ttl_expires_idle_sessions import_record_is_verbatim import_record_modes
+            cross_process_instances_agree ttl_expires_idle_sessions ttl_restarts_on_writes
+            import_record_is_verbatim import_record_modes
             import_record_validates list_agents_is_scoped_and_sorted list_users_is_complete_and_sorted
         }
     };
@@ -2166,6 +2168,81 @@ pub async fn ttl_expires_idle_sessions<F: StorageFactory>(factory: &F) -> Res {
         }
         if tokio::time::Instant::now() > deadline {
             return Err(c.fail("session still present 10 s after a 1 s TTL"));
+        }
+        // Expiry is the passage of time itself; there is nothing to await but the clock.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// With a TTL, writes restart it: a session whose state is written every fifth of the TTL for one
+/// and a half TTLs is still there, whole (its record, the message log written once at the start,
+/// its listing entry), though it is older than the TTL; once the writes stop, all of it expires
+/// (polled for up to 10 s).
+pub async fn ttl_restarts_on_writes<F: StorageFactory>(factory: &F) -> Res {
+    const TTL: Duration = Duration::from_secs(2);
+    let c = Ctx { name: "ttl_restarts_on_writes" };
+    let (_g0, probe) = c.build(factory, &BuildOptions::default()).await?;
+    if !probe.capabilities().ttl {
+        return skipped("capability `ttl` not declared");
+    }
+    drop(probe);
+    let (_g, s) = c.build(factory, &BuildOptions::default().with_ttl(TTL)).await?;
+    let o = owner("user-1", "agent-1");
+    let id = c.create(&s, req(&o, "kept-alive")).await?.id;
+    let k = o.session(id.clone());
+    c.ok("upsert_message", s.upsert_message(&k, &msg("m1", "written once")).await)?;
+    let created = tokio::time::Instant::now();
+    let mut writes = 0;
+    // Keeping a session alive is the passage of time itself, written through: nothing to await
+    // but the clock.
+    let mut tick = tokio::time::interval(TTL / 5);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    while created.elapsed() < TTL * 3 / 2 {
+        tick.tick().await;
+        writes += 1;
+        match s.update_session_state(&k, &conversation_state(1, &format!("w{writes}")), None).await {
+            Ok(_) => {}
+            Err(e) if e.kind() == StorageErrorKind::NotFound => {
+                return Err(c.fail(format!(
+                    "the session expired {:?} after it was created although its state was written every {:?} \
+                     (TTL {TTL:?}): writes do not restart the TTL",
+                    created.elapsed(),
+                    TTL / 5
+                )));
+            }
+            Err(e) => return Err(c.fail(format!("update_session_state: unexpected error: {e}"))),
+        }
+    }
+    let got = c.get(&s, &k).await?;
+    c.ensure(got.as_ref().is_some_and(|r| r.state.reply_id == format!("reply-w{writes}")), || {
+        format!("after {writes} writes, get_session found {:?}", got.as_ref().map(|r| &r.state.reply_id))
+    })?;
+    let log = c.ok("list_messages", s.list_messages(&k, 0, 0).await)?;
+    c.ensure(texts(&log) == ["written once"], || {
+        format!(
+            "the message log of a session written every {:?} is {:?} after {:?} (TTL {TTL:?}): state writes do \
+             not restart the log's TTL",
+            TTL / 5,
+            texts(&log),
+            created.elapsed()
+        )
+    })?;
+    let listed = c.list_all(&s, &o, 50).await?;
+    c.ensure(listed == [id.clone()], || {
+        format!("the listing of a session kept alive is {listed:?} after {:?} (TTL {TTL:?})", created.elapsed())
+    })?;
+    // Idle from now on: everything of the session goes.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        if c.get(&s, &k).await?.is_none() {
+            c.ensure(c.ok("list_messages", s.list_messages(&k, 0, 0).await)?.is_empty(), || {
+                "the message log outlived its expired session".into()
+            })?;
+            c.ensure(c.list_all(&s, &o, 50).await?.is_empty(), || "an expired session is still listed".into())?;
+            return Ok(Outcome::Passed);
+        }
+        if tokio::time::Instant::now() > deadline {
+            return Err(c.fail(format!("session still present 10 s after its last write (TTL {TTL:?})")));
         }
         // Expiry is the passage of time itself; there is nothing to await but the clock.
         tokio::time::sleep(Duration::from_millis(200)).await;

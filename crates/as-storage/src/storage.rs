@@ -288,7 +288,9 @@ pub enum ImportOutcome {
 ///   it at its place in the order, Redis on the first page).
 /// * **Expiry** (optional, [`crate::Capabilities::ttl`]). With a TTL configured, a session that
 ///   is not written for that long disappears with its message log and its listing entry; writes
-///   restart the TTL, reads do not \[`ttl_expires_idle_sessions`\].
+///   restart the TTL (of the record, its message log and its listing entry alike: a session whose
+///   state alone is written stays whole), reads do not \[`ttl_expires_idle_sessions`,
+///   `ttl_restarts_on_writes`\].
 /// * **Verbatim import** (optional, [`StorageBase::import_record`]). A backend either reports
 ///   `Unsupported` (the default implementation) or writes the record exactly as given: every
 ///   field, `created_at`, `updated_at`, `source`, `source_schedule_id` and `team_id` included,

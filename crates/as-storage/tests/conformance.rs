@@ -46,7 +46,8 @@ async fn run_all_passes_and_reports_skips() {
             "save_turn_failure_at_any_write_leaves_nothing",
             "durable_survives_reopen",
             "cross_process_instances_agree",
-            "ttl_expires_idle_sessions"
+            "ttl_expires_idle_sessions",
+            "ttl_restarts_on_writes"
         ]
     );
     assert!(report.to_string().contains("skipped  ttl_expires_idle_sessions: capability `ttl` not declared"));
@@ -378,4 +379,164 @@ async fn plain_writes_without_compare_and_set_are_caught() {
     );
     // Sequential writes are right, so the sequential scenario passes.
     assert_eq!(conformance::revisions_strictly_increase(&f).await.unwrap(), Outcome::Passed);
+}
+
+/// How [`Expiring`] gets a sliding TTL wrong.
+#[derive(Clone, Copy, Debug)]
+enum TtlDefect {
+    /// The TTL runs from the creation: writes do not restart it.
+    WritesDoNotRestart,
+    /// A state write restarts the record's TTL but not its message log's (2.0.4's
+    /// `update_session_state` refreshes only the record key).
+    StateWritesLeaveTheLog,
+}
+
+/// `InMemoryStorage` with a sliding TTL: a session not written for `ttl` is deleted (its log with
+/// it), and a log not written for `ttl` is emptied; checked lazily, at the start of every call.
+#[derive(Debug)]
+struct Expiring {
+    inner: InMemoryStorage,
+    ttl: Option<std::time::Duration>,
+    defect: Option<TtlDefect>,
+    /// Per session: when its record expires, and its message log (`None`: nothing to expire).
+    deadlines:
+        std::sync::Mutex<std::collections::HashMap<SessionKey, (std::time::Instant, Option<std::time::Instant>)>>,
+}
+
+impl Expiring {
+    async fn expire(&self) -> Result<()> {
+        let now = std::time::Instant::now();
+        let due: Vec<(SessionKey, bool)> = {
+            let mut d = self.deadlines.lock().unwrap();
+            let due = d
+                .iter_mut()
+                .filter(|(_, (r, l))| *r <= now || l.is_some_and(|l| l <= now))
+                .map(|(k, (r, l))| {
+                    *l = None;
+                    (k.clone(), *r <= now)
+                })
+                .collect();
+            d.retain(|_, (r, _)| *r > now);
+            due
+        };
+        for (k, record) in due {
+            if record {
+                self.inner.delete_session(&k).await?;
+            } else if let Some(rec) = self.inner.get_session(&k).await? {
+                // The log alone expired: the record written back verbatim, without it.
+                self.inner.import_record(&rec, &[], ImportMode::Overwrite).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A write of `k`: restarts the record's TTL and, when `log`, the log's.
+    fn touch(&self, k: &SessionKey, log: bool, created: bool) {
+        let Some(ttl) = self.ttl else { return };
+        let at = std::time::Instant::now() + ttl;
+        let mut d = self.deadlines.lock().unwrap();
+        if created {
+            d.insert(k.clone(), (at, None));
+            return;
+        }
+        let Some((r, l)) = d.get_mut(k) else { return };
+        match self.defect {
+            Some(TtlDefect::WritesDoNotRestart) => {}
+            Some(TtlDefect::StateWritesLeaveTheLog) if !log => *r = at,
+            _ => (*r, *l) = (at, Some(at)),
+        }
+    }
+}
+
+#[async_trait]
+impl StorageBase for Expiring {
+    fn backend_name(&self) -> &'static str {
+        "expiring"
+    }
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities().with_ttl(true)
+    }
+    async fn open(&self) -> Result<()> {
+        self.inner.open().await
+    }
+    async fn close(&self) -> Result<()> {
+        self.inner.close().await
+    }
+    async fn upsert_session(&self, req: UpsertSession) -> Result<SessionRecord> {
+        self.expire().await?;
+        let owner = req.owner.clone();
+        let rec = self.inner.upsert_session(req).await?;
+        self.touch(&owner.session(rec.id.clone()), false, rec.updated_at == rec.created_at);
+        Ok(rec)
+    }
+    async fn update_session_state(
+        &self,
+        key: &SessionKey,
+        state: &AgentState,
+        expected: Option<&Revision>,
+    ) -> Result<Revision> {
+        self.expire().await?;
+        let rev = self.inner.update_session_state(key, state, expected).await?;
+        self.touch(key, false, false);
+        Ok(rev)
+    }
+    async fn get_session(&self, key: &SessionKey) -> Result<Option<SessionRecord>> {
+        self.expire().await?;
+        self.inner.get_session(key).await
+    }
+    async fn list_sessions(&self, owner: &Owner, page: &PageRequest) -> Result<SessionPage> {
+        self.expire().await?;
+        self.inner.list_sessions(owner, page).await
+    }
+    async fn delete_session(&self, key: &SessionKey) -> Result<bool> {
+        self.expire().await?;
+        self.deadlines.lock().unwrap().remove(key);
+        self.inner.delete_session(key).await
+    }
+    async fn upsert_message(&self, key: &SessionKey, msg: &Msg) -> Result<()> {
+        self.expire().await?;
+        self.inner.upsert_message(key, msg).await?;
+        self.touch(key, true, false);
+        Ok(())
+    }
+    async fn get_message(&self, key: &SessionKey, message_id: &str) -> Result<Option<Msg>> {
+        self.expire().await?;
+        self.inner.get_message(key, message_id).await
+    }
+    async fn list_messages(&self, key: &SessionKey, offset: i64, limit: i64) -> Result<Vec<Msg>> {
+        self.expire().await?;
+        self.inner.list_messages(key, offset, limit).await
+    }
+}
+
+struct ExpiringFactory(Option<TtlDefect>);
+
+impl StorageFactory for ExpiringFactory {
+    type Guard = ();
+
+    async fn build(&self, options: &BuildOptions) -> Result<((), SharedStorage), StorageError> {
+        let store =
+            Expiring { inner: InMemoryStorage::new(), ttl: options.ttl, defect: self.0, deadlines: Default::default() };
+        store.open().await?;
+        Ok(((), Arc::new(store)))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ttl_that_writes_do_not_restart_is_caught() {
+    // The three stores side by side: the scenarios wait for the clock, not for the CPU.
+    let (right, from_creation, log_left) = tokio::join!(
+        conformance::ttl_restarts_on_writes(&ExpiringFactory(None)),
+        conformance::ttl_restarts_on_writes(&ExpiringFactory(Some(TtlDefect::WritesDoNotRestart))),
+        conformance::ttl_restarts_on_writes(&ExpiringFactory(Some(TtlDefect::StateWritesLeaveTheLog))),
+    );
+    assert_eq!(right.unwrap(), Outcome::Passed);
+    assert_fails("ttl_restarts_on_writes", from_creation);
+    assert_fails("ttl_restarts_on_writes", log_left);
+    // Expiry itself is right in both: the scenario for idle sessions passes them.
+    let (a, b) = tokio::join!(
+        conformance::ttl_expires_idle_sessions(&ExpiringFactory(Some(TtlDefect::WritesDoNotRestart))),
+        conformance::ttl_expires_idle_sessions(&ExpiringFactory(Some(TtlDefect::StateWritesLeaveTheLog))),
+    );
+    assert_eq!((a.unwrap(), b.unwrap()), (Outcome::Passed, Outcome::Passed));
 }
