@@ -733,7 +733,8 @@ pub async fn create_with_explicit_or_empty_id<F: StorageFactory>(factory: &F) ->
 }
 
 /// Upserting an existing id replaces the config, keeps or replaces the state, keeps
-/// `created_at`/`source`, and bumps `updated_at`.
+/// `created_at`/`source`/`source_schedule_id` and `team_id` (which only an import sets, so that
+/// part needs `import_record`), and bumps `updated_at`.
 pub async fn upsert_updates_existing<F: StorageFactory>(factory: &F) -> Res {
     let c = Ctx { name: "upsert_updates_existing" };
     let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
@@ -761,6 +762,31 @@ pub async fn upsert_updates_existing<F: StorageFactory>(factory: &F) -> Res {
     let got = c.must_get(&s, &k).await?;
     c.ensure(got.state.reply_id == "reply-s2" && got.state.context.len() == 6, || "state not replaced".into())?;
     c.ensure(got == upd2, || "get differs from the updated record".into())?;
+    // A session in a team (only an import writes one): an update keeps the team, with or without
+    // a new state.
+    let mut teamed = foreign_record(&o, "teamed", "t").map_err(|e| c.fail(e))?;
+    teamed.team_id = Some("team-x".into());
+    if try_import(&c, &s, &teamed, &[], ImportMode::CreateOnly).await?.is_some() {
+        let tk = o.session(teamed.id.clone());
+        for (i, state) in [None, Some(conversation_state(1, "t2"))].into_iter().enumerate() {
+            let mut r = req(&o, &format!("renamed-{i}")).with_session_id(teamed.id.clone());
+            r.state = state;
+            let upd = c.ok("upsert (update of an imported session)", s.upsert_session(r).await)?;
+            let got = c.must_get(&s, &tk).await?;
+            for (what, rec) in [("returned", &upd), ("stored", &got)] {
+                c.ensure(rec.team_id.as_deref() == Some("team-x"), || {
+                    format!("update {i}: the {what} record has team_id {:?}, the session's is \"team-x\"", rec.team_id)
+                })?;
+                c.ensure(
+                    rec.created_at == teamed.created_at
+                        && rec.source == teamed.source
+                        && rec.source_schedule_id == teamed.source_schedule_id,
+                    || format!("update {i}: the {what} record lost imported fields: {:?}", rec.meta()),
+                )?;
+            }
+            c.ensure(got == upd, || format!("update {i}: get differs from the updated record"))?;
+        }
+    }
     Ok(Outcome::Passed)
 }
 
