@@ -1018,7 +1018,9 @@ pub async fn list_is_scoped_to_owner<F: StorageFactory>(factory: &F) -> Res {
     Ok(Outcome::Passed)
 }
 
-/// Ids that could break a key layout are `InvalidKey` on every method; ordinary ids pass.
+/// Ids that could break a key layout are `InvalidKey` on every method; ordinary ids pass. Message
+/// ids are data, not keys: any text, empty included (as AgentScope 2.0.4 takes it), is written,
+/// found and listed.
 pub async fn invalid_ids_are_rejected<F: StorageFactory>(factory: &F) -> Res {
     let c = Ctx { name: "invalid_ids_are_rejected" };
     let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
@@ -1036,6 +1038,12 @@ pub async fn invalid_ids_are_rejected<F: StorageFactory>(factory: &F) -> Res {
         for (i, k) in keys.iter().enumerate() {
             let w = format!("{b:?} as {}", ["user_id", "agent_id", "session_id"][i]);
             c.kind(&format!("get_session {w}"), s.get_session(k).await, StorageErrorKind::InvalidKey)?;
+            c.kind(&format!("get_session_raw {w}"), s.get_session_raw(k).await, StorageErrorKind::InvalidKey)?;
+            c.kind(
+                &format!("save_turn {w}"),
+                s.save_turn(k, &st, None, &[msg("m", "t")]).await,
+                StorageErrorKind::InvalidKey,
+            )?;
             c.kind(
                 &format!("update_session_state {w}"),
                 s.update_session_state(k, &st, None).await,
@@ -1092,6 +1100,38 @@ pub async fn invalid_ids_are_rejected<F: StorageFactory>(factory: &F) -> Res {
         c.ensure(rec.id == sid, || format!("valid id {sid:?} not kept"))?;
         c.ensure(c.get(&s, &o.session(sid)).await?.is_some(), || format!("valid id {sid:?} not readable"))?;
     }
+    // Message ids are data inside the log: none is checked, every one is found again.
+    let k = good.session(c.create(&s, req(&good, "message ids")).await?.id);
+    let quoted = "q\"uote\\";
+    let message_ids: Vec<&str> = bad.iter().copied().chain(["tool:call:1", "", quoted, "user_id:agent_id"]).collect();
+    for (i, id) in message_ids.iter().enumerate() {
+        let m = msg(id, &format!("message {i}"));
+        c.ok(&format!("upsert_message with message id {id:?}"), s.upsert_message(&k, &m).await)?;
+    }
+    let turn = [msg("turn:1", "turn one"), msg("", "turn two")];
+    c.ok("save_turn with message ids \"turn:1\" and \"\"", s.save_turn(&k, &st, None, &turn).await)?;
+    let log = c.ok("list_messages", s.list_messages(&k, 0, 0).await)?;
+    let ids: Vec<&str> = log.iter().map(|m| m.id.as_str()).collect();
+    let want: Vec<&str> = message_ids.iter().copied().chain(["turn:1", ""]).collect();
+    c.ensure(ids == want, || format!("the log holds message ids {ids:?}, expected {want:?}"))?;
+    for (i, id) in message_ids.iter().enumerate() {
+        let want = if id.is_empty() { "turn two".to_owned() } else { format!("message {i}") };
+        let got = c.ok(&format!("get_message {id:?}"), s.get_message(&k, id).await)?;
+        c.ensure(
+            got.as_ref().is_some_and(|m| m.id == *id && texts(std::slice::from_ref(m)) == [want.as_str()]),
+            || format!("get_message({id:?}) found {got:?}, expected the message {want:?}"),
+        )?;
+    }
+    // Written again as the log's last message, an odd id replaces it like any other.
+    c.ok("upsert_message replacing the last", s.upsert_message(&k, &msg("", "turn two, again")).await)?;
+    let log = c.ok("list_messages", s.list_messages(&k, 0, 0).await)?;
+    c.ensure(
+        log.len() == want.len() && log.last().is_some_and(|m| texts(std::slice::from_ref(m)) == ["turn two, again"]),
+        || format!("after replacing the last message (id \"\"), the log is {:?}", texts(&log)),
+    )?;
+    c.ensure(c.ok("get_message", s.get_message(&k, "never:written").await)?.is_none(), || {
+        "get_message found a message id never written".into()
+    })?;
     Ok(Outcome::Passed)
 }
 

@@ -224,7 +224,9 @@ pub enum ImportOutcome {
 ///   is `InvalidKey` on a closed store too); a bad one fails with
 ///   [`crate::StorageErrorKind::InvalidKey`] and nothing is read or written. Every id it accepts
 ///   (up to [`crate::MAX_ID_BYTES`], with dots, `@` or non-ASCII letters) is usable. Message ids are
-///   data inside the log, not keys, and are not checked \[`invalid_ids_are_rejected`\].
+///   data inside the log, not keys, and are not checked: any text (`tool:call:1`, one with spaces or
+///   quotes, the empty one, as AgentScope 2.0.4 takes them) is written, found by `get_message` and
+///   replaced as the log's last message like any other \[`invalid_ids_are_rejected`\].
 /// * **Addressing and ownership.** A session is addressed by `(user_id, agent_id, session_id)`;
 ///   session ids are unique per user (as in the 2.0.4 Redis layout). Every method sees a session
 ///   only under the exact owner that created it: a wrong `agent_id` (or `user_id`) behaves as if
