@@ -569,18 +569,20 @@ fn texts(msgs: &[Msg]) -> Vec<String> {
 // ---------------------------------------------------------------------------------------------
 // Scenarios
 
-/// `open`/`close` are idempotent; a closed store answers `Unavailable`.
+/// `open`/`close` are idempotent; a closed store answers `Unavailable` (a bad id: `InvalidKey`);
+/// opened again, it holds what it held (the record, its message log, its listing entry).
 pub async fn lifecycle<F: StorageFactory>(factory: &F) -> Res {
     let c = Ctx { name: "lifecycle" };
     let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
     c.ok("second open", s.open().await)?;
     let o = owner("user-1", "agent-1");
     let rec = c.create(&s, req(&o, "life")).await?;
+    c.ok("upsert_message", s.upsert_message(&o.session(rec.id.clone()), &msg("m1", "before close")).await)?;
     c.ok("close", s.close().await)?;
     c.ok("second close", s.close().await)?;
     c.kind("get_session after close", s.get_session(&o.session(rec.id.clone())).await, StorageErrorKind::Unavailable)?;
     c.kind("upsert_session after close", s.upsert_session(req(&o, "x")).await, StorageErrorKind::Unavailable)?;
-    let k = o.session(rec.id);
+    let k = o.session(rec.id.clone());
     c.kind(
         "update_session_state after close",
         s.update_session_state(&k, &AgentState::default(), None).await,
@@ -624,12 +626,16 @@ pub async fn lifecycle<F: StorageFactory>(factory: &F) -> Res {
         s.upsert_message(&bad, &msg("m", "t")).await,
         StorageErrorKind::InvalidKey,
     )?;
-    // Reopened, the store holds what it held.
+    // Reopened, the store holds what it held: the record, its message log and its listing entry.
     c.ok("open after close", s.open().await)?;
     let back = c.ok("get_session after reopening", s.get_session(&k).await)?;
-    if back.as_ref().map(|r| &r.id) != Some(&k.session_id) {
+    if back.as_ref() != Some(&rec) {
         return Err(c.fail(format!("after reopening, get_session found {back:?}")));
     }
+    let log = c.ok("list_messages after reopening", s.list_messages(&k, 0, 0).await)?;
+    c.ensure(texts(&log) == ["before close"], || format!("after reopening, the message log is {:?}", texts(&log)))?;
+    let listed = c.list_all(&s, &o, 50).await?;
+    c.ensure(listed == [k.session_id.clone()], || format!("after reopening, the listing is {listed:?}"))?;
     Ok(Outcome::Passed)
 }
 

@@ -218,7 +218,7 @@ pub enum ImportOutcome {
 ///   idempotent. Methods called on a closed store fail with `Unavailable` (a store that was
 ///   never opened may fail the same way; [`crate::InMemoryStorage`] does); the optional methods may
 ///   answer `Unsupported` instead. `open` after `close` reopens the store, and what it held
-///   before is there again \[`lifecycle`\].
+///   before is there again (records, message logs and listing entries) \[`lifecycle`\].
 /// * **Ids.** Every id (a non-empty `source_schedule_id` included) is checked with
 ///   [`crate::validate_id`] before any I/O, and before the store's own state is looked at (a bad id
 ///   is `InvalidKey` on a closed store too); a bad one fails with
