@@ -125,9 +125,10 @@ pub fn check_record_depth(
     check_envelope_depth(backend, operation, &encode_envelope(record))
 }
 
-/// [`encode_record_split`] with [`check_record_depth`]'s checks: the state's depth before encoding,
-/// the envelope's on the bytes just written (encoded once, not again for the check). What a backend
-/// writes a record with: its JSON and envelope length, or `InvalidInput` before anything is written.
+/// [`encode_record_split`] with [`check_record_timestamps`] and [`check_record_depth`]'s checks: the
+/// timestamps and the state's depth before encoding, the envelope's on the bytes just written
+/// (encoded once, not again for the check). What a backend writes a record with: its JSON and
+/// envelope length, or `InvalidInput` before anything is written.
 ///
 /// ```
 /// use as_storage::{SessionRecord, encode_checked_record, encode_record_split};
@@ -143,10 +144,46 @@ pub fn encode_checked_record(
     record: &SessionMeta,
     state: &AgentState,
 ) -> Result<(String, usize)> {
+    check_record_timestamps(backend, operation, record)?;
     check_state_depth(backend, operation, state)?;
     let (json, head) = encode_record_split(record, state);
     check_envelope_depth(backend, operation, json.get(..head).unwrap_or_default())?;
     Ok((json, head))
+}
+
+/// Fails with `InvalidInput` when a timestamp of `record` (`created_at`, `updated_at`) is one
+/// Python's `datetime` cannot hold ([`Timestamp::in_python_range`]: years 1 to 9999), so that no
+/// reader, AgentScope 2.0.4's included, would take the record back (call it before writing
+/// anything; [`encode_checked_record`] does). The case that happens: a write after a record whose
+/// `updated_at` is 9999-12-31T23:59:59.999999, whose next revision ([`Timestamp::now_after`]) is in
+/// year 10000; the write fails and the record stays readable.
+///
+/// ```
+/// use as_storage::{SessionRecord, StorageErrorKind, Timestamp, check_record_timestamps};
+/// # let text = include_str!("../../../tests/fixtures/agentscope-2.0.4/session_record.compact.json");
+/// let mut rec: SessionRecord = as_message::from_json(text).unwrap();
+/// rec.updated_at = "9999-12-31T23:59:59.999999".parse().unwrap();
+/// check_record_timestamps("memory", "update_session_state", &rec.meta())?;
+/// rec.updated_at = Timestamp::now_after(&rec.updated_at);
+/// let err = check_record_timestamps("memory", "update_session_state", &rec.meta()).unwrap_err();
+/// assert_eq!(err.kind(), StorageErrorKind::InvalidInput);
+/// # Ok::<(), as_storage::StorageError>(())
+/// ```
+pub fn check_record_timestamps(backend: &'static str, operation: &'static str, record: &SessionMeta) -> Result<()> {
+    for (what, t) in [("created_at", &record.created_at), ("updated_at", &record.updated_at)] {
+        if !t.in_python_range() {
+            return Err(StorageError::new(
+                StorageErrorKind::InvalidInput,
+                backend,
+                operation,
+                format!(
+                    "the session record's {what} {t} is outside the years 1 to 9999 that Python's datetime holds: no \
+                     reader (AgentScope 2.0.4's included) would read the record back"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The part of [`check_record_depth`] about the state, for a backend that encodes the state apart

@@ -48,7 +48,7 @@
 //! `as_storage::storage_conformance_tests!(MyFactory)`. The helpers that keep edge cases
 //! identical across backends are [`encode_record`] (with [`encode_record_split`] and
 //! [`encode_envelope`] for the envelope bytes a compare-and-set checks), [`message_range`], [`SessionCursor`],
-//! [`check_size`], [`check_record_depth`], [`check_message_depth`], [`validate_import`] and [`Timestamp::now_after`]. Four methods are optional:
+//! [`check_size`], [`check_record_depth`], [`check_record_timestamps`], [`check_message_depth`], [`validate_import`] and [`Timestamp::now_after`]. Four methods are optional:
 //! [`StorageBase::import_record`], [`StorageBase::list_agents`] and [`StorageBase::list_users`] report
 //! `Unsupported` by default (the suite then skips their scenarios), and [`StorageBase::get_session_raw`]
 //! re-encodes [`StorageBase::get_session`]'s record by default. The full checklist is `docs/storage-backends.md`;
@@ -68,8 +68,8 @@ mod timestamp;
 pub use decode::{decode_record, read_record};
 pub use error::{Result, StorageError, StorageErrorKind};
 pub use helpers::{
-    DEFAULT_MAX_RECORD_BYTES, SessionCursor, check_envelope_depth, check_message_depth, check_record_depth, check_size,
-    check_state_depth, encode_checked_record, message_range,
+    DEFAULT_MAX_RECORD_BYTES, SessionCursor, check_envelope_depth, check_message_depth, check_record_depth,
+    check_record_timestamps, check_size, check_state_depth, encode_checked_record, message_range,
 };
 pub use key::{MAX_ID_BYTES, Owner, SessionKey, validate_id};
 pub use memory::InMemoryStorage;

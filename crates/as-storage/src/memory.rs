@@ -583,6 +583,33 @@ mod tests {
         assert_eq!(s.get_session(&key).await.unwrap().map(|r| r.id), Some(rec.id));
     }
 
+    /// After a record whose `updated_at` is the last microsecond Python holds, the next revision is
+    /// in year 10000: every write is refused, nothing written, and the record stays readable.
+    #[tokio::test]
+    async fn a_write_past_the_end_of_pythons_range_is_refused() {
+        let s = InMemoryStorage::new();
+        s.open().await.unwrap();
+        let mut rec = s.upsert_session(req()).await.unwrap();
+        rec.updated_at = "9999-12-31T23:59:59.999999".parse().unwrap();
+        s.import_record(&rec, &[], ImportMode::Overwrite).await.unwrap();
+        let key = Owner::new("u", "a").session(rec.id.clone());
+        let kinds = [
+            s.update_session_state(&key, &AgentState::default(), None).await.map(drop),
+            s.save_turn(&key, &AgentState::default(), None, &[Msg::user("user", "hi")]).await.map(drop),
+            s.upsert_session(req().with_session_id(rec.id.clone())).await.map(drop),
+        ]
+        .map(|r| r.unwrap_err().kind());
+        assert_eq!(kinds, [StorageErrorKind::InvalidInput; 3]);
+        assert_eq!(s.get_session(&key).await.unwrap(), Some(rec.clone()));
+        assert!(s.list_messages(&key, 0, 0).await.unwrap().is_empty());
+        // Nor is a record with a time Python cannot hold imported.
+        let mut outside = rec.clone();
+        outside.created_at = rec.updated_at.next_micro();
+        let e = s.import_record(&outside, &[], ImportMode::Overwrite).await.unwrap_err();
+        assert_eq!(e.kind(), StorageErrorKind::InvalidInput);
+        assert_eq!(s.get_session(&key).await.unwrap(), Some(rec));
+    }
+
     #[tokio::test]
     async fn stores_canonical_bytes_and_summaries_without_parsing() {
         let s = InMemoryStorage::new().with_max_record_bytes(1 << 20);

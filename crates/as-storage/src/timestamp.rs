@@ -42,15 +42,38 @@ impl Timestamp {
     }
 
     /// The smallest naive time strictly after `self` (one microsecond later).
+    ///
+    /// At the very end of chrono's range (`NaiveDateTime::MAX`, in year 262142) there is none: it
+    /// returns that end itself instead of panicking. Long before, past 9999-12-31T23:59:59.999999,
+    /// the time is one no reader takes back ([`Timestamp::in_python_range`]), which
+    /// [`crate::check_record_timestamps`] refuses to write.
     pub fn next_micro(&self) -> Self {
-        let n = self.sort_key() + chrono::Duration::microseconds(1);
-        Self::Naive(n)
+        let key = self.sort_key();
+        Self::Naive(key.checked_add_signed(chrono::Duration::microseconds(1)).unwrap_or(key))
     }
 
-    /// `now()`, but strictly after `prev` (so revisions strictly increase).
+    /// `now()`, but strictly after `prev` (so revisions strictly increase). Never panics; after a
+    /// `prev` at 9999-12-31T23:59:59.999999 (or later) it is a time outside Python's range, and a
+    /// record with it is refused by [`crate::encode_checked_record`] (`InvalidInput`): the write
+    /// fails and the record stays as it was, readable.
     pub fn now_after(prev: &Timestamp) -> Self {
         let now = Self::now();
         if now.sort_key() > prev.sort_key() { now } else { prev.next_micro() }
+    }
+
+    /// Whether Python's `datetime` can hold it, which is what AgentScope 2.0.4 (pydantic) and this
+    /// crate's readers take back: a year from 1 to 9999 (of the local time, for a time with an
+    /// offset) and no leap second. Parsing never gives another one; arithmetic and constructors
+    /// can.
+    ///
+    /// ```
+    /// use as_storage::Timestamp;
+    /// let end: Timestamp = "9999-12-31T23:59:59.999999".parse().unwrap();
+    /// assert!(end.in_python_range());
+    /// assert!(!end.next_micro().in_python_range()); // year 10000
+    /// ```
+    pub fn in_python_range(&self) -> bool {
+        within_python_range(*self).is_some()
     }
 }
 
@@ -318,6 +341,26 @@ mod tests {
         let ms: serde_json::Value = serde_json::from_str("1722704338375.299577").unwrap();
         assert_eq!(read(ms).as_deref(), Some("2024-08-03T16:58:58.375300Z"));
         assert_eq!(read(serde_json::json!(1_748_772_000.123_456)).as_deref(), Some("2025-06-01T10:00:00.123456Z"));
+    }
+
+    /// At the end of the range, the next revision is outside Python's range (and is refused where a
+    /// record is encoded), never a panic; at the end of chrono's range it saturates.
+    #[test]
+    fn the_next_revision_at_the_edges_never_panics() {
+        let end: Timestamp = "9999-12-31T23:59:59.999999".parse().unwrap();
+        let next = Timestamp::now_after(&end);
+        assert_eq!(next.to_string(), "+10000-01-01T00:00:00");
+        assert!(end.in_python_range() && !next.in_python_range());
+        let max = Timestamp::Naive(NaiveDateTime::MAX);
+        assert_eq!(Timestamp::now_after(&max), max);
+        assert_eq!(max.next_micro(), max);
+        assert!(!max.in_python_range());
+        let min = Timestamp::Naive(NaiveDateTime::MIN);
+        assert!(!min.in_python_range());
+        assert!(Timestamp::now_after(&min).in_python_range());
+        let aware = Timestamp::Aware(DateTime::parse_from_rfc3339("9999-12-31T23:00:00-05:00").unwrap());
+        assert!(aware.in_python_range(), "the local year is 9999, as Python reads it");
+        assert!(!Timestamp::now_after(&aware).in_python_range(), "one microsecond after it is in year 10000 UTC");
     }
 
     proptest::proptest! {
