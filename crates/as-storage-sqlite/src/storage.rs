@@ -318,6 +318,8 @@ fn encode_with_state(
     meta: &SessionMeta,
     state: &EncodedState,
 ) -> Result<Encoded, OpError> {
+    // The state-write path does not go through `encode_checked_record`: its two checks of the envelope.
+    as_storage::check_record_timestamps(BACKEND, op, meta)?;
     let head = encode_envelope(meta);
     check_envelope_depth(BACKEND, op, &head)?;
     let mut record = String::with_capacity(head.len() + state.json.len() + 1);
