@@ -283,6 +283,7 @@ pub const SCENARIOS: &[&str] = &[
     "import_record_is_verbatim",
     "import_record_modes",
     "import_record_validates",
+    "timestamps_stay_in_python_range",
     "list_agents_is_scoped_and_sorted",
     "list_users_is_complete_and_sorted",
 ];
@@ -310,7 +311,8 @@ macro_rules! __storage_conformance_scenarios {
             model_based_random_operations durable_survives_reopen
             cross_process_instances_agree ttl_expires_idle_sessions ttl_restarts_on_writes
             import_record_is_verbatim import_record_modes
-            import_record_validates list_agents_is_scoped_and_sorted list_users_is_complete_and_sorted
+            import_record_validates timestamps_stay_in_python_range list_agents_is_scoped_and_sorted
+            list_users_is_complete_and_sorted
         }
     };
 }
@@ -2555,6 +2557,102 @@ pub async fn import_record_validates<F: StorageFactory>(factory: &F) -> Res {
     )?;
     c.ensure(c.must_get(&s, &o.session("good")).await? == as_stored(&good), || "a rejected overwrite wrote".into())?;
     c.ensure(c.list_all(&s, &o, 50).await? == ["good"], || "a rejected import left an index entry".into())?;
+    Ok(Outcome::Passed)
+}
+
+/// A record whose `updated_at` is the last microsecond Python's `datetime` holds (imported: no
+/// clock gets there) can be read, listed and deleted, but not written: the next revision would be
+/// in year 10000, which no reader takes back, so every write is `InvalidInput` and writes nothing
+/// (the record, its stored text and its message log stay as they were). An import of a record with
+/// a timestamp outside years 1 to 9999 is `InvalidInput` too, in either mode, and writes nothing.
+/// Needs `import_record`.
+pub async fn timestamps_stay_in_python_range<F: StorageFactory>(factory: &F) -> Res {
+    let c = Ctx { name: "timestamps_stay_in_python_range" };
+    let (_g, s) = c.build(factory, &BuildOptions::default()).await?;
+    let o = owner("user-1", "agent-1");
+    let at = |t: &str| t.parse::<Timestamp>().map_err(|e| c.fail(format!("timestamp {t}: {e}")));
+    let mut rec = foreign_record(&o, "edge", "edge").map_err(|e| c.fail(e))?;
+    rec.updated_at = at("9999-12-31T23:59:59.999999")?;
+    let log = [msg("m1", "kept")];
+    if try_import(&c, &s, &rec, &log, ImportMode::CreateOnly).await?.is_none() {
+        return skipped(IMPORT_UNSUPPORTED);
+    }
+    let k = o.session(rec.id.clone());
+    let before = c.must_get(&s, &k).await?;
+    c.ensure(before == as_stored(&rec), || format!("the imported record reads back as {:?}", before.meta()))?;
+    let raw = c.ok("get_session_raw", s.get_session_raw(&k).await)?;
+    let state = conversation_state(1, "after-the-end");
+    let invalid = StorageErrorKind::InvalidInput;
+    c.kind("update_session_state", s.update_session_state(&k, &state, None).await, invalid)?;
+    c.kind(
+        "conditional update_session_state",
+        s.update_session_state(&k, &state, Some(&rec.revision())).await,
+        invalid,
+    )?;
+    c.kind("save_turn", s.save_turn(&k, &state, Some(&rec.revision()), &[msg("m2", "never")]).await, invalid)?;
+    c.kind("unconditional save_turn", s.save_turn(&k, &state, None, &[msg("m2", "never")]).await, invalid)?;
+    c.kind(
+        "upsert_session (update)",
+        s.upsert_session(req(&o, "renamed").with_session_id(rec.id.clone()).with_state(state.clone())).await,
+        invalid,
+    )?;
+    c.kind(
+        "upsert_session (update, no state)",
+        s.upsert_session(req(&o, "renamed").with_session_id(rec.id.clone())).await,
+        invalid,
+    )?;
+    let after = c.must_get(&s, &k).await?;
+    c.ensure(after == before, || format!("a refused write changed the record: {:?}", after.meta()))?;
+    c.ensure(c.ok("get_session_raw", s.get_session_raw(&k).await)? == raw, || {
+        "a refused write changed the stored text of the record".into()
+    })?;
+    let msgs = c.ok("list_messages", s.list_messages(&k, 0, 0).await)?;
+    c.ensure(texts(&msgs) == ["kept"], || format!("a refused write changed the log to {:?}", texts(&msgs)))?;
+    let page = c.ok("list_sessions", s.list_sessions(&o, &PageRequest::first(50)).await)?;
+    c.ensure(
+        page.errors.is_empty() && page.sessions.iter().map(|x| (&x.id, x.updated_at)).eq([(&rec.id, rec.updated_at)]),
+        || format!("listing {:?}, errors {:?}", page.sessions, page.errors),
+    )?;
+    c.ensure(c.ok("delete", s.delete_session(&k).await)?, || {
+        "the record at the end of the range cannot be deleted".into()
+    })?;
+    c.ensure(c.get(&s, &k).await?.is_none(), || "the deleted record is still there".into())?;
+    // Timestamps no reader takes back are not imported, in either mode.
+    let kept = foreign_record(&o, "kept", "kept").map_err(|e| c.fail(e))?;
+    try_import(&c, &s, &kept, &log, ImportMode::CreateOnly).await?;
+    let year_10000 = rec.updated_at.next_micro();
+    let year_0 = at("0001-01-01T00:00:00")?
+        .sort_key()
+        .checked_sub_signed(chrono::Duration::microseconds(1))
+        .map(Timestamp::Naive)
+        .ok_or_else(|| c.fail("no time before 0001-01-01"))?;
+    for (field, t) in [
+        ("updated_at", year_10000),
+        ("created_at", year_10000),
+        ("created_at", year_0),
+        ("updated_at", Timestamp::Naive(chrono::NaiveDateTime::MAX)),
+    ] {
+        for (id, mode) in [("outside", ImportMode::CreateOnly), ("kept", ImportMode::Overwrite)] {
+            let mut r = foreign_record(&o, id, "outside").map_err(|e| c.fail(e))?;
+            if field == "updated_at" {
+                r.updated_at = t;
+            } else {
+                r.created_at = t;
+            }
+            c.kind(
+                &format!("{mode:?} import with {field} {t}"),
+                s.import_record(&r, &[msg("x", "never")], mode).await,
+                invalid,
+            )?;
+        }
+    }
+    c.ensure(c.get(&s, &o.session("outside")).await?.is_none(), || "a refused import left a record".into())?;
+    c.ensure(c.must_get(&s, &o.session("kept")).await? == as_stored(&kept), || {
+        "a refused overwrite changed the record".into()
+    })?;
+    let msgs = c.ok("list_messages", s.list_messages(&o.session("kept"), 0, 0).await)?;
+    c.ensure(texts(&msgs) == ["kept"], || format!("a refused overwrite changed the log to {:?}", texts(&msgs)))?;
+    c.ensure(c.list_all(&s, &o, 50).await? == ["kept"], || "a refused import left a listing entry".into())?;
     Ok(Outcome::Passed)
 }
 

@@ -281,6 +281,15 @@ pub enum ImportOutcome {
 ///   fails with [`crate::StorageErrorKind::InvalidInput`] and nothing is written; one at the limit is
 ///   written and reads back (backends encode with [`crate::encode_checked_record`] or call
 ///   [`crate::check_record_depth`], and call [`crate::check_message_depth`]) \[`too_deep_is_rejected_before_writing`\].
+/// * **Timestamps.** Every timestamp a backend writes is one Python's `datetime` holds (years 1 to
+///   9999, [`crate::Timestamp::in_python_range`]), which AgentScope 2.0.4 and this crate read back.
+///   A write whose next revision would leave that range (after a record whose `updated_at` is
+///   9999-12-31T23:59:59.999999: `update_session_state`, `save_turn`, an `upsert_session` that
+///   updates) fails with [`crate::StorageErrorKind::InvalidInput`] and writes nothing, state nor
+///   message; the record stays readable and deletable. `import_record` of a record with a timestamp
+///   outside that range fails the same way, writing nothing (backends encode with
+///   [`crate::encode_checked_record`] or call [`crate::check_record_timestamps`])
+///   \[`timestamps_stay_in_python_range`\].
 /// * **Raw reads.** [`StorageBase::get_session_raw`] sees exactly what
 ///   [`StorageBase::get_session`] sees (the same ownership, `None` alike), and its text reads back
 ///   as that record \[`get_session_raw_is_the_record`\].
