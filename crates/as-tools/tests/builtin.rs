@@ -299,8 +299,19 @@ async fn glob_and_grep() {
     );
     assert_eq!(
         ok(&env.call("Grep", json!({"pattern": "x", "path": "top.rs", "output_mode": "count"})).await),
-        format!("{}:1", env.p("top.rs"))
+        "1",
+        "a single file is shown without its name, as ripgrep shows it"
     );
+    assert_eq!(
+        ok(&env
+            .call(
+                "Grep",
+                json!({"pattern": "FN TOP", "case_insensitive": true, "output_mode": "content", "path": "top.rs"})
+            )
+            .await),
+        "1:fn top.rs() {}"
+    );
+    assert_eq!(ok(&env.call("Grep", json!({"pattern": "x", "path": "top.rs"})).await), env.p("top.rs"));
     assert_eq!(ok(&env.call("Grep", json!({"pattern": "nothing"})).await), "No matches found for pattern: nothing");
     assert!(err(&env.call("Grep", json!({"pattern": "("})).await).starts_with("Error: invalid regex pattern \"(\""));
 }
@@ -615,16 +626,13 @@ async fn grep_omits_matching_lines_over_500_bytes() {
     std::fs::write(env.p("edge.txt"), format!("{}\n{}\n{}", edge(499), edge(500), edge(500))).unwrap();
     let grep = |path: &str| json!({"pattern": "function", "output_mode": "content", "path": env.p(path)});
     let text = ok(&env.call("Grep", grep("bundle.js")).await);
-    assert_eq!(text, format!("{}:1:[Omitted long matching line]", env.p("bundle.js")));
+    // (A single file is shown without its name, as ripgrep shows it.)
+    assert_eq!(text, "1:[Omitted long matching line]");
     let text = ok(&env.call("Grep", grep("edge.txt")).await);
-    let shown = env.p("edge.txt");
-    assert_eq!(
-        text,
-        format!("{shown}:1:{}\n{shown}:2:[Omitted long matching line]\n{shown}:3:{}", edge(499), edge(500))
-    );
+    assert_eq!(text, format!("1:{}\n2:[Omitted long matching line]\n3:{}", edge(499), edge(500)));
     // The other modes print no lines: they still count the long one.
     let count = json!({"pattern": "function", "output_mode": "count", "path": env.p("bundle.js")});
-    assert_eq!(ok(&env.call("Grep", count).await), format!("{}:1", env.p("bundle.js")));
+    assert_eq!(ok(&env.call("Grep", count).await), "1");
 }
 
 /// Grep stops searching one entry past `head_limit` (it holds no more than it can show); the

@@ -180,6 +180,9 @@ impl GrepTool {
                     }
                 });
             }
+            // A single file given as the path is shown without its name, as ripgrep shows it (2.0.4
+            // runs `rg … <path>`): `N:line` and a bare count.
+            let single = base.is_file();
             let mut out: Vec<String> = Vec::new();
             for f in files {
                 if out.len() >= wanted || stop.stopped() {
@@ -208,7 +211,7 @@ impl GrepTool {
                     GrepOutputMode::Count => {
                         let n = lines.take_while(|_| !stop.stopped()).filter(|(l, _)| re.is_match(l)).count();
                         if n > 0 {
-                            out.push(format!("{shown}:{n}"));
+                            out.push(if single { n.to_string() } else { format!("{shown}:{n}") });
                         }
                     }
                     GrepOutputMode::Content => {
@@ -218,7 +221,11 @@ impl GrepTool {
                             }
                             if re.is_match(l) {
                                 let l = if len > MAX_COLUMNS { OMITTED_LINE } else { l };
-                                out.push(format!("{shown}:{}:{l}", i + 1));
+                                out.push(if single {
+                                    format!("{}:{l}", i + 1)
+                                } else {
+                                    format!("{shown}:{}:{l}", i + 1)
+                                });
                             }
                         }
                     }
