@@ -7,7 +7,8 @@
 //!   [`OpenAiCompatibleConfig::custom`] takes any base URL.
 //! * [`ChatFormatter`] maps `Msg` blocks to chat messages exactly as 2.0.4's `OpenAIChatFormatter` and
 //!   `DashScopeChatFormatter` (the golden files are reproduced byte for byte), thinking as `reasoning_content`
-//!   both ways.
+//!   both ways; except that `file://` media are read only under [`FormatterOptions`]`::local_files` (skipped
+//!   otherwise) and the OpenAI flavor skips remote audio URLs (2.0.4 downloads them).
 //! * Streaming parses SSE incrementally, accumulates tool-call argument deltas by `index`, maps usage
 //!   (`prompt_tokens`, `completion_tokens`, `cached_tokens`) and finish reasons. A stream that breaks, is cut
 //!   mid-event, sends a malformed event or goes silent longer than the idle timeout yields a typed error and its

@@ -60,14 +60,15 @@
 //!
 //! # Implementing a provider
 //! 1. Implement [`ChatModel::stream`]: validate the tools with [`ChatRequest::effective_tools`], send the request
-//!    (retrying [`ModelError::is_retryable`] errors per a [`RetryPolicy`] before the first chunk), and on
+//!    (retrying before the first chunk per a [`RetryPolicy`], by your provider's rule: [`ModelError::is_retryable`]
+//!    errors, or as the OpenAI-compatible provider does, by HTTP status as 2.0.4 does), and on
 //!    cancellation before the stream starts return [`ChatStream::interrupted`].
 //! 2. Wrap the provider's deltas with [`ChatStream::new`]`(stream, request.cancel.clone())`. Give every delta block a
 //!    stable id (one per text/thinking block, the call id for tool calls), put the finish reason and usage on the
 //!    chunks that carry them, and end the inner stream (`None`) **only** when the provider finished the response:
 //!    a cut or malformed stream must yield an `Err`.
 //! 3. Map every failure into [`ModelError`] with the right [`ModelErrorKind`] (HTTP 401/403 → `Auth`, 429 →
-//!    `RateLimited` with `Retry-After`, context overflow → `ContextLengthExceeded`, 5xx → `ServerError`, ...) and keep
+//!    usually `RateLimited` with `Retry-After`, context overflow → `ContextLengthExceeded`, 5xx → `ServerError`, ...) and keep
 //!    credentials out of `Debug` and messages.
 //! 4. Test it against a local server (see `as-model-openai`'s `test_server`) and snapshot the request bodies.
 //!

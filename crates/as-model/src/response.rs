@@ -298,7 +298,8 @@ impl ChatResponse {
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct StructuredResponse {
-    /// The object the model produced (validated against the schema's `required` keys).
+    /// The object the model produced (validated against the request's JSON Schema, as 2.0.4's
+    /// `jsonschema.validate` does).
     pub content: JsonMap,
     /// The response id.
     pub id: String,

@@ -10,7 +10,7 @@
 //!
 //! Every scenario is a `pub async fn` named after the clause of the `# Contract` of
 //! [`crate::StorageBase`] it checks, and returns [`Outcome::Passed`], [`Outcome::Skipped`] (the backend
-//! lacks a [`crate::Capabilities`] flag; the runner prints why) or a [`ConformanceError`] naming the
+//! lacks a [`crate::Capabilities`] flag or an optional method such as `import_record`; the runner prints why) or a [`ConformanceError`] naming the
 //! scenario and what differed.
 //!
 //! ```

@@ -40,7 +40,8 @@ const CLOSED: u8 = 2;
 /// and a write re-checks the revision it started from before it commits (so concurrent writers
 /// never lose an update silently: a plain write retries, a conditional one reports `Conflict`).
 ///
-/// Nothing survives the process: [`Capabilities`] are all `false`.
+/// Nothing survives the process: of the [`Capabilities`], `durable`, `cross_process` and `ttl` are `false`;
+/// `atomic_turns` is `true`.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]

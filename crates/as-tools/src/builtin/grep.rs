@@ -46,12 +46,13 @@ fn timed_out(limit: Duration) -> ToolError {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum GrepOutputMode {
-    /// Matching lines as `path:line:text`.
+    /// Matching lines as `path:line:text` (`line:text` when the path is one file); a line over 500 bytes
+    /// shows as `[Omitted long matching line]`.
     Content,
     /// Paths of files with a match.
     #[default]
     FilesWithMatches,
-    /// `path:count` per file.
+    /// `path:count` per file (a bare count when the path is one file).
     Count,
 }
 
