@@ -109,15 +109,17 @@ fn bad_url(url: &str, why: impl std::fmt::Display) -> StorageError {
 /// URL becomes `***` (all of the user part when it has no `:`), also when the rest of the URL is not
 /// one this crate accepts: the user part runs to the *last* `@`, so a password holding `/`, `?`, `#`
 /// or `@` (a URL that does not even parse) is hidden whole. A Redis-family scheme missing a slash
-/// (`redis:/:pw@h`, a typo) is treated the same way. The value of a query option whose name
-/// holds `pass`, `secret` or `token` (any case: fred's `sentinelPassword`) becomes `***` too.
+/// (`redis:/:pw@h`, a typo) is treated the same way. Query options show their values only when
+/// their (decoded) name is one of the options [`RedisStorageConfig::from_url`] knows to hold none
+/// (`layout`, `ttl`, `timeout_ms`, `pool_size`, `node`); every other value becomes `***`, so a
+/// password under any name (`pwd=`, `auth=`, `sentinel%50assword=`) is never shown.
 ///
 /// ```
 /// use as_storage_redis::redact_url;
 /// assert_eq!(redact_url("redis://:hunter2@h:6379/0"), "redis://:***@h:6379/0");
 /// assert_eq!(
 ///     redact_url("redis-sentinel://h:26379/0?sentinelServiceName=m&sentinelPassword=hunter2&ttl=9"),
-///     "redis-sentinel://h:26379/0?sentinelServiceName=m&sentinelPassword=***&ttl=9"
+///     "redis-sentinel://h:26379/0?sentinelServiceName=***&sentinelPassword=***&ttl=9"
 /// );
 /// assert_eq!(redact_url("redis://:s3cr/t@h:6379"), "redis://:***@h:6379");
 /// assert_eq!(redact_url("Valkey://hunter2@h"), "Valkey://***@h");
@@ -134,19 +136,24 @@ pub fn redact_url(url: &str) -> String {
     redact_query(&redact_userinfo(url))
 }
 
-/// The query options of `url` whose name says they hold a secret, as `name=***`.
+/// The query options of ours that hold nothing secret: [`redact_query`] shows their values.
+const PLAIN_OPTIONS: [&str; 5] = ["layout", "ttl", "timeout_ms", "pool_size", "node"];
+
+/// The query options of `url`, each value hidden (`name=***`) unless the option is one of
+/// [`PLAIN_OPTIONS`] (its name percent-decoded first); an option with no `=` is hidden whole.
 fn redact_query(url: &str) -> String {
     let Some(q) = url.find('?') else { return url.to_owned() };
     let (base, query) = url.split_at(q + 1);
     let (query, fragment) = query.split_at(query.find('#').unwrap_or(query.len()));
-    let secret = |name: &str| {
-        let name = name.to_ascii_lowercase();
-        ["pass", "secret", "token"].iter().any(|s| name.contains(s))
+    let plain = |name: &str| {
+        let decoded = url::form_urlencoded::parse(name.as_bytes()).next().map(|(n, _)| n.into_owned());
+        decoded.is_some_and(|n| PLAIN_OPTIONS.contains(&n.as_str()))
     };
     let options: Vec<String> = query
         .split('&')
         .map(|option| match option.split_once('=') {
-            Some((name, _)) if secret(name) => format!("{name}=***"),
+            Some((name, _)) if !plain(name) => format!("{name}=***"),
+            None if !option.is_empty() => "***".to_owned(),
             _ => option.to_owned(),
         })
         .collect();
@@ -233,18 +240,30 @@ impl RedisStorageConfig {
                 "ttl" => ttl = Some(num("ttl")?),
                 "timeout_ms" => timeout = Some(num("timeout_ms")?),
                 "pool_size" => pool_size = Some(num("pool_size")?),
-                // fred's own (cluster nodes, sentinel).
-                "node" | "sentinelServiceName" | "sentinelUsername" | "sentinelPassword" => {
-                    rest.push((k.into_owned(), v.into_owned()));
+                // fred's own (cluster nodes).
+                "node" => rest.push((k.into_owned(), v.into_owned())),
+                // fred reads these only with a `*-sentinel` scheme and its `sentinel-client` feature,
+                // neither of which this crate uses: accepted, they would be dropped without a word
+                // (a `redis://` URL to a Sentinel then fails every command).
+                "sentinelServiceName" | "sentinelUsername" | "sentinelPassword" => {
+                    return Err(bad_url(
+                        url,
+                        "Redis Sentinel is not supported by a URL: build a fred client or pool with its \
+                         `sentinel-client` feature and pass it to RedisStorage::from_client or from_pool",
+                    ));
+                }
+                // A bare word (`?hunter2`) may be a secret pasted in the wrong place: not echoed.
+                _ if v.is_empty() => {
+                    return Err(bad_url(
+                        url,
+                        "an option without a value (known: layout, ttl, timeout_ms, pool_size, node)",
+                    ));
                 }
                 // A misspelt option (`?tll=60`) would otherwise be ignored without a word.
                 other => {
                     return Err(bad_url(
                         url,
-                        format!(
-                            "unknown option {other:?} (known: layout, ttl, timeout_ms, pool_size, node, \
-                             sentinelServiceName, sentinelUsername, sentinelPassword)"
-                        ),
+                        format!("unknown option {other:?} (known: layout, ttl, timeout_ms, pool_size, node)"),
                     ));
                 }
             }
@@ -412,6 +431,12 @@ mod tests {
             "not a url",
             "redis://h:6379/0?sentinelPassword=hunter2&ttl=x",
             "redis://h:6379/0?ttl=x&SENTINELPASSWORD=hunter2#frag",
+            "redis://h?pwd=hunter2",
+            "redis://h?auth=hunter2",
+            "redis://h?hunter2",
+            "redis://h?sentinel%50assword=hunter2&ttl=x",
+            "redis://h:26379/0?sentinelServiceName=hunter2",
+            "redis-sentinel://h:26379/0?sentinelServiceName=m&sentinelPassword=hunter2",
         ] {
             let e = RedisStorageConfig::from_url(url).unwrap_err();
             assert_eq!(e.kind(), StorageErrorKind::InvalidInput, "{url}");
@@ -425,6 +450,8 @@ mod tests {
             ("redis://h/0?sentinelPassword=pw&ttl=1", "redis://h/0?sentinelPassword=***&ttl=1"),
             ("redis://:pw@h/0?ttl=1&auth_token=t#f", "redis://:***@h/0?ttl=1&auth_token=***#f"),
             ("redis://h/0?my_secret=s&layout=cluster", "redis://h/0?my_secret=***&layout=cluster"),
+            ("redis://h/0?pwd=s&t%74l=5", "redis://h/0?pwd=***&t%74l=5"),
+            ("redis://h/0?hunter2&ttl=5", "redis://h/0?***&ttl=5"),
             ("redis://h/0?ttl=1&node=h2:6380", "redis://h/0?ttl=1&node=h2:6380"),
             ("sqlite:/tmp/a.db?password=x", "sqlite:/tmp/a.db?password=x"),
         ] {

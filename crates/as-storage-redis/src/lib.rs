@@ -27,7 +27,8 @@
 //!
 //! [`KeyLayout::Compat`] (the default) is exactly 2.0.4's keys (`agentscope:user:{u}:session:{s}`,
 //! `…:agent:{a}:sessions`, `…:session:{s}:messages`, `…:schedule:{h}:sessions`). Choose it to
-//! share sessions with Python processes, on a single Redis server (with replicas or Sentinel).
+//! share sessions with Python processes, on a single Redis server (with replicas; for Sentinel, pass
+//! a fred client built with its `sentinel-client` feature to [`RedisStorage::from_client`]).
 //! It **cannot** be used on Redis Cluster: the atomic scripts touch the record, the message list
 //! and the index sets together, which hash to different slots, so the cluster would refuse them
 //! with `CROSSSLOT`. [`StorageBase::open`](as_storage::StorageBase::open) therefore refuses a
