@@ -837,10 +837,11 @@ pub(crate) fn injection_risk(command: &str) -> Option<String> {
     }
     // 2.0.4 asks for any function definition: its body runs when the function is called, where
     // the checks that read a segment's program do not see it (`function f { rm -r /bin; }; f`).
-    if split_command_segments(command).iter().any(|seg| defines_function(seg)) {
+    let segments = split_command_segments(command);
+    if segments.iter().any(|seg| defines_function(seg)) {
         return Some("Command contains function_definition which cannot be statically analyzed".into());
     }
-    for words in split_command_segments(command).iter().flat_map(|seg| command_readings(seg)) {
+    for words in segments.iter().flat_map(|seg| command_readings(seg)) {
         let Some(first) = words.into_iter().next() else { continue };
         // `/usr/bin/env rm …` runs `env` as surely as `env rm …` does.
         let prog = program(&first);
