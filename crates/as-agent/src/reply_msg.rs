@@ -207,9 +207,7 @@ fn apply(m: &mut Msg, event: &AgentEvent) -> bool {
             true
         }
         AgentEvent::ModelCallEnd(e) => {
-            let u = m.usage.get_or_insert(Usage::default());
-            u.input_tokens = u.input_tokens.saturating_add(e.input_tokens);
-            u.output_tokens = u.output_tokens.saturating_add(e.output_tokens);
+            add_usage(&mut m.usage, e.input_tokens, e.output_tokens);
             true
         }
         AgentEvent::ReplyEnd(e) => {
@@ -270,4 +268,12 @@ fn apply(m: &mut Msg, event: &AgentEvent) -> bool {
         | AgentEvent::UserInterrupt(_)
         | AgentEvent::Custom(_) => false,
     }
+}
+
+/// Adds a model call's token counts to a message's usage (created at zero when absent), saturating: a
+/// provider's (or a stored state's) huge count must not overflow the sum.
+pub(crate) fn add_usage(acc: &mut Option<Usage>, input_tokens: i64, output_tokens: i64) {
+    let u = acc.get_or_insert(Usage::default());
+    u.input_tokens = u.input_tokens.saturating_add(input_tokens);
+    u.output_tokens = u.output_tokens.saturating_add(output_tokens);
 }

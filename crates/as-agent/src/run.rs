@@ -1248,10 +1248,7 @@ pub(crate) fn save_to_context(state: &mut AgentState, name: &str, blocks: Vec<Co
         Some(m) if m.role == Role::Assistant && m.name == name && (m.id == reply_id || !unanswered(m).is_empty()) => {
             m.content.extend(blocks);
             if let Some(u) = usage {
-                let acc = m.usage.get_or_insert(Usage::default());
-                // Saturating: a provider's (or a stored state's) huge count must not overflow the sum.
-                acc.input_tokens = acc.input_tokens.saturating_add(u.input_tokens);
-                acc.output_tokens = acc.output_tokens.saturating_add(u.output_tokens);
+                crate::reply_msg::add_usage(&mut m.usage, u.input_tokens, u.output_tokens);
             }
         }
         _ => {

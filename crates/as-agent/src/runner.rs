@@ -880,9 +880,7 @@ impl PendingWrite {
             msg.content.truncate(from);
             msg.content.extend(output.content);
             if let Some(u) = output.usage {
-                let acc = msg.usage.get_or_insert_with(as_message::Usage::default);
-                acc.input_tokens = acc.input_tokens.saturating_add(u.input_tokens);
-                acc.output_tokens = acc.output_tokens.saturating_add(u.output_tokens);
+                crate::reply_msg::add_usage(&mut msg.usage, u.input_tokens, u.output_tokens);
             }
         }
         if let Some(current) = self.state.context.iter().rev().find(|m| m.id == msg.id) {
