@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
-use as_message::{Msg, generate_id};
+use as_message::Msg;
 use as_state::AgentState;
 use as_storage::{
     Capabilities, ImportMode, ImportOutcome, ListError, Owner, PageRequest, Revision, SavedTurn, SessionConfig,
@@ -528,7 +528,8 @@ impl RedisStorage {
         let given = req.session_id.clone().filter(|s| !s.is_empty());
         let Some(id) = given else {
             for _ in 0..MAX_CAS_ATTEMPTS {
-                if let Some(rec) = self.create(&pool, &req, &generate_id()).await? {
+                let id = as_storage::generate_session_id(BACKEND, OP)?;
+                if let Some(rec) = self.create(&pool, &req, &id).await? {
                     return Ok(rec);
                 }
             }

@@ -397,7 +397,11 @@ fn upsert_blocking(conn: &mut Connection, inner: &Inner, mut req: UpsertSession)
         }
         SessionRecord::from_parts(meta, state)
     } else {
-        let meta = SessionMeta::created(session_id.unwrap_or_else(as_message::generate_id), &req);
+        let id = match session_id {
+            Some(id) => id,
+            None => as_storage::generate_session_id(BACKEND, OP)?,
+        };
+        let meta = SessionMeta::created(id, &req);
         let state = req.state.unwrap_or_default();
         let enc = encode(OP, inner, &meta, &state)?;
         insert_session_row(&tx, inner, &meta, &enc)?;

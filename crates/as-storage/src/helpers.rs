@@ -186,6 +186,26 @@ pub fn check_record_timestamps(backend: &'static str, operation: &'static str, r
     Ok(())
 }
 
+/// A fresh session id for a create without one: [`as_message::generate_id`] (which an application's
+/// id factory may replace), checked with [`crate::validate_id`] like a given id. An id no key can
+/// address (a factory's `"urn:x"`) would make a session nobody could read, update or delete again,
+/// so it fails with [`StorageErrorKind::InvalidKey`] and nothing is written. Backends call it for
+/// every fresh id they try.
+///
+/// ```
+/// let id = as_storage::generate_session_id("memory", "upsert_session")?;
+/// assert_eq!(id.len(), 32);
+/// # Ok::<(), as_storage::StorageError>(())
+/// ```
+pub fn generate_session_id(backend: &'static str, operation: &'static str) -> Result<String> {
+    let id = as_message::generate_id();
+    crate::validate_id("session_id", &id).map_err(|e| {
+        let why = format!("the id factory generated an invalid id: {}", e.message());
+        StorageError::new(StorageErrorKind::InvalidKey, backend, operation, why).with_source(e)
+    })?;
+    Ok(id)
+}
+
 /// The part of [`check_record_depth`] about the state, for a backend that encodes the state apart
 /// from its envelope: fails with `InvalidInput` when `state`, inside a record, would be nested
 /// deeper than [`as_message::MAX_JSON_DEPTH`].

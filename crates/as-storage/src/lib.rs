@@ -69,7 +69,7 @@ pub use decode::{decode_record, read_record};
 pub use error::{Result, StorageError, StorageErrorKind};
 pub use helpers::{
     DEFAULT_MAX_RECORD_BYTES, SessionCursor, check_envelope_depth, check_message_depth, check_record_depth,
-    check_record_timestamps, check_size, check_state_depth, encode_checked_record, message_range,
+    check_record_timestamps, check_size, check_state_depth, encode_checked_record, generate_session_id, message_range,
 };
 pub use key::{MAX_ID_BYTES, Owner, SessionKey, validate_id};
 pub use memory::InMemoryStorage;

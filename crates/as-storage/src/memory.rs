@@ -4,7 +4,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use as_message::{Msg, generate_id};
+use as_message::Msg;
 use as_state::AgentState;
 use async_trait::async_trait;
 
@@ -258,22 +258,6 @@ impl InMemoryStorage {
     }
 }
 
-/// A generated session id ([`generate_id`], which an application's id factory may replace),
-/// checked like a given one: a session under an id no key can address could never be read,
-/// updated or deleted.
-fn fresh_id() -> Result<String> {
-    let id = generate_id();
-    validate_id("session_id", &id).map_err(|e| {
-        err(
-            StorageErrorKind::InvalidKey,
-            "upsert_session",
-            format!("the id factory generated an invalid id: {}", e.message()),
-        )
-        .with_source(e)
-    })?;
-    Ok(id)
-}
-
 fn rk(key: &SessionKey) -> RecordKey {
     (key.user_id.clone(), key.session_id.clone())
 }
@@ -318,7 +302,7 @@ impl StorageBase for InMemoryStorage {
         let Some(id) = explicit else {
             // A fresh id: a collision is practically impossible, but stay correct anyway.
             for _ in 0..MAX_FRESH_ID_ATTEMPTS {
-                let id = fresh_id()?;
+                let id = crate::generate_session_id(BACKEND, "upsert_session")?;
                 match self.create(req.clone(), id).await {
                     Ok(Some(rec)) => return Ok(rec),
                     Ok(None) => continue,

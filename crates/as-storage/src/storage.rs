@@ -226,7 +226,10 @@ pub enum ImportOutcome {
 ///   (up to [`crate::MAX_ID_BYTES`], with dots, `@` or non-ASCII letters) is usable. Message ids are
 ///   data inside the log, not keys, and are not checked: any text (`tool:call:1`, one with spaces or
 ///   quotes, the empty one, as AgentScope 2.0.4 takes them) is written, found by `get_message` and
-///   replaced as the log's last message like any other \[`invalid_ids_are_rejected`\].
+///   replaced as the log's last message like any other \[`invalid_ids_are_rejected`\]. A fresh session id
+///   the backend generates is checked the same way ([`crate::generate_session_id`]: an application's id
+///   factory may return one no key can address), `InvalidKey` and nothing written; no scenario checks it
+///   (the factory is process-wide), so each bundled backend tests it in a test binary of its own.
 /// * **Addressing and ownership.** A session is addressed by `(user_id, agent_id, session_id)`;
 ///   session ids are unique per user (as in the 2.0.4 Redis layout). Every method sees a session
 ///   only under the exact owner that created it: a wrong `agent_id` (or `user_id`) behaves as if

@@ -295,11 +295,7 @@ impl StorageBase for JsonDirStorage {
             // could never be read again. A taken one (only a factory that repeats itself gives
             // one) is never updated: another is tried.
             for _ in 0..MAX_FRESH_ID_ATTEMPTS {
-                let id = generate_id();
-                validate_id("session_id", &id).map_err(|e| {
-                    let why = format!("the id factory generated an invalid id: {}", e.message());
-                    StorageError::new(StorageErrorKind::InvalidKey, BACKEND, OP, why).with_source(e)
-                })?;
+                let id = as_storage::generate_session_id(BACKEND, OP)?;
                 let req = req.clone();
                 let created = self
                     .run(OP, move |db| match db.read(OP, &db.record_path(&req.owner.user_id, &id))? {
