@@ -46,7 +46,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use crate::context::ToolCallContext;
 use crate::error::{ToolError, ToolErrorKind};
 use crate::permission::{
-    BashRule, CompiledGlob, MAX_NESTING, PermissionCheckContext, PermissionDecision, split_command_segments,
+    BashRule, CompiledGlob, MAX_NESTING, PermissionCheckContext, PermissionDecision, py_space, split_command_segments,
 };
 use crate::response::ToolStream;
 use crate::tool::Tool;
@@ -1990,11 +1990,6 @@ fn sed_arguments_violation(args: &[String]) -> Option<String> {
         }
     }
     None
-}
-
-/// Python's `str.isspace` for one character (it also counts `\x1c`–`\x1f`).
-fn py_space(c: char) -> bool {
-    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
 }
 
 /// Why 2.0.4 refuses a sed script (`quiet`: `-n` was given): a `w`/`W` write (`/w FILE`, or `/w`

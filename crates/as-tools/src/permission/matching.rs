@@ -221,7 +221,7 @@ fn python_pattern(chars: &[RuleChar]) -> String {
 }
 
 /// Python's `str.isspace` for one character (it also counts `\x1c`–`\x1f`).
-fn py_space(c: char) -> bool {
+pub(crate) fn py_space(c: char) -> bool {
     c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
 }
 
