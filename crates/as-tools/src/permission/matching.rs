@@ -301,23 +301,16 @@ impl BashRule {
         match &self.how {
             RuleMatch::Prefix { .. } | RuleMatch::Literal(_) => Some(self.rule.clone()),
             RuleMatch::Raises => None,
-            RuleMatch::Pattern { .. } => {
-                let mut out = String::new();
-                let mut chars = rule_chars(&self.rule).into_iter();
-                while let Some(t) = chars.next() {
-                    match t {
-                        RuleChar::Char('\\') => match chars.next() {
-                            Some(RuleChar::Char(c)) if ".^$+?{}[]|()".contains(c) => return None,
-                            Some(RuleChar::Char('s' | 'b')) => out.push(' '),
-                            _ => out.push('*'),
-                        },
-                        RuleChar::Char(c) => out.push(c),
-                        RuleChar::Backslash => out.push('\\'),
-                        RuleChar::Star => out.push('*'),
-                    }
-                }
-                Some(out)
-            }
+            RuleMatch::Pattern { .. } => Some(
+                pattern_tokens(&self.rule)?
+                    .into_iter()
+                    .map(|t| match t {
+                        PatternToken::Text(c) => c,
+                        PatternToken::Escape(Some('s' | 'b')) => ' ',
+                        PatternToken::Star | PatternToken::Escape(_) => '*',
+                    })
+                    .collect(),
+            ),
         }
     }
 }
@@ -409,21 +402,51 @@ fn rule_shapes(how: &RuleMatch, rule: &str) -> Vec<Vec<Piece>> {
 /// The pieces of a rule with `*` ([`rule_shapes`]): `*` any text, a regex escape (`\s`) any
 /// text; `None` when a backslash unescapes one of the metacharacters 2.0.4 escapes.
 fn pattern_pieces(rule: &str) -> Option<Vec<Piece>> {
-    let mut pieces = Vec::new();
-    let mut chars = rule_chars(rule).into_iter().peekable();
+    Some(
+        pattern_tokens(rule)?
+            .into_iter()
+            .map(|t| match t {
+                PatternToken::Text(c) => Piece::Char(c),
+                PatternToken::Star | PatternToken::Escape(_) => Piece::Any,
+            })
+            .collect(),
+    )
+}
+
+/// A token of a rule with `*`, read as 2.0.4's regex reads it ([`python_pattern`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum PatternToken {
+    /// A character that stands for itself (`\\` and `\*` included).
+    Text(char),
+    /// An unescaped `*`: any text.
+    Star,
+    /// A regex escape 2.0.4 keeps (`\s`, `\d`, `\b`, …): the escaped character, `None` for a
+    /// backslash that ends the rule.
+    Escape(Option<char>),
+}
+
+/// The tokens of a rule with `*`, shared by [`pattern_pieces`] and [`BashRule::loose_text`];
+/// `None` when a backslash unescapes one of the metacharacters 2.0.4 escapes (`\(`, `\|`): the
+/// regex's shape is then not read.
+fn pattern_tokens(rule: &str) -> Option<Vec<PatternToken>> {
+    let mut out = Vec::new();
+    let mut chars = rule_chars(rule).into_iter();
     while let Some(t) = chars.next() {
-        pieces.push(match t {
-            RuleChar::Char('*') => Piece::Any,
+        out.push(match t {
+            RuleChar::Char('*') => PatternToken::Star,
             RuleChar::Char('\\') => match chars.next() {
                 Some(RuleChar::Char(c)) if ".^$+?{}[]|()".contains(c) => return None,
-                _ => Piece::Any,
+                Some(RuleChar::Char(c)) => PatternToken::Escape(Some(c)),
+                Some(RuleChar::Backslash) => PatternToken::Escape(Some('\\')),
+                Some(RuleChar::Star) => PatternToken::Escape(Some('*')),
+                None => PatternToken::Escape(None),
             },
-            RuleChar::Char(c) => Piece::Char(c),
-            RuleChar::Backslash => Piece::Char('\\'),
-            RuleChar::Star => Piece::Char('*'),
+            RuleChar::Char(c) => PatternToken::Text(c),
+            RuleChar::Backslash => PatternToken::Text('\\'),
+            RuleChar::Star => PatternToken::Text('*'),
         });
     }
-    Some(pieces)
+    Some(out)
 }
 
 /// Whether some text fits both a rule's shape `a` (characters and `Any`) and a command's shape `b`:
@@ -919,8 +942,32 @@ mod tests {
             ("* --force", "git push W x", false),
             ("echo \\*", "echo W", true),
             ("echo \\*", "echo x", false),
+            // A regex escape the rule keeps stands for any text; one that unescapes a
+            // metacharacter makes the whole rule any text.
+            ("rm\\s-rf *", "rm -rf A", true),
+            ("rm\\s-rf *", "rm --rf A", true),
+            ("rm\\s-rf *", "rm-rf A", true),
+            ("rm\\s-rf *", "mv -rf A", false),
+            ("ls \\( *", "echo x", true),
         ] {
             assert_eq!(could(rule, form), expect, "{rule:?} ~ {form:?}");
+        }
+    }
+
+    #[test]
+    fn rules_loosened_for_commands_that_cannot_be_read() {
+        for (rule, loose) in [
+            ("git push:*", Some("git push:*")),
+            ("npm install", Some("npm install")),
+            ("rm\\s-rf *", Some("rm -rf *")),
+            ("rm\\b-rf *", Some("rm -rf *")),
+            ("rm\\d *", Some("rm* *")),
+            ("echo \\* *", Some("echo * *")),
+            ("a\\\\b *", Some("a\\b *")),
+            ("ls \\( *", None),
+            ("x\\|y *", None),
+        ] {
+            assert_eq!(BashRule::new(rule).loose_text().as_deref(), loose, "{rule:?}");
         }
     }
 
