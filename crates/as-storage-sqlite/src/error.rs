@@ -26,7 +26,8 @@ pub enum SqliteErrorKind {
     ReadOnly,
     /// The disk (or the configured `max_page_count`) is full (`SQLITE_FULL`); the write was rolled back.
     DiskFull,
-    /// Another connection held the lock for longer than the busy timeout (`SQLITE_BUSY`/`SQLITE_LOCKED`).
+    /// Another connection held the lock for longer than the busy timeout (`SQLITE_BUSY`/`SQLITE_LOCKED`),
+    /// or kept changing the WAL index while this one tried to lock it (`SQLITE_PROTOCOL`).
     Busy,
     /// The file cannot be opened or created (missing directory, a directory in its place, permissions).
     CannotOpen,
@@ -138,6 +139,10 @@ impl SqliteError {
                     ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked => {
                         (SqliteErrorKind::Busy, format!("{p} is locked by another connection: {detail}"))
                     }
+                    // A race on the WAL index's locks that SQLite gave up retrying: transient.
+                    ErrorCode::FileLockingProtocolFailed => {
+                        (SqliteErrorKind::Busy, format!("{p}: WAL locking race with another connection: {detail}"))
+                    }
                     ErrorCode::NotADatabase => (
                         SqliteErrorKind::NotADatabase,
                         format!("{p} is not an SQLite database; refusing to touch it: {detail}"),
@@ -191,5 +196,25 @@ impl OpError {
             Self::Sqlite(e) => e.into_storage(operation),
             Self::Storage(e) => e,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failure(code: std::os::raw::c_int) -> rusqlite::Error {
+        rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), None)
+    }
+
+    /// `SQLITE_PROTOCOL` is a lock race of the WAL (another connection kept changing the
+    /// wal-index while this one tried to take its lock): as transient as `SQLITE_BUSY`.
+    #[test]
+    fn a_wal_locking_protocol_failure_is_retryable_like_busy() {
+        let e = SqliteError::from_rusqlite(failure(rusqlite::ffi::SQLITE_PROTOCOL), Path::new("s.db"));
+        assert_eq!(e.kind(), SqliteErrorKind::Busy, "{e}");
+        let s = e.into_storage("get_session");
+        assert_eq!(s.kind(), StorageErrorKind::Unavailable, "{s}");
+        assert!(s.is_retryable(), "{s}");
     }
 }
