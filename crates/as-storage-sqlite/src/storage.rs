@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
-use crate::error::{BACKEND, OpError};
+use crate::error::{BACKEND, OpError, SqliteError, SqliteErrorKind};
 use crate::options::SqliteOptions;
 use crate::pool::Inner;
 
@@ -113,6 +113,23 @@ impl SqliteStorage {
             })
             .await
     }
+}
+
+/// Commits a write transaction.
+fn commit(tx: rusqlite::Transaction<'_>, inner: &Inner, op: &'static str) -> Result<(), OpError> {
+    tx.commit().map_err(|e| commit_failed(op, inner.map(e)))
+}
+
+/// What a failed `COMMIT` reports. An I/O error may come after the commit frame reached the WAL
+/// (a failed sync, say), so the write may have landed: that is the contract's `Unavailable` whose
+/// outcome is unknown (whole or absent; re-read), never a plain error promising nothing was written.
+/// Other failures (`SQLITE_FULL`, `SQLITE_BUSY`) roll the transaction back and keep their kind.
+fn commit_failed(op: &'static str, e: SqliteError) -> OpError {
+    if e.kind() != SqliteErrorKind::Io {
+        return e.into();
+    }
+    let message = format!("the commit failed, so whether it was written is unknown (read it again to know): {e}");
+    OpError::Storage(StorageError::new(StorageErrorKind::Unavailable, BACKEND, op, message).with_source(e))
 }
 
 fn err(kind: StorageErrorKind, op: &'static str, message: impl Into<String>) -> OpError {
@@ -407,7 +424,7 @@ fn upsert_blocking(conn: &mut Connection, inner: &Inner, mut req: UpsertSession)
         insert_session_row(&tx, inner, &meta, &enc)?;
         SessionRecord::from_parts(meta, state)
     };
-    tx.commit().map_err(|e| inner.map(e))?;
+    commit(tx, inner, OP)?;
     Ok(record)
 }
 
@@ -428,7 +445,7 @@ fn update_state_blocking(
     // conflicts (the stored revision moved away from `expected`) and a plain one is redone.
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| inner.map(e))?;
     let (_, rev) = write_state(&tx, inner, key, state, expected, op)?.ok_or_else(|| changed_in_tx(op))?;
-    tx.commit().map_err(|e| inner.map(e))?;
+    commit(tx, inner, op)?;
     Ok(rev)
 }
 
@@ -603,7 +620,7 @@ fn delete_blocking(conn: &mut Connection, inner: &Inner, key: &SessionKey) -> Re
     if let Some(pk) = pk {
         tx.execute("DELETE FROM messages WHERE session_pk = ?1", [pk]).map_err(|e| inner.map(e))?;
     }
-    tx.commit().map_err(|e| inner.map(e))?;
+    commit(tx, inner, "delete_session")?;
     Ok(pk.is_some())
 }
 
@@ -630,7 +647,7 @@ fn upsert_message_blocking(
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| inner.map(e))?;
     let pk = session_pk(&tx, inner, key)?.ok_or_else(|| not_found(OP, key))?;
     upsert_message_in(&tx, inner, pk, msg_id, json)?;
-    tx.commit().map_err(|e| inner.map(e))?;
+    commit(tx, inner, OP)?;
     Ok(())
 }
 
@@ -652,7 +669,7 @@ fn save_turn_blocking(
     for (id, json) in log {
         upsert_message_in(&tx, inner, pk, id, json)?;
     }
-    tx.commit().map_err(|e| inner.map(e))?;
+    commit(tx, inner, OP)?;
     Ok(rev)
 }
 
@@ -782,7 +799,7 @@ fn import_blocking(
             stmt.execute(params![pk, seq as i64, id, json]).map_err(|e| inner.map(e))?;
         }
     }
-    tx.commit().map_err(|e| inner.map(e))?;
+    commit(tx, inner, OP)?;
     Ok(outcome)
 }
 
@@ -946,6 +963,24 @@ impl StorageBase for SqliteStorage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An I/O error from `COMMIT` (a failed fsync of the WAL, say) may come after the commit frame
+    /// was written: the contract's "failed, nothing written" cannot be promised, only `Unavailable`
+    /// with an unknown outcome. A full disk at commit is rolled back (nothing written) and stays as it was.
+    #[test]
+    fn an_io_error_from_commit_is_unavailable_with_an_unknown_outcome() {
+        let failure = |code| rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), None);
+        let path = Path::new("s.db");
+        let io = SqliteError::from_rusqlite(failure(rusqlite::ffi::SQLITE_IOERR_FSYNC), path);
+        let e = commit_failed("save_turn", io).into_storage("save_turn");
+        assert_eq!(e.kind(), StorageErrorKind::Unavailable, "{e}");
+        assert!(e.message().contains("unknown"), "{e}");
+        assert_eq!(e.operation(), "save_turn");
+        assert_eq!(crate::SqliteError::from_storage(&e).map(|s| s.kind()), Some(crate::SqliteErrorKind::Io));
+        let full = SqliteError::from_rusqlite(failure(rusqlite::ffi::SQLITE_FULL), path);
+        let e = commit_failed("save_turn", full).into_storage("save_turn");
+        assert_eq!(e.kind(), StorageErrorKind::Backend, "{e}");
+    }
 
     /// Both listing queries read `sessions_by_owner` in its order (no sort), and a later page
     /// seeks to its cursor instead of walking the owner's sessions from the newest.
