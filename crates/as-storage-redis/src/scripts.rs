@@ -328,11 +328,14 @@ for i = 3, #KEYS do redis.call('SREM', KEYS[i], ARGV[4]) end
 return 1
 "#;
 
-/// KEYS: record, messages, agent index. ARGV: id, the record's bytes as read ('' when the key held
-/// another Redis type), owner fragment, user, agent. Deletes a record the caller cannot read (so
-/// could not check its owner on it) when the agent's index lists the id, the record is still what
-/// the caller read, and it does not name another owner (`owner_check` on it: ours, or not a
-/// session record at all). Returns 1 (deleted), 0 (not this agent's), -1 (changed meanwhile).
+/// KEYS: record, messages, agent index, [schedule index]. ARGV: id, the record's bytes as read ('' when
+/// the key held another Redis type), owner fragment, user, agent. Deletes a record the caller cannot
+/// read (so could not check its owner on it) when the agent's index lists the id, the record is still
+/// what the caller read, and it does not name another owner (`owner_check` on it: ours, or not a
+/// session record at all). The schedule index is the one the bytes read name (the caller finds its
+/// `source_schedule_id` leniently, without decoding the whole record); the bytes are checked to be
+/// unchanged, so it is still the record's. Returns 1 (deleted), 0 (not this agent's), -1 (changed
+/// meanwhile).
 const DELETE_UNREADABLE: &str = r#"
 if redis.call('SISMEMBER', KEYS[3], ARGV[1]) == 0 then return 0 end
 local t = redis.call('TYPE', KEYS[1])['ok']
@@ -342,8 +345,10 @@ else
   if t ~= 'string' or redis.call('GET', KEYS[1]) ~= ARGV[2] then return -1 end
   if owner_check(KEYS[1], ARGV[3], ARGV[4], ARGV[5]) == 0 then return 0 end
 end
+local bad = check_sets(3)
+if bad then return bad end
 redis.call('DEL', KEYS[1], KEYS[2])
-redis.call('SREM', KEYS[3], ARGV[1])
+for i = 3, #KEYS do redis.call('SREM', KEYS[i], ARGV[1]) end
 return 1
 "#;
 
@@ -583,7 +588,7 @@ mod tests {
             ("list_messages", &s.list_messages, &["top_level_is", "owner_check"]),
             ("get_message", &s.get_message, &["top_level_is", "owner_check"]),
             ("prune", &s.prune, &[]),
-            ("delete_unreadable", &s.delete_unreadable, &["top_level_is", "owner_check"]),
+            ("delete_unreadable", &s.delete_unreadable, &["check_sets", "top_level_is", "owner_check"]),
             ("import", &s.import, &["check_sets", "token_state", "set_record", "apply_ttl"]),
         ];
         for (script, lua, want) in all {

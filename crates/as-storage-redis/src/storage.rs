@@ -214,6 +214,22 @@ impl<'de> Deserialize<'de> for Count {
     }
 }
 
+/// The `source_schedule_id` of a record that cannot be decoded as a session record (a field
+/// missing or of the wrong type elsewhere), when it is still a JSON object naming one as a string:
+/// read as leniently as a record (repeated keys as pydantic reads them), every other field ignored.
+fn schedule_of_unreadable(raw: &[u8]) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Schedule {
+        #[serde(default)]
+        source_schedule_id: Option<serde_json::Value>,
+    }
+    let found: Schedule = as_message::from_json_slice(raw).ok()?;
+    match found.source_schedule_id? {
+        serde_json::Value::String(s) if !s.is_empty() => Some(s),
+        _ => None,
+    }
+}
+
 impl RedisStorage {
     /// A store that connects (on [`StorageBase::open`]) as `config` says.
     pub fn new(config: RedisStorageConfig) -> Result<Self, StorageError> {
@@ -844,11 +860,10 @@ impl RedisStorage {
         Err(err(StorageErrorKind::Conflict, OP, format!("session {key} kept changing its schedule; gave up")))
     }
 
-    /// Deletes `key`'s unreadable record, its message list and its agent index entry if that
-    /// index lists it, the record names no other owner and is unchanged since read here (see
-    /// `DELETE_UNREADABLE`; the
-    /// schedule index entry, unknown, is pruned by the next listing of that schedule). 1 deleted,
-    /// 0 not this agent's, -1 changed meanwhile.
+    /// Deletes `key`'s unreadable record, its message list, its agent index entry and the entry in
+    /// the schedule index it names (see `DELETE_UNREADABLE`) if the agent's index lists it, the
+    /// record names no other owner and is unchanged since read here. 1 deleted, 0 not this agent's,
+    /// -1 changed meanwhile.
     async fn delete_unreadable(&self, pool: &Pool, key: &SessionKey, rkey: &str) -> Result<i64, StorageError> {
         const OP: &str = "delete_session";
         let read: Bytes = match pool.get::<Option<Bytes>, _>(rkey).await {
@@ -857,12 +872,8 @@ impl RedisStorage {
             Err(e) if e.details().contains("WRONGTYPE") => Bytes::new(),
             Err(e) => return Err(map_fred(OP, Some(rkey), e)),
         };
-        let keys = &self.inner.keys;
-        let k = vec![
-            rkey.to_owned(),
-            keys.messages(&key.user_id, &key.session_id),
-            keys.session_index(&key.user_id, &key.agent_id),
-        ];
+        let schedule = schedule_of_unreadable(&read);
+        let k = self.write_keys(rkey, &key.user_id, &key.agent_id, &key.session_id, schedule.as_deref());
         let args = vec![
             str_value(key.session_id.clone()),
             bytes_value(read),

@@ -874,3 +874,36 @@ async fn another_agents_message_calls_are_told_from_the_record_head() {
     let e = s.upsert_message(&theirs, &Msg::user("u", "hi")).await.unwrap_err();
     assert_eq!(e.kind(), StorageErrorKind::NotFound, "{e}");
 }
+
+/// A record that cannot be decoded (here: no `config`) but names its schedule: deleting it
+/// removes the schedule index entry too (nothing else ever would), and a schedule index of
+/// another Redis type fails the delete before anything is deleted.
+#[tokio::test]
+async fn deleting_an_unreadable_record_removes_its_schedule_index_entry() {
+    let Some(server) = RedisServer::start() else { return };
+    let s = compat(&server).await;
+    let r = raw(&server.url()).await;
+    let o = owner();
+    s.upsert_session(req(&o).with_session_id("sched-s").with_schedule("sched-1")).await.unwrap();
+    let key = o.session("sched-s");
+    let rkey = "agentscope:user:user-1:session:sched-s";
+    let sched = "agentscope:user:user-1:schedule:sched-1:sessions";
+    let text: String = r.get(rkey).await.unwrap();
+    let (from, to) = (text.find(",\"config\":").unwrap(), text.find(",\"state\":").unwrap());
+    let broken = format!("{}{}", &text[..from], &text[to..]);
+    r.set::<(), _, _>(rkey, broken, None, None, false).await.unwrap();
+    assert_eq!(s.get_session(&key).await.unwrap_err().kind(), StorageErrorKind::Serialization);
+    // The schedule index holds another type: nothing is deleted.
+    r.del::<(), _>(sched).await.unwrap();
+    r.set::<(), _, _>(sched, "x", None, None, false).await.unwrap();
+    let e = s.delete_session(&key).await.unwrap_err();
+    assert_eq!(e.kind(), StorageErrorKind::Serialization, "{e}");
+    assert!(e.to_string().contains(sched), "{e}");
+    assert!(r.exists::<bool, _>(rkey).await.unwrap(), "the record went although the delete failed");
+    r.del::<(), _>(sched).await.unwrap();
+    r.sadd::<(), _, _>(sched, ["sched-s", "other"]).await.unwrap();
+    assert!(s.delete_session(&key).await.unwrap());
+    assert!(!r.exists::<bool, _>(rkey).await.unwrap());
+    assert!(!r.sismember::<bool, _, _>(sched, "sched-s").await.unwrap(), "the schedule index entry was left");
+    assert!(r.sismember::<bool, _, _>(sched, "other").await.unwrap());
+}
