@@ -15,7 +15,10 @@
 //!   false success. A replayed `save_turn` (an update carrying messages) is recognised: the
 //!   record holds its value (inline) or its envelope and length (staged) and the log ends with its
 //!   messages, whose ids no other turn has; it reports success without appending them again. A replayed delete reports the session as
-//!   already gone.
+//!   already gone. A replayed `upsert_message` follows 2.0.4's own rule (replace the log's last
+//!   message when it has the same id, else append): re-sent at once it replaces its own message,
+//!   but when another writer appended in between, the message is appended a second time (the log
+//!   then holds it twice; `get_message` returns the newer copy).
 //! * Ownership is checked on the record's envelope: the canonical `"user_id":…,"agent_id":…,`
 //!   fragment at the record's first `"user_id":` within the first 4 KiB, and only when no object
 //!   or array opens before it (so it is the record's own top-level field, never one quoted inside

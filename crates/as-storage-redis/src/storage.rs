@@ -1395,6 +1395,10 @@ impl StorageBase for RedisStorage {
         self.timed("delete_session", self.delete_inner(key)).await
     }
 
+    /// One script checks the owner and the log's last message and writes: it replaces that message
+    /// when it has `msg`'s id, else appends (2.0.4's rule). A command fred re-sends after a lost
+    /// reply (a cluster client, or a caller's pool) is not recognised: re-sent at once it replaces
+    /// its own message, but after another writer's append in between it appends `msg` again.
     async fn upsert_message(&self, key: &SessionKey, msg: &Msg) -> Result<(), StorageError> {
         self.timed("upsert_message", self.upsert_message_inner(key, msg)).await
     }
