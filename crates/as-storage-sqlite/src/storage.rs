@@ -416,7 +416,7 @@ fn upsert_blocking(conn: &mut Connection, inner: &Inner, mut req: UpsertSession)
     } else {
         let id = match session_id {
             Some(id) => id,
-            None => as_storage::generate_session_id(BACKEND, OP)?,
+            None => fresh_id(&tx, inner, &req.owner.user_id)?,
         };
         let meta = SessionMeta::created(id, &req);
         let state = req.state.unwrap_or_default();
@@ -426,6 +426,30 @@ fn upsert_blocking(conn: &mut Connection, inner: &Inner, mut req: UpsertSession)
     };
     commit(tx, inner, OP)?;
     Ok(record)
+}
+
+/// Fresh ids a create without an id tries before it gives up with `Conflict` (as the memory and
+/// Redis backends do): a collision of two uuids is practically impossible, so running out means an
+/// id factory ([`as_message::set_id_factory`]) that keeps answering ids already taken.
+const MAX_FRESH_ID_ATTEMPTS: usize = 32;
+
+/// A generated session id no session of `user_id` holds (whatever its agent: ids are unique per
+/// user). Called inside the write transaction, so the id is still free when it is inserted.
+fn fresh_id(tx: &rusqlite::Transaction<'_>, inner: &Inner, user_id: &str) -> Result<String, OpError> {
+    const OP: &str = "upsert_session";
+    let mut stmt =
+        tx.prepare_cached("SELECT 1 FROM sessions WHERE user_id = ?1 AND id = ?2").map_err(|e| inner.map(e))?;
+    for _ in 0..MAX_FRESH_ID_ATTEMPTS {
+        let id = as_storage::generate_session_id(BACKEND, OP)?;
+        if !stmt.exists(params![user_id, id]).map_err(|e| inner.map(e))? {
+            return Ok(id);
+        }
+    }
+    Err(err(
+        StorageErrorKind::Conflict,
+        OP,
+        format!("{MAX_FRESH_ID_ATTEMPTS} generated session ids were all taken (does the id factory repeat itself?)"),
+    ))
 }
 
 fn update_state_blocking(
