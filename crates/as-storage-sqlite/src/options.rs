@@ -44,7 +44,9 @@ pub struct SqliteOptions {
     /// (retryable). Default: 5 s, like [`SqliteOptions::busy_timeout`]. So a write waits at most
     /// this long for a connection, then at most `busy_timeout` for the lock (twice when another
     /// writer changed the row between its optimistic attempt and its locked retry), never longer
-    /// however many operations queue.
+    /// however many operations queue. That wait (and only it: a free connection is taken at once)
+    /// uses Tokio's timer, so it needs a runtime built with a time driver (`enable_time` or
+    /// `enable_all`; `#[tokio::main]` has one); without one it panics.
     pub acquire_timeout: Duration,
     /// Commit durability.
     pub synchronous: Synchronous,

@@ -157,11 +157,18 @@ impl Inner {
         if !self.is_open() {
             return Err(Self::closed().into_storage(op));
         }
-        // A permit that is free is taken at once, whatever the timeout (the future is polled first).
-        let permit = match tokio::time::timeout(self.opts.acquire_timeout, Arc::clone(permits).acquire_owned()).await {
-            Ok(Ok(permit)) => permit,
-            Ok(Err(_)) => return Err(Self::closed().into_storage(op)),
-            Err(_) => return Err(self.no_connection().into_storage(op)),
+        // A permit that is free is taken at once, without the timer: only a wait for a busy pool
+        // arms it (so a runtime without a time driver runs the store until the pool is full).
+        let permit = match Arc::clone(permits).try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(tokio::sync::TryAcquireError::Closed) => return Err(Self::closed().into_storage(op)),
+            Err(tokio::sync::TryAcquireError::NoPermits) => {
+                match tokio::time::timeout(self.opts.acquire_timeout, Arc::clone(permits).acquire_owned()).await {
+                    Ok(Ok(permit)) => permit,
+                    Ok(Err(_)) => return Err(Self::closed().into_storage(op)),
+                    Err(_) => return Err(self.no_connection().into_storage(op)),
+                }
+            }
         };
         let inner = Arc::clone(self);
         let joined = tokio::task::spawn_blocking(move || {

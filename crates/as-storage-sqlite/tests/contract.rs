@@ -374,3 +374,23 @@ async fn pages_of_one(store: &dyn StorageBase) -> Vec<String> {
         }
     }
 }
+
+/// A runtime built without a time driver (`enable_io()` only) runs the store: a free connection
+/// is taken without arming the acquire timeout (only a wait for a busy pool needs the timer).
+#[test]
+fn a_runtime_without_timers_runs_the_store() {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_io().build().unwrap();
+    rt.block_on(async {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store(&dir).await;
+        let rec = s.upsert_session(UpsertSession::new(owner(), SessionConfig::new("ws"))).await.unwrap();
+        let key = owner().session(rec.id.clone());
+        let mut state = rec.state.clone();
+        turn(&mut state, 1);
+        let rev = s.update_session_state(&key, &state, Some(&rec.revision())).await.unwrap();
+        let got = s.get_session(&key).await.unwrap().unwrap();
+        assert_eq!(got.revision(), rev);
+        assert_eq!(s.list_sessions(&owner(), &PageRequest::default()).await.unwrap().sessions.len(), 1);
+        s.close().await.unwrap();
+    });
+}
