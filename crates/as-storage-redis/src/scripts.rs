@@ -81,6 +81,20 @@ end
 "#,
     ),
     (
+        "check_list",
+        r#"
+-- Raises (before the caller writes anything) when `key`, a message list, holds another Redis type:
+-- LINDEX/LRANGE on it would fail halfway through the script, naming no key.
+local function check_list(key)
+  local t = redis.call('TYPE', key)['ok']
+  if t ~= 'none' and t ~= 'list' then
+    return redis.error_reply('WRONGTYPE ' .. key .. ' holds a ' .. t .. ', not a list of messages')
+  end
+  return nil
+end
+"#,
+    ),
+    (
         "top_level_is",
         r#"
 -- Whether `frag` (`"<field>":<value>,`) starts at the first `field` (`"<field>":`) of `head`, with
@@ -238,9 +252,14 @@ return 1
 /// then for `save_turn` the first message's needle and `(id, json)` pairs, oldest first.
 /// The update for small records: the value travels in `ARGV` (one command, no staging key).
 /// Returns 1 (written), 2 (already written: a re-sent `save_turn`, see [`UPDATE`]), 0 (missing),
-/// -1 (token mismatch: someone else wrote), -2 (the log's last message is corrupt); nothing is
-/// written unless it returns 1.
+/// -1 (token mismatch: someone else wrote), -2 (the log's last message is corrupt), or a
+/// `WRONGTYPE` error naming the message list when a `save_turn` finds another Redis type there;
+/// nothing is written unless it returns 1.
 const UPDATE_INLINE: &str = r#"
+if #ARGV > 6 then
+  local bad = check_list(KEYS[2])
+  if bad then return bad end
+end
 local s = token_state(KEYS[1], ARGV[1], ARGV[2])
 if s == -1 and #ARGV > 6 and redis.call('GET', KEYS[1]) == ARGV[6] and log_holds(KEYS[2], 8) then return 2 end
 if s ~= 1 then return s end
@@ -265,8 +284,9 @@ return 1
 /// pipeline; the script moves it into place with `RENAME` (O(1)) instead of carrying a large
 /// value through Lua (which costs about 3 ms per MB in Redis 7), then applies the TTL policy.
 /// Returns 1 (written), 2 (already written), 0 (missing), -1 (token mismatch: someone else
-/// wrote), -2 (the log's last message is corrupt), -3 (no staged value); nothing is written
-/// unless it returns 1.
+/// wrote), -2 (the log's last message is corrupt), -3 (no staged value), or a `WRONGTYPE` error
+/// naming the message list (as [`UPDATE_INLINE`]); nothing is written unless it returns 1, and the
+/// staging key is gone whatever it returns.
 ///
 /// 2: the token no longer matches, but the record has this write's envelope and length and the
 /// log ends with exactly its messages. That is this very `save_turn` run before (a re-sent command
@@ -276,6 +296,13 @@ return 1
 /// revision may well write the same envelope). Without messages nothing tells a re-send from a writer that wrote the same bytes
 /// (two writers incrementing one counter), so a plain update still reports -1.
 const UPDATE: &str = r#"
+if #ARGV > 7 then
+  local bad = check_list(KEYS[3])
+  if bad then
+    redis.call('DEL', KEYS[2])
+    return bad
+  end
+end
 local s = token_state(KEYS[1], ARGV[1], ARGV[2])
 if s ~= 1 then
   local mine = s == -1 and #ARGV > 7 and token_state(KEYS[1], ARGV[6], '0') == 1
@@ -566,13 +593,23 @@ mod tests {
             (
                 "update",
                 &s.update,
-                &["check_sets", "token_state", "log_holds", "tail_is", "append_log", "apply_ttl", "add_to_indexes"],
+                &[
+                    "check_sets",
+                    "check_list",
+                    "token_state",
+                    "log_holds",
+                    "tail_is",
+                    "append_log",
+                    "apply_ttl",
+                    "add_to_indexes",
+                ],
             ),
             (
                 "update_inline",
                 &s.update_inline,
                 &[
                     "check_sets",
+                    "check_list",
                     "token_state",
                     "log_holds",
                     "tail_is",

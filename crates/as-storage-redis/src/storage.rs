@@ -446,6 +446,12 @@ impl RedisStorage {
     ) -> Result<i64, StorageError> {
         let (mode, ttl) = self.ttl_args();
         let exact_arg = str_value(if exact { "1" } else { "0" });
+        // A script error names the record, unless it is the scripts' own check of the message list.
+        let mkey = self.inner.keys.messages(&meta.user_id, &meta.id);
+        let fail = |e: FredError| {
+            let list_error = e.details().contains(&format!("WRONGTYPE {mkey} "));
+            map_fred(op, Some(if list_error { &mkey } else { rkey }), e)
+        };
         if json.len() <= INLINE_UPDATE_MAX_BYTES {
             let k = self.write_keys(rkey, &meta.user_id, &meta.agent_id, &meta.id, meta.source_schedule_id.as_deref());
             let mut args = Vec::with_capacity(6 + log.len());
@@ -458,9 +464,7 @@ impl RedisStorage {
                 bytes_value(Bytes::from(json)),
             ]);
             args.extend_from_slice(log);
-            return Self::eval(pool, &self.inner.scripts.update_inline, k, args)
-                .await
-                .map_err(|e| map_fred(op, Some(rkey), e));
+            return Self::eval(pool, &self.inner.scripts.update_inline, k, args).await.map_err(fail);
         }
         // The staging key extends the record key, so it shares its hash tag (cluster slot).
         let stage = format!("{rkey}:stage:{}", stage_suffix());
@@ -471,7 +475,6 @@ impl RedisStorage {
         let mut args = vec![bytes_value(token), exact_arg, str_value(meta.id.clone()), mode, ttl, head, len];
         args.extend_from_slice(log);
         let lua = &self.inner.scripts.update;
-        let fail = |e| map_fred(op, Some(rkey), e);
         // One round trip: stage the value (expiring on its own if we die here), then the script.
         let pipeline = pool.next().pipeline();
         let () = pipeline

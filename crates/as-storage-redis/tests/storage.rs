@@ -907,3 +907,29 @@ async fn deleting_an_unreadable_record_removes_its_schedule_index_entry() {
     assert!(!r.sismember::<bool, _, _>(sched, "sched-s").await.unwrap(), "the schedule index entry was left");
     assert!(r.sismember::<bool, _, _>(sched, "other").await.unwrap());
 }
+
+/// A message list key holding another Redis type fails `save_turn` on both write paths (inline,
+/// and staged for a large record) with an error naming that key, before anything is written,
+/// and leaves no staging key behind.
+#[tokio::test]
+async fn a_wrong_type_message_list_fails_save_turn_naming_it() {
+    let Some(server) = RedisServer::start() else { return };
+    let s = compat(&server).await;
+    let r = raw(&server.url()).await;
+    let o = owner();
+    for (i, state) in [rich_state(), common::state_with(60)].into_iter().enumerate() {
+        let rec = s.upsert_session(req(&o).with_session_id(format!("s{i}"))).await.unwrap();
+        let key = o.session(rec.id.clone());
+        let rkey = format!("agentscope:user:user-1:session:{}", rec.id);
+        let mkey = format!("{rkey}:messages");
+        r.set::<(), _, _>(&mkey, "x", None, None, false).await.unwrap();
+        let before: String = r.get(&rkey).await.unwrap();
+        let e = s.save_turn(&key, &state, None, &[Msg::user("u", "hi")]).await.unwrap_err();
+        assert_eq!(e.kind(), StorageErrorKind::Serialization, "state {i}: {e}");
+        assert!(e.to_string().contains(&format!("{mkey:?}")), "state {i}: {e}");
+        assert_eq!(r.get::<String, _>(&rkey).await.unwrap(), before, "state {i}: the record was written");
+        assert_eq!(r.get::<String, _>(&mkey).await.unwrap(), "x");
+        let keys = common::all_keys(&r).await;
+        assert!(keys.iter().all(|k| !k.contains(":stage:")), "state {i}: {keys:?}");
+    }
+}
