@@ -35,9 +35,11 @@ impl Synchronous {
 #[non_exhaustive]
 pub struct SqliteOptions {
     /// How long a writer waits for another connection's lock before failing with `Unavailable`.
+    /// At most `i32::MAX` milliseconds (about 24.8 days, what SQLite takes) is used.
     pub busy_timeout: Duration,
     /// Most connections (and so blocking threads) used at once by writes; reads have as many
     /// again of their own, so that writes waiting for another process's lock never hold up a read.
+    /// At least 1 and at most [`tokio::sync::Semaphore::MAX_PERMITS`] is used.
     pub max_connections: usize,
     /// How long an operation waits for one of those connections when all are in use (by
     /// operations waiting for another process's lock, say) before failing with `Unavailable`
@@ -80,14 +82,27 @@ impl Default for SqliteOptions {
     }
 }
 
+/// The longest busy timeout SQLite takes: `i32::MAX` milliseconds.
+const MAX_BUSY_TIMEOUT: Duration = Duration::from_millis(i32::MAX as u64);
+
 impl SqliteOptions {
+    /// The options as a store uses them: values SQLite or Tokio cannot take (a busy timeout over
+    /// `i32::MAX` ms, a connection count of 0 or over a semaphore's `MAX_PERMITS`) clamped into
+    /// range instead of panicking. The fields are public, so this cannot be left to the setters.
+    pub(crate) fn clamped(mut self) -> Self {
+        self.busy_timeout = self.busy_timeout.min(MAX_BUSY_TIMEOUT);
+        self.max_connections = self.max_connections.clamp(1, tokio::sync::Semaphore::MAX_PERMITS);
+        self
+    }
+
     /// Sets [`SqliteOptions::busy_timeout`].
     pub fn with_busy_timeout(mut self, t: Duration) -> Self {
         self.busy_timeout = t;
         self
     }
 
-    /// Sets [`SqliteOptions::max_connections`] (at least 1 is used).
+    /// Sets [`SqliteOptions::max_connections`] (at least 1 and at most
+    /// [`tokio::sync::Semaphore::MAX_PERMITS`] is used).
     pub fn with_max_connections(mut self, n: usize) -> Self {
         self.max_connections = n.max(1);
         self

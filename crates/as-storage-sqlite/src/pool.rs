@@ -44,8 +44,9 @@ struct Pooled {
 
 impl Inner {
     pub(crate) fn new(path: PathBuf, opts: SqliteOptions) -> Self {
-        let permits = Arc::new(Semaphore::new(opts.max_connections.max(1)));
-        let read_permits = Arc::new(Semaphore::new(opts.max_connections.max(1)));
+        let opts = opts.clamped();
+        let permits = Arc::new(Semaphore::new(opts.max_connections));
+        let read_permits = Arc::new(Semaphore::new(opts.max_connections));
         Self {
             path,
             opts,
@@ -76,7 +77,7 @@ impl Inner {
             SqliteErrorKind::Busy,
             format!(
                 "all {} connections of {} stayed in use for {:?} (acquire_timeout)",
-                self.opts.max_connections.max(1),
+                self.opts.max_connections,
                 self.path.display(),
                 self.opts.acquire_timeout
             ),

@@ -394,3 +394,45 @@ fn a_runtime_without_timers_runs_the_store() {
         s.close().await.unwrap();
     });
 }
+
+/// A busy timeout over what SQLite takes (`i32::MAX` ms) is clamped to it instead of panicking
+/// on the blocking thread that opens the file (open then failed).
+#[tokio::test]
+async fn a_huge_busy_timeout_is_clamped() {
+    let dir = tempfile::tempdir().unwrap();
+    let max = std::time::Duration::from_millis(i32::MAX as u64);
+    for t in [std::time::Duration::MAX, max + std::time::Duration::from_millis(1)] {
+        let s =
+            SqliteStorage::with_options(dir.path().join("sessions.db"), SqliteOptions::default().with_busy_timeout(t));
+        s.open().await.unwrap();
+        assert_eq!(s.options().busy_timeout, max);
+        s.upsert_session(UpsertSession::new(owner(), SessionConfig::new("ws"))).await.unwrap();
+        s.close().await.unwrap();
+    }
+}
+
+/// A connection count over what a Tokio semaphore holds is clamped to `Semaphore::MAX_PERMITS`
+/// (building the store panicked), and 0 is 1 (not a pool that never hands out a connection).
+#[tokio::test]
+async fn connection_counts_are_clamped() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut zero = SqliteOptions::default();
+    zero.max_connections = 0;
+    let mut huge = SqliteOptions::default();
+    huge.max_connections = usize::MAX;
+    for (opts, used) in [
+        (SqliteOptions::default().with_max_connections(usize::MAX), tokio::sync::Semaphore::MAX_PERMITS),
+        (huge, tokio::sync::Semaphore::MAX_PERMITS),
+        (zero, 1),
+    ] {
+        let s = SqliteStorage::with_options(
+            dir.path().join("sessions.db"),
+            opts.with_acquire_timeout(std::time::Duration::from_secs(30)),
+        );
+        assert_eq!(s.options().max_connections, used);
+        s.open().await.unwrap();
+        let rec = s.upsert_session(UpsertSession::new(owner(), SessionConfig::new("ws"))).await.unwrap();
+        assert!(s.get_session(&owner().session(rec.id)).await.unwrap().is_some());
+        s.close().await.unwrap();
+    }
+}
