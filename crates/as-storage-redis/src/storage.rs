@@ -759,8 +759,9 @@ impl RedisStorage {
                 if raw.is_empty() {
                     continue;
                 }
+                // Read as `get_session` reads a record: repeated keys as pydantic reads them.
                 let parsed = utf8(OP, rkey, &raw)
-                    .and_then(|t| serde_json::from_str::<ListRecord>(t).map_err(|e| bad_value(OP, rkey, e)));
+                    .and_then(|t| as_message::from_json::<ListRecord>(t).map_err(|e| bad_value(OP, rkey, e)));
                 match parsed {
                     Err(error) => errors.push(ListError { session_id: id.clone(), error }),
                     // In this agent's index but owned by someone else: a corrupt record or a stale

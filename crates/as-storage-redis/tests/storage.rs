@@ -933,3 +933,24 @@ async fn a_wrong_type_message_list_fails_save_turn_naming_it() {
         assert!(keys.iter().all(|k| !k.contains(":stage:")), "state {i}: {keys:?}");
     }
 }
+
+/// A record with a repeated key (pydantic keeps the last value; 2.0.4 reads it) is listed like
+/// `get_session` reads it, not reported as an error item.
+#[tokio::test]
+async fn a_listing_reads_repeated_keys_as_get_session_does() {
+    let Some(server) = RedisServer::start() else { return };
+    let s = compat(&server).await;
+    let r = raw(&server.url()).await;
+    let o = owner();
+    let rec = s.upsert_session(req(&o).with_session_id("dup")).await.unwrap();
+    let rkey = "agentscope:user:user-1:session:dup";
+    let text: String = r.get(rkey).await.unwrap();
+    let repeated = text.replacen("\"config\":{", "\"config\":{\"name\":\"first\",", 1);
+    assert_ne!(repeated, text);
+    r.set::<(), _, _>(rkey, repeated, None, None, false).await.unwrap();
+    let got = s.get_session(&o.session("dup")).await.unwrap().unwrap();
+    assert_eq!(got.config.name, rec.config.name);
+    let page = s.list_sessions(&o, &PageRequest::default()).await.unwrap();
+    assert!(page.errors.is_empty(), "{:?}", page.errors);
+    assert_eq!(page.sessions.iter().map(|x| (x.id.as_str(), x.name.as_str())).collect::<Vec<_>>(), [("dup", "test")]);
+}
