@@ -67,6 +67,13 @@ impl Inner {
         self.state().open
     }
 
+    /// `Unavailable` when the store is not open: checked after the ids and before anything is
+    /// done with the content (depth, size, encoding), as the memory store does. Every operation
+    /// checks again when it takes its connection.
+    pub(crate) fn ready(&self, op: &'static str) -> Result<(), StorageError> {
+        if self.is_open() { Ok(()) } else { Err(Self::closed().into_storage(op)) }
+    }
+
     pub(crate) fn map(&self, err: rusqlite::Error) -> SqliteError {
         SqliteError::from_rusqlite(err, &self.path)
     }

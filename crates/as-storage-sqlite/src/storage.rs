@@ -890,6 +890,7 @@ impl StorageBase for SqliteStorage {
     ) -> Result<Revision> {
         const OP: &str = "update_session_state";
         let key = validated_key(OP, key)?;
+        self.inner.ready(OP)?;
         // Encoded here, so only the bytes move to the blocking pool (no copy of the state).
         let state = EncodedState::new(OP, &key.session_id, state).map_err(|e| e.into_storage(OP))?;
         let expected = expected.cloned();
@@ -908,6 +909,7 @@ impl StorageBase for SqliteStorage {
     ) -> Result<SavedTurn> {
         const OP: &str = "save_turn";
         let key = validated_key(OP, key)?;
+        self.inner.ready(OP)?;
         let log = self.encode_log(OP, messages)?;
         let state = EncodedState::new(OP, &key.session_id, state).map_err(|e| e.into_storage(OP))?;
         let expected = expected.cloned();
@@ -942,6 +944,7 @@ impl StorageBase for SqliteStorage {
 
     async fn upsert_message(&self, key: &SessionKey, msg: &Msg) -> Result<()> {
         let key = validated_key("upsert_message", key)?;
+        self.inner.ready("upsert_message")?;
         check_message_depth(BACKEND, "upsert_message", msg)?;
         // Encoded here, so only the bytes move to the blocking pool (no copy of the message).
         let (id, json) = (msg.id.clone(), as_message::to_json(msg));
@@ -966,6 +969,7 @@ impl StorageBase for SqliteStorage {
     async fn import_record(&self, record: &SessionRecord, messages: &[Msg], mode: ImportMode) -> Result<ImportOutcome> {
         const OP: &str = "import_record";
         validate_import(record).map_err(|e| StorageError::new(e.kind(), BACKEND, OP, e.message().to_owned()))?;
+        self.inner.ready(OP)?;
         let log = self.encode_log(OP, messages)?;
         let record = record.clone();
         self.inner.run(OP, move |conn, inner| import_blocking(conn, inner, &record, &log, mode)).await

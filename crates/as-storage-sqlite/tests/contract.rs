@@ -436,3 +436,41 @@ async fn connection_counts_are_clamped() {
         s.close().await.unwrap();
     }
 }
+
+/// A closed store answers `Unavailable` before it looks at what it is given (as the memory
+/// store does, after the ids): a too deep or too large state or message is not reported as
+/// `InvalidInput` or `TooLarge` by a store that could not have written it anyway.
+#[tokio::test]
+async fn a_closed_store_is_unavailable_before_content_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = SqliteStorage::with_options(
+        dir.path().join("sessions.db"),
+        SqliteOptions::default().with_max_record_bytes(4096),
+    );
+    s.open().await.unwrap();
+    let rec = s.upsert_session(UpsertSession::new(owner(), SessionConfig::new("ws"))).await.unwrap();
+    let key = owner().session(rec.id.clone());
+    s.close().await.unwrap();
+    let nest = |n: usize| (0..n).fold(as_message::JsonValue::from(1), |v, _| as_message::JsonValue::Array(vec![v]));
+    let deep_depth = as_message::MAX_JSON_DEPTH + 1;
+    let mut deep_state = rec.state.clone();
+    deep_state.middle_context.insert("k".into(), nest(deep_depth));
+    let mut deep_msg = Msg::user("user", "deep");
+    deep_msg.metadata.insert("k".into(), nest(deep_depth));
+    let big_msg = Msg::user("user", "x".repeat(5000));
+    let unavailable = StorageErrorKind::Unavailable;
+    let kind = |r: Result<(), as_storage::StorageError>| r.unwrap_err().kind();
+    assert_eq!(kind(s.update_session_state(&key, &deep_state, None).await.map(drop)), unavailable);
+    assert_eq!(kind(s.save_turn(&key, &deep_state, None, &[]).await.map(drop)), unavailable);
+    assert_eq!(kind(s.save_turn(&key, &rec.state, None, std::slice::from_ref(&deep_msg)).await.map(drop)), unavailable);
+    assert_eq!(kind(s.save_turn(&key, &rec.state, None, std::slice::from_ref(&big_msg)).await.map(drop)), unavailable);
+    assert_eq!(kind(s.upsert_message(&key, &deep_msg).await), unavailable);
+    assert_eq!(
+        kind(s.import_record(&rec, &[deep_msg], as_storage::ImportMode::Overwrite).await.map(drop)),
+        unavailable
+    );
+    assert_eq!(kind(s.import_record(&rec, &[big_msg], as_storage::ImportMode::Overwrite).await.map(drop)), unavailable);
+    // A bad id is still `InvalidKey` first, closed or not.
+    let bad = owner().session("urn:x");
+    assert_eq!(kind(s.update_session_state(&bad, &deep_state, None).await.map(drop)), StorageErrorKind::InvalidKey);
+}
