@@ -49,7 +49,10 @@ pub(crate) enum Connection {
     Owned { config: Box<FredConfig>, host_port: (String, u16) },
 }
 
-/// Never prints the password (fred's `Config` derives `Debug` with it in clear).
+/// Never prints the password (fred's `Config` derives `Debug` with it in clear), nor a user name
+/// given without one: as in [`redact_url`], a URL's user part without `:` (`redis://hunter2@h`,
+/// which fred reads as the user name) may be a password typed without its colon. Next to a
+/// password the user name is no secret, and is shown (as `redact_url` shows `user:***`).
 impl std::fmt::Debug for Connection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -57,6 +60,8 @@ impl std::fmt::Debug for Connection {
                 let mut config = config.clone();
                 if config.password.is_some() {
                     config.password = Some("***".to_owned());
+                } else if config.username.is_some() {
+                    config.username = Some("***".to_owned());
                 }
                 f.debug_struct("Owned").field("config", &config).field("host_port", host_port).finish()
             }
@@ -442,6 +447,19 @@ mod tests {
             assert_eq!(e.kind(), StorageErrorKind::InvalidInput, "{url}");
             assert!(!e.to_string().contains("hunter2"), "{e}");
         }
+    }
+
+    /// A user part without `:` (`redis://hunter2@h`) may be a password typed without its colon:
+    /// fred reads it as the user name, and Debug hides it as [`redact_url`] does; with a password,
+    /// the user name is shown (it is not the secret then) and the password hidden.
+    #[test]
+    fn debug_hides_a_user_name_without_password() {
+        let shown = format!("{:?}", RedisStorageConfig::from_url("redis://hunter2@h").unwrap());
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert_eq!(redact_url("redis://hunter2@h"), "redis://***@h");
+        let shown = format!("{:?}", RedisStorageConfig::from_url("redis://app:hunter2@h").unwrap());
+        assert!(!shown.contains("hunter2") && shown.contains("\"app\""), "{shown}");
+        assert_eq!(redact_url("redis://app:hunter2@h"), "redis://app:***@h");
     }
 
     #[test]
