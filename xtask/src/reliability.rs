@@ -50,8 +50,9 @@ const REUSED: &[(&str, &str, &str, &str)] = &[
         "as-model-openai",
         "http",
         "",
-        "provider faults: 500/503 retried then typed, 429 Retry-After, 401 never retried nor leaking the key, \
-         stream cut mid-chunk, malformed SSE, timeouts",
+        "provider faults: retried exactly when 2.0.4 retries (status and `x-should-retry`, 33 cases recorded \
+         from the real package), 429/408/5xx Retry-After, 401 never retried nor leaking the key, stream cut \
+         mid-chunk, malformed SSE, an open stream after its answer, timeouts",
     ),
     (
         "as-tests",
