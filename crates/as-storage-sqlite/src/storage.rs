@@ -144,6 +144,18 @@ fn corrupt(op: &'static str, what: &str, e: impl fmt::Display) -> OpError {
     err(StorageErrorKind::Serialization, op, format!("stored {what} is not valid: {e}"))
 }
 
+/// A failed read of a session's row (or its messages). A value of the wrong type in a column (a
+/// BLOB where text belongs: a damaged file, or one written by something else) is the
+/// `Serialization` error a listing reports for it, naming the session; anything else is the file's error.
+fn read_failed(op: &'static str, inner: &Inner, session_id: &str, e: rusqlite::Error) -> OpError {
+    match e {
+        rusqlite::Error::InvalidColumnType(..)
+        | rusqlite::Error::FromSqlConversionFailure(..)
+        | rusqlite::Error::IntegralValueOutOfRange(..) => corrupt(op, &format!("column of session '{session_id}'"), e),
+        e => inner.map(e).into(),
+    }
+}
+
 /// The sortable form of a timestamp (fixed width, so text order is time order). An aware time
 /// whose UTC instant falls outside years 1-9999 (`9999-12-31T23:00:00-05:00`) is clamped to that
 /// range, where the four-digit year keeps the width: such sessions sort at the ends, among
@@ -214,16 +226,15 @@ impl MetaRow {
     }
 
     /// Looks the session up under its exact owner.
-    fn load(conn: &Connection, inner: &Inner, key: &SessionKey) -> Result<Option<Self>, OpError> {
+    fn load(conn: &Connection, inner: &Inner, key: &SessionKey, op: &'static str) -> Result<Option<Self>, OpError> {
         let mut stmt = conn
             .prepare_cached(&format!(
                 "SELECT {META_COLUMNS} FROM sessions WHERE user_id = ?1 AND id = ?2 AND agent_id = ?3"
             ))
             .map_err(|e| inner.map(e))?;
-        Ok(stmt
-            .query_row(params![key.user_id, key.session_id, key.agent_id], Self::from_row)
+        stmt.query_row(params![key.user_id, key.session_id, key.agent_id], Self::from_row)
             .optional()
-            .map_err(|e| inner.map(e))?)
+            .map_err(|e| read_failed(op, inner, &key.session_id, e))
     }
 
     fn meta(&self, op: &'static str) -> Result<SessionMeta, OpError> {
@@ -387,7 +398,7 @@ fn upsert_blocking(conn: &mut Connection, inner: &Inner, mut req: UpsertSession)
                 |r| Ok((MetaRow::from_row(r)?, r.get::<_, String>(10)?)),
             )
             .optional()
-            .map_err(|e| inner.map(e))?,
+            .map_err(|e| read_failed(OP, inner, id, e))?,
         None => None,
     };
     let record = if let Some((row, text)) = existing {
@@ -484,7 +495,7 @@ fn write_state(
     expected: Option<&Revision>,
     op: &'static str,
 ) -> Result<Option<(i64, Revision)>, OpError> {
-    let row = MetaRow::load(conn, inner, key)?.ok_or_else(|| not_found(op, key))?;
+    let row = MetaRow::load(conn, inner, key, op)?.ok_or_else(|| not_found(op, key))?;
     if let Some(exp) = expected
         && exp.0 != row.updated_at
     {
@@ -524,7 +535,7 @@ fn get_blocking(conn: &mut Connection, inner: &Inner, key: &SessionKey) -> Resul
             })
         })
         .optional()
-        .map_err(|e| inner.map(e))?;
+        .map_err(|e| read_failed("get_session", inner, &key.session_id, e))?;
     match parsed {
         None => Ok(None),
         Some(r) => Ok(Some(r.map_err(|e| corrupt("get_session", "record", e))?)),
@@ -538,7 +549,7 @@ fn get_raw_blocking(conn: &mut Connection, inner: &Inner, key: &SessionKey) -> R
     let bytes: Option<Vec<u8>> = stmt
         .query_row(params![key.user_id, key.session_id, key.agent_id], |r| Ok(r.get_ref(0)?.as_bytes()?.to_vec()))
         .optional()
-        .map_err(|e| inner.map(e))?;
+        .map_err(|e| read_failed("get_session_raw", inner, &key.session_id, e))?;
     bytes.map(|b| String::from_utf8(b).map_err(|e| corrupt("get_session_raw", "record", e))).transpose()
 }
 
@@ -737,7 +748,7 @@ fn get_message_blocking(
              WHERE s.user_id = ?1 AND s.id = ?2 AND s.agent_id = ?3 AND m.msg_id = ?4 ORDER BY m.seq DESC LIMIT 1",
         )
         .and_then(|mut s| s.query_row(params![key.user_id, key.session_id, key.agent_id, id], |r| r.get(0)).optional())
-        .map_err(|e| inner.map(e))?;
+        .map_err(|e| read_failed("get_message", inner, &key.session_id, e))?;
     text.map(|t| parse_msg("get_message", &t)).transpose()
 }
 
@@ -770,7 +781,7 @@ fn list_messages_blocking(
     let rows = stmt.query_map(params![pk, from, to], |r| r.get::<_, String>(0)).map_err(|e| inner.map(e))?;
     let mut out = Vec::new();
     for row in rows {
-        out.push(parse_msg(OP, &row.map_err(|e| inner.map(e))?)?);
+        out.push(parse_msg(OP, &row.map_err(|e| read_failed(OP, inner, &key.session_id, e))?)?);
     }
     Ok(out)
 }

@@ -474,3 +474,43 @@ async fn a_closed_store_is_unavailable_before_content_checks() {
     let bad = owner().session("urn:x");
     assert_eq!(kind(s.update_session_state(&bad, &deep_state, None).await.map(drop)), StorageErrorKind::InvalidKey);
 }
+
+/// A session column holding a value of the wrong type (a file damaged, or written by something
+/// else) is the `Serialization` error naming the session on every read path, as in a listing,
+/// not a `Backend` failure. (SQLite's TEXT affinity turns a number written into a text column
+/// into text, `record = 1` then fails to parse and `updated_at = 5` is a Unix time: the wrong type
+/// that stays is a BLOB.)
+#[tokio::test]
+async fn a_column_of_the_wrong_type_is_a_serialization_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir).await;
+    let check = |what: &str, r: Result<(), as_storage::StorageError>, id: &str| {
+        let e = r.unwrap_err();
+        assert_eq!(e.kind(), StorageErrorKind::Serialization, "{what}: {e}");
+        assert!(e.message().contains(id), "{what}: {e}");
+    };
+    for damage in ["updated_at = x'35'", "record = x'7b7d'", "config = x'7b7d'", "source = x'75736572'"] {
+        let rec = s.upsert_session(UpsertSession::new(owner(), SessionConfig::new("ws"))).await.unwrap();
+        let key = owner().session(rec.id.clone());
+        raw(&dir).execute(&format!("UPDATE sessions SET {damage} WHERE id = ?1"), [&rec.id]).unwrap();
+        let id = rec.id.as_str();
+        if damage.starts_with("record") {
+            // Read as bytes, as a BLOB or not: `{}` is no record (this was already right).
+            assert_eq!(s.get_session(&key).await.unwrap_err().kind(), StorageErrorKind::Serialization);
+        } else {
+            check(damage, s.update_session_state(&key, &rec.state, None).await.map(drop), id);
+            check(damage, s.save_turn(&key, &rec.state, None, &[Msg::user("user", "hi")]).await.map(drop), id);
+        }
+        let again = UpsertSession::new(owner(), SessionConfig::new("ws")).with_session_id(rec.id.clone());
+        check(damage, s.upsert_session(again).await.map(drop), id);
+        assert!(s.delete_session(&key).await.unwrap());
+    }
+    // A message of the wrong type.
+    let rec = s.upsert_session(UpsertSession::new(owner(), SessionConfig::new("ws"))).await.unwrap();
+    let key = owner().session(rec.id.clone());
+    let m = Msg::user("user", "hi");
+    s.upsert_message(&key, &m).await.unwrap();
+    raw(&dir).execute("UPDATE messages SET msg = CAST(msg AS BLOB)", []).unwrap();
+    check("message", s.get_message(&key, &m.id).await.map(drop), &rec.id);
+    check("message", s.list_messages(&key, 0, 0).await.map(drop), &rec.id);
+}
