@@ -409,8 +409,14 @@ pub(crate) fn initialize(path: &Path, opts: &SqliteOptions) -> Result<Connection
                 std::fs::create_dir_all(parent).map_err(|e| io_error(parent, "create the directory", &e))?;
             }
             // Create the empty file ourselves, exclusively: an empty file is an empty database to
-            // SQLite, and `create_new` can never truncate a file that appeared meanwhile.
-            match std::fs::OpenOptions::new().write(true).create_new(true).open(path) {
+            // SQLite, and `create_new` can never truncate a file that appeared meanwhile. It holds
+            // conversations, so on Unix only its owner may read it (SQLite gives the WAL and
+            // shared-memory files it creates beside it the same mode).
+            let mut create = std::fs::OpenOptions::new();
+            create.write(true).create_new(true);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut create, 0o600);
+            match create.open(path) {
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(io_error(path, "create", &e)),

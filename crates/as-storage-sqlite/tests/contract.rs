@@ -514,3 +514,20 @@ async fn a_column_of_the_wrong_type_is_a_serialization_error() {
     check("message", s.get_message(&key, &m.id).await.map(drop), &rec.id);
     check("message", s.list_messages(&key, 0, 0).await.map(drop), &rec.id);
 }
+
+/// The file holds conversations: a new one is readable by its owner only (0600, whatever the
+/// umask lets through), and so are the WAL and shared-memory files SQLite creates beside it
+/// (it gives them the database file's mode).
+#[cfg(unix)]
+#[tokio::test]
+async fn a_new_file_is_private_to_its_owner() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir).await;
+    s.upsert_session(UpsertSession::new(owner(), SessionConfig::new("ws"))).await.unwrap();
+    for name in ["sessions.db", "sessions.db-wal", "sessions.db-shm"] {
+        let mode = std::fs::metadata(dir.path().join(name)).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{name}: {mode:o}");
+    }
+    s.close().await.unwrap();
+}
