@@ -1143,28 +1143,19 @@ impl RedisStorage {
         if matches!(&*self.inner.state.lock().unwrap_or_else(PoisonError::into_inner), State::Open(_)) {
             return Ok(());
         }
-        let pool = match &self.inner.external {
-            Some(pool) => pool.clone(),
+        let (pending, server_is_cluster) = match &self.inner.external {
+            Some(pool) => (PendingPool::callers(pool.clone()), None),
             None => self.connect_owned().await?,
         };
-        if let Err(e) = self.check_layout(&pool).await {
-            if self.inner.external.is_none() {
-                let _ = pool.quit().await;
-            }
+        if let Err(e) = self.check_layout(pending.pool(), server_is_cluster).await {
+            pending.close().await;
             return Err(e);
         }
+        // No await from here on: the pool is stored (or, another open() having won the race, quit
+        // in the background as `pending` drops).
         let mut state = self.inner.state.lock().unwrap_or_else(PoisonError::into_inner);
-        match &*state {
-            State::Open(_) => {
-                // Another open() won the race; drop ours.
-                if self.inner.external.is_none() {
-                    let extra = pool.clone();
-                    tokio::spawn(async move {
-                        let _ = extra.quit().await;
-                    });
-                }
-            }
-            State::Idle => *state = State::Open(pool),
+        if matches!(&*state, State::Idle) {
+            *state = State::Open(pending.keep());
         }
         drop(state);
         tracing::debug!(target: "as_storage_redis", op = OP, "opened");
@@ -1190,50 +1181,58 @@ impl RedisStorage {
         b
     }
 
-    async fn connect_owned(&self) -> Result<Pool, StorageError> {
+    /// Connects as configured, with whether the server is a cluster node when `INFO` told
+    /// already (`None` when it was not asked: a cluster URL).
+    async fn connect_owned(&self) -> Result<(PendingPool, Option<bool>), StorageError> {
         let Connection::Owned { config, host_port } = &self.inner.config.connection;
-        let pool = self.connect_pool((**config).clone()).await?;
+        let pending = self.connect_pool((**config).clone()).await?;
         if config.server.is_clustered() {
-            return Ok(pool);
+            return Ok((pending, None));
         }
         // A `redis://` URL that points at a cluster node: switch to a cluster client.
-        let info = match cluster_info(&pool).await {
+        let info = match cluster_info(pending.pool()).await {
             Ok(info) => info,
             Err(e) => {
-                let _ = pool.quit().await;
+                pending.close().await;
                 return Err(e);
             }
         };
         if !info.is_some_and(|i| i.contains("cluster_enabled:1")) {
-            return Ok(pool);
+            return Ok((pending, Some(false)));
         }
-        let _ = pool.quit().await;
+        pending.close().await;
         let mut clustered = (**config).clone();
         clustered.server = ServerConfig::new_clustered(vec![(host_port.0.clone(), host_port.1)]);
         clustered.database = None;
-        self.connect_pool(clustered).await
+        Ok((self.connect_pool(clustered).await?, Some(true)))
     }
 
-    async fn connect_pool(&self, config: FredConfig) -> Result<Pool, StorageError> {
+    async fn connect_pool(&self, config: FredConfig) -> Result<PendingPool, StorageError> {
         const OP: &str = "open";
         let pool = self.builder(config).build_pool(self.inner.config.pool_size).map_err(|e| map_fred(OP, None, e))?;
+        let pending = PendingPool::owned(pool);
         let limit = self.inner.config.connect_timeout;
-        match tokio::time::timeout(limit, pool.init()).await {
-            Ok(Ok(_task)) => Ok(pool),
+        match tokio::time::timeout(limit, pending.pool().init()).await {
+            Ok(Ok(_task)) => Ok(pending),
             Ok(Err(e)) => {
-                let _ = pool.quit().await;
+                pending.close().await;
                 Err(map_fred(OP, None, e))
             }
             Err(_) => {
-                let _ = pool.quit().await;
+                pending.close().await;
                 Err(err(StorageErrorKind::Unavailable, OP, format!("could not connect within {limit:?}")))
             }
         }
     }
 
-    async fn check_layout(&self, pool: &Pool) -> Result<(), StorageError> {
+    /// Refuses a client or key layout the server cannot serve; `server_is_cluster` is what
+    /// `INFO` said when it was asked already (else it is asked here).
+    async fn check_layout(&self, pool: &Pool, server_is_cluster: Option<bool>) -> Result<(), StorageError> {
         const OP: &str = "open";
-        let server_is_cluster = cluster_info(pool).await?.is_some_and(|i| i.contains("cluster_enabled:1"));
+        let server_is_cluster = match server_is_cluster {
+            Some(known) => known,
+            None => cluster_info(pool).await?.is_some_and(|i| i.contains("cluster_enabled:1")),
+        };
         if server_is_cluster && !pool.is_clustered() {
             return Err(err(
                 StorageErrorKind::Unsupported,
@@ -1438,6 +1437,58 @@ impl StorageBase for RedisStorage {
     /// of the whole keyspace, for administration.
     async fn list_users(&self) -> Result<Vec<String>, StorageError> {
         self.list_users_inner().await
+    }
+}
+
+/// A pool `open` is setting up. One of ours is quit unless it is kept ([`PendingPool::keep`]): on
+/// an error, and also when `open`'s future is dropped midway (its overall time limit, or a caller's
+/// own timeout), since fred keeps a pool's connections, and reconnects them, until it is quit. A
+/// caller's pool ([`PendingPool::callers`]) is never quit.
+struct PendingPool {
+    pool: Pool,
+    /// Whether it is ours and still to be quit.
+    armed: bool,
+}
+
+impl PendingPool {
+    fn owned(pool: Pool) -> Self {
+        Self { pool, armed: true }
+    }
+
+    fn callers(pool: Pool) -> Self {
+        Self { pool, armed: false }
+    }
+
+    fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    /// The pool, no longer to be quit here.
+    fn keep(mut self) -> Pool {
+        self.armed = false;
+        self.pool.clone()
+    }
+
+    /// Quits one of ours now (if this is dropped before it is done, the drop quits it again).
+    async fn close(mut self) {
+        if self.armed {
+            let _ = self.pool.quit().await;
+            self.armed = false;
+        }
+    }
+}
+
+impl Drop for PendingPool {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let pool = self.pool.clone();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = pool.quit().await;
+            });
+        }
     }
 }
 

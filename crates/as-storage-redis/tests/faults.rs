@@ -292,3 +292,29 @@ async fn an_acquire_given_up_mid_set_leaves_no_lock() {
     let guard = locks.acquire("sess-drop", Duration::from_secs(5)).await.expect("the session is free");
     assert!(guard.release().await.unwrap());
 }
+
+/// An `open` given up midway (its future dropped: a caller's own timeout, or `open`'s overall
+/// limit) leaves no connection behind: the pool it was building is closed, not left connected
+/// (and reconnecting) with nobody to close it. Given up here while the server is paused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_given_up_midway_leaves_no_connection() {
+    let Some(server) = RedisServer::start() else { return };
+    let port = server.port();
+    let reply = as_storage_redis::testing::raw_command(port, "CLIENT PAUSE 1000 ALL").unwrap();
+    assert!(reply.starts_with("+OK"), "{reply}");
+    let cfg = RedisStorageConfig::from_url(&server.url()).unwrap().with_timeout(Duration::from_secs(5));
+    let s = RedisStorage::new(cfg).unwrap();
+    assert!(tokio::time::timeout(Duration::from_millis(300), s.open()).await.is_err(), "open did not wait");
+    assert!(!s.is_open());
+    // Once the pause is over, only the probe's own connection is left.
+    let start = Instant::now();
+    loop {
+        let list = as_storage_redis::testing::raw_command(port, "CLIENT LIST").unwrap_or_default();
+        let clients = list.lines().filter(|l| l.contains(" cmd=")).count();
+        if clients == 1 {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(5), "connections left: {list}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

@@ -954,3 +954,19 @@ async fn a_listing_reads_repeated_keys_as_get_session_does() {
     assert!(page.errors.is_empty(), "{:?}", page.errors);
     assert_eq!(page.sessions.iter().map(|x| (x.id.as_str(), x.name.as_str())).collect::<Vec<_>>(), [("dup", "test")]);
 }
+
+/// `open` asks `INFO cluster` once: the answer that decides whether to switch to a cluster client
+/// also decides whether the key layout fits. (Counted in the slow log, which here logs every
+/// command with its arguments: fred sends an `INFO` of its own on each connection.)
+#[tokio::test]
+async fn open_asks_info_cluster_once() {
+    let Some(server) = RedisServer::start_with(&["--save", "", "--appendonly", "no", "--slowlog-log-slower-than", "0"])
+    else {
+        return;
+    };
+    let s = compat(&server).await;
+    let log = as_storage_redis::testing::raw_command(server.port(), "SLOWLOG GET 1000").unwrap();
+    let asked = log.to_ascii_lowercase().matches("\r\ninfo\r\n$7\r\ncluster\r\n").count();
+    assert_eq!(asked, 1, "{log}");
+    s.close().await.unwrap();
+}
