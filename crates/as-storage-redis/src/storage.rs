@@ -1226,11 +1226,13 @@ impl RedisStorage {
     }
 
     /// Refuses a client or key layout the server cannot serve; `server_is_cluster` is what
-    /// `INFO` said when it was asked already (else it is asked here).
+    /// `INFO` said when it was asked already (else it is asked here, unless the client is a cluster
+    /// client: a cluster, whatever `INFO` says or whether the account may run it at all).
     async fn check_layout(&self, pool: &Pool, server_is_cluster: Option<bool>) -> Result<(), StorageError> {
         const OP: &str = "open";
         let server_is_cluster = match server_is_cluster {
-            Some(known) => known,
+            Some(known) => known || pool.is_clustered(),
+            None if pool.is_clustered() => true,
             None => cluster_info(pool).await?.is_some_and(|i| i.contains("cluster_enabled:1")),
         };
         if server_is_cluster && !pool.is_clustered() {

@@ -76,3 +76,30 @@ async fn cluster_layout_spreads_users_and_compat_is_refused() {
     assert!(g.release().await.unwrap());
     s.close().await.unwrap();
 }
+
+/// A cluster client with the compat layout is refused at open even when the account may not run
+/// `INFO` (a hardened account without `@dangerous`), which is then no evidence of a cluster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compat_on_a_cluster_client_is_refused_without_info() {
+    let Some(cluster) = RedisCluster::start() else { return };
+    for port in cluster.ports() {
+        let reply = raw_command(port, "ACL SETUSER app on >s3cret +@all -@dangerous ~*").unwrap();
+        assert!(reply.starts_with("+OK"), "{reply}");
+    }
+    let url = cluster.url().replacen("redis-cluster://", "redis-cluster://app:s3cret@", 1);
+    let compat =
+        RedisStorage::new(RedisStorageConfig::from_url(&url).unwrap().with_timeout(Duration::from_secs(5))).unwrap();
+    let e = compat.open().await.unwrap_err();
+    assert_eq!(e.kind(), StorageErrorKind::Unsupported, "{e}");
+    assert!(e.to_string().contains("layout=cluster"), "{e}");
+    assert!(!compat.is_open());
+    // The cluster layout works on the same account.
+    let s = RedisStorage::new(
+        RedisStorageConfig::from_url(&format!("{url}&layout=cluster")).unwrap().with_timeout(Duration::from_secs(5)),
+    )
+    .unwrap();
+    s.open().await.unwrap();
+    let o = as_storage::Owner::new("user-1", "agent-1");
+    s.upsert_session(req(&o)).await.unwrap();
+    s.close().await.unwrap();
+}
