@@ -34,12 +34,30 @@ fn find_on_path(name: &str) -> Option<PathBuf> {
     std::env::split_paths(&path).map(|dir| dir.join(name)).find(|p| p.is_file())
 }
 
-fn skip_message() -> Option<PathBuf> {
+/// The environment variable that turns a missing `redis-server` from a printed skip into a test
+/// failure; `.ci/run` sets it, so CI can never skip the Redis tiers unseen.
+pub const REQUIRE_REDIS_VAR: &str = "AS_REQUIRE_REDIS";
+
+/// [`redis_server_binary`] for a test that needs it: when it is missing, prints `skipping:
+/// redis-server not found` and returns `None`, or panics when [`REQUIRE_REDIS_VAR`] is set (to
+/// anything but `0` or nothing).
+///
+/// # Panics
+/// When `redis-server` is missing and [`REQUIRE_REDIS_VAR`] is set (test code only).
+#[allow(clippy::panic)]
+pub fn redis_server_or_skip() -> Option<PathBuf> {
     let found = redis_server_binary();
     if found.is_none() {
+        if redis_required() {
+            panic!("redis-server not found on PATH, and {REQUIRE_REDIS_VAR} is set: the Redis tier must run");
+        }
         println!("skipping: redis-server not found");
     }
     found
+}
+
+fn redis_required() -> bool {
+    std::env::var_os(REQUIRE_REDIS_VAR).is_some_and(|v| !v.is_empty() && v != "0")
 }
 
 /// A loopback port that nothing listens on right now.
@@ -118,7 +136,7 @@ impl RedisServer {
     /// When the server cannot be started or does not answer `PING` in time (test code only).
     #[allow(clippy::panic)]
     pub fn start_with(args: &[&str]) -> Option<Self> {
-        let binary = skip_message()?;
+        let binary = redis_server_or_skip()?;
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("temp dir: {e}"));
         let port = free_port().unwrap_or_else(|e| panic!("free port: {e}"));
         let mut server = Self { binary, child: None, port, dir, args: args.iter().map(|s| (*s).to_owned()).collect() };
@@ -233,8 +251,11 @@ impl RedisCluster {
     /// When the cluster cannot be formed in time (test code only).
     #[allow(clippy::panic)]
     pub fn start() -> Option<Self> {
-        let binary = skip_message()?;
+        let binary = redis_server_or_skip()?;
         let Some(cli) = find_on_path("redis-cli") else {
+            if redis_required() {
+                panic!("redis-cli not found on PATH, and {REQUIRE_REDIS_VAR} is set: the cluster tier must run");
+            }
             println!("skipping: redis-cli not found");
             return None;
         };
