@@ -13,6 +13,11 @@
 //! lacks a [`crate::Capabilities`] flag or an optional method such as `import_record`; the runner prints why) or a [`ConformanceError`] naming the
 //! scenario and what differed.
 //!
+//! **Pin your skips.** A skipped scenario checked nothing: list the exact scenarios your backend
+//! is expected to skip (`skipped = [...]` in [`storage_conformance_tests!`](crate::storage_conformance_tests),
+//! or an `assert_eq!` on [`Report::skipped`] after [`run_all`]), so that a capability or hook your
+//! backend loses later fails a test instead of silently skipping its checks.
+//!
 //! ```
 //! use as_storage::conformance::{BuildOptions, StorageFactory};
 //! use as_storage::{InMemoryStorage, SharedStorage, StorageBase, StorageError};
@@ -31,8 +36,19 @@
 //!     }
 //! }
 //!
-//! // In tests/conformance.rs: one #[test] per scenario.
-//! as_storage::storage_conformance_tests!(MemoryFactory);
+//! // In tests/conformance.rs: one #[test] per scenario. The memory store declares no optional
+//! // capability and the factory has no `reopen` or `build_faulty`: these scenarios skip, and
+//! // any other skip fails its test.
+//! as_storage::storage_conformance_tests!(
+//!     MemoryFactory,
+//!     skipped = [
+//!         save_turn_failure_at_any_write_leaves_nothing,
+//!         durable_survives_reopen,
+//!         cross_process_instances_agree,
+//!         ttl_expires_idle_sessions,
+//!         ttl_restarts_on_writes,
+//!     ]
+//! );
 //! # fn main() {}
 //! ```
 
@@ -332,14 +348,17 @@ macro_rules! __storage_conformance_run_all {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __storage_conformance_test_fns {
-    ([$factory:expr] $($name:ident)*) => {
+    ([$factory:expr, $skips:tt] $($name:ident)*) => {
         $(
             #[test]
             fn $name() -> ::std::result::Result<(), $crate::conformance::ConformanceError> {
                 let factory = $factory;
-                $crate::conformance::__private::run_test(stringify!($name), &factory, |f| {
-                    $crate::conformance::__private::Box::pin($crate::conformance::$name(f))
-                })
+                $crate::conformance::__private::run_test(
+                    stringify!($name),
+                    &factory,
+                    &$skips,
+                    |f| $crate::conformance::__private::Box::pin($crate::conformance::$name(f)),
+                )
             }
         )*
     };
@@ -348,15 +367,53 @@ macro_rules! __storage_conformance_test_fns {
 /// Generates one `#[test]` per conformance scenario for a [`StorageFactory`] expression.
 ///
 /// Each test runs its scenario on a fresh multi-threaded Tokio runtime (so the caller needs no
-/// Tokio dependency of its own), prints skips, and fails with the scenario's
-/// [`ConformanceError`]. Invoke it at module level of an integration test
-/// (`tests/conformance.rs`) with an expression that builds your factory, for example
-/// `as_storage::storage_conformance_tests!(MyFactory::new());`; the [`crate::conformance`] module docs
-/// show a complete factory.
+/// Tokio dependency of its own) and fails with the scenario's [`ConformanceError`]. Invoke it at
+/// module level of an integration test (`tests/conformance.rs`) with an expression that builds
+/// your factory and, after `skipped =`, the exact list of scenarios your backend is expected to
+/// skip ([`Outcome::Skipped`]: a [`crate::Capabilities`] flag it does not declare, an optional
+/// method it does not implement, a factory hook it does not provide):
+///
+/// ```
+/// # use as_storage::conformance::{BuildOptions, StorageFactory};
+/// # use as_storage::{InMemoryStorage, SharedStorage, StorageBase, StorageError};
+/// # struct MyFactory;
+/// # impl MyFactory { fn new() -> Self { MyFactory } }
+/// # impl StorageFactory for MyFactory {
+/// #     type Guard = ();
+/// #     async fn build(&self, _: &BuildOptions) -> Result<((), SharedStorage), StorageError> {
+/// #         let store = InMemoryStorage::new();
+/// #         store.open().await?;
+/// #         Ok(((), std::sync::Arc::new(store)))
+/// #     }
+/// # }
+/// // No `ttl`, no `reopen`, no `build_faulty`: these scenarios skip, and only these.
+/// as_storage::storage_conformance_tests!(
+///     MyFactory::new(),
+///     skipped = [
+///         save_turn_failure_at_any_write_leaves_nothing,
+///         durable_survives_reopen,
+///         cross_process_instances_agree,
+///         ttl_expires_idle_sessions,
+///         ttl_restarts_on_writes,
+///     ]
+/// );
+/// # fn main() {}
+/// ```
+///
+/// **Pin your skips**: a skip is not a pass. A scenario that skips without being listed fails
+/// (so a capability or hook your backend loses, by a refactor or a wrapper, is caught instead of
+/// silently skipping its checks), and so does a listed scenario that runs (remove it from the
+/// list once your backend supports it). A name that is not a scenario (see [`SCENARIOS`]) fails
+/// every test. `storage_conformance_tests!(MyFactory::new())` is the same as `skipped = []`:
+/// every scenario must run and pass. Only [`StorageFactory::skip_reason`] skips the whole suite
+/// without failing (for a missing server); [`run_all`] users pin [`Report::skipped`] themselves.
 #[macro_export]
 macro_rules! storage_conformance_tests {
-    ($factory:expr) => {
-        $crate::__storage_conformance_scenarios!(__storage_conformance_test_fns; $factory);
+    ($factory:expr, skipped = [$($skip:ident),* $(,)?] $(,)?) => {
+        $crate::__storage_conformance_scenarios!(__storage_conformance_test_fns; $factory, [$(stringify!($skip)),*]);
+    };
+    ($factory:expr $(,)?) => {
+        $crate::__storage_conformance_scenarios!(__storage_conformance_test_fns; $factory, []);
     };
 }
 
@@ -382,7 +439,7 @@ pub mod __private {
 
     pub use std::boxed::Box;
 
-    use super::{ConformanceError, Outcome, StorageFactory};
+    use super::{ConformanceError, Outcome, SCENARIOS, StorageFactory};
 
     /// Prints skips and failures (passes are silent).
     pub fn print_outcome(name: &str, r: &Result<Outcome, ConformanceError>) {
@@ -393,12 +450,20 @@ pub mod __private {
         }
     }
 
-    /// Runs one scenario on a fresh runtime, for the generated tests.
+    /// Runs one scenario on a fresh runtime, for the generated tests: it fails if the scenario
+    /// fails, if it skips and is not in `expected_skips`, or if it is in `expected_skips` and ran.
     pub fn run_test<F: StorageFactory>(
         name: &'static str,
         factory: &F,
+        expected_skips: &[&str],
         scenario: impl for<'a> FnOnce(&'a F) -> Pin<Box<dyn Future<Output = Result<Outcome, ConformanceError>> + 'a>>,
     ) -> Result<(), ConformanceError> {
+        if let Some(unknown) = expected_skips.iter().find(|s| !SCENARIOS.contains(s)) {
+            return Err(ConformanceError::new(
+                name,
+                format!("`{unknown}` in `skipped = [...]` is not a conformance scenario"),
+            ));
+        }
         if let Some(why) = factory.skip_reason() {
             println!("skipping: {why}");
             return Ok(());
@@ -410,7 +475,25 @@ pub mod __private {
             .map_err(|e| ConformanceError::new(name, format!("cannot build a tokio runtime: {e}")))?;
         let r = rt.block_on(scenario(factory));
         print_outcome(name, &r);
-        r.map(|_| ())
+        check_skip(name, r?, expected_skips.contains(&name))
+    }
+
+    /// Holds a scenario's outcome against whether the factory listed it as an expected skip.
+    pub(super) fn check_skip(name: &'static str, outcome: Outcome, expected: bool) -> Result<(), ConformanceError> {
+        match (outcome, expected) {
+            (Outcome::Passed, false) | (Outcome::Skipped(_), true) => Ok(()),
+            (Outcome::Skipped(why), false) => Err(ConformanceError::new(
+                name,
+                format!(
+                    "skipped ({why}) but not listed in `skipped = [...]`: a skip is not a pass; \
+                     list it only if the backend really lacks what it needs"
+                ),
+            )),
+            (Outcome::Passed, true) => Err(ConformanceError::new(
+                name,
+                "listed in `skipped = [...]` but ran and passed: remove it from the list",
+            )),
+        }
     }
 }
 
@@ -3453,6 +3536,25 @@ mod tests {
         }
         // The other scenarios still run against it.
         assert_eq!(create_and_get_roundtrip(&LegacyFactory).await.unwrap(), Outcome::Passed);
+    }
+
+    /// The generated tests fail on a skip that is not listed, and on a listed skip that ran.
+    #[test]
+    fn run_test_holds_skips_to_the_expected_list() {
+        let run = |name: &'static str, expected: &[&str]| {
+            __private::run_test(name, &LegacyFactory, expected, |f| match name {
+                "ttl_expires_idle_sessions" => Box::pin(ttl_expires_idle_sessions(f)),
+                _ => Box::pin(create_and_get_roundtrip(f)),
+            })
+        };
+        let e = run("ttl_expires_idle_sessions", &[]).unwrap_err();
+        assert!(e.details().contains("capability `ttl` not declared") && e.details().contains("not listed"), "{e}");
+        run("ttl_expires_idle_sessions", &["durable_survives_reopen", "ttl_expires_idle_sessions"]).unwrap();
+        run("create_and_get_roundtrip", &[]).unwrap();
+        let e = run("create_and_get_roundtrip", &["create_and_get_roundtrip"]).unwrap_err();
+        assert!(e.details().contains("ran and passed"), "{e}");
+        let e = run("create_and_get_roundtrip", &["ttl_expires_idle_session"]).unwrap_err();
+        assert!(e.details().contains("`ttl_expires_idle_session` in `skipped = [...]` is not"), "{e}");
     }
 
     #[test]
