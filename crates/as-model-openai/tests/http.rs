@@ -433,17 +433,19 @@ async fn malformed_sse_line_is_an_invalid_response() {
 #[tokio::test]
 async fn slow_server_times_out() {
     let s = server().await;
-    // Headers too late: request timeout (retried once, then the error).
-    s.push(MockReply::sse([chunk::text("late")]).delayed(Duration::from_millis(800)));
-    s.push(MockReply::sse([chunk::text("late")]).delayed(Duration::from_millis(800)));
+    // Headers too late: request timeout (retried once, then the error). The server would answer
+    // after 10 s; two 300 ms attempts end well within the 5 s bound, which only the timeout
+    // firing (not the server's answer) can meet.
+    s.push(MockReply::sse([chunk::text("late")]).delayed(Duration::from_secs(10)));
+    s.push(MockReply::sse([chunk::text("late")]).delayed(Duration::from_secs(10)));
     let cfg = config(&s)
-        .with_timeouts(Duration::from_secs(1), Duration::from_millis(150), Duration::from_millis(150))
+        .with_timeouts(Duration::from_secs(2), Duration::from_millis(300), Duration::from_millis(300))
         .with_retry(RetryPolicy::new(1, Duration::from_millis(1)));
     let m = model(cfg);
     let t = Instant::now();
     let e = m.call(ChatRequest::new(vec![Msg::user("user", "Hi")])).await.unwrap_err();
     assert_eq!(e.kind(), ModelErrorKind::Timeout);
-    assert!(t.elapsed() < Duration::from_millis(790), "did not wait for the slow server: {:?}", t.elapsed());
+    assert!(t.elapsed() < Duration::from_secs(5), "did not wait for the slow server: {:?}", t.elapsed());
     assert_eq!(s.requests().len(), 2);
 
     // A stream that goes silent: idle timeout mid-stream, partial kept.
@@ -482,20 +484,27 @@ async fn cancellation_mid_stream_keeps_the_partial_marked_interrupted() {
     assert_eq!(r.tool_calls().next().unwrap().input, r#"{"city": "Pa"#, "partial call kept for context");
     assert!(r.executable_tool_calls().is_empty(), "but never presented as complete");
 
-    // Cancelled while waiting for a slow server: an empty interrupted response, promptly.
-    s.push(MockReply::sse([chunk::text("late")]).delayed(Duration::from_secs(3)));
+    // Cancelled while waiting for a slow server (30 s): an empty interrupted response, promptly
+    // (well before the server would answer).
+    s.push(MockReply::sse([chunk::text("late")]).delayed(Duration::from_secs(30)));
     let cancel = CancellationToken::new();
     let req = ChatRequest::new(vec![Msg::user("user", "Hi")]).with_cancel(cancel.clone());
     let t = Instant::now();
     let (r, ()) = tokio::join!(m.call(req), async {
-        while s.requests().len() < 2 {
-            tokio::task::yield_now().await;
-        }
+        // Cancel once the server has the request; a request that never arrives fails here
+        // instead of hanging.
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while s.requests().len() < 2 {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("the request reaches the server");
         cancel.cancel();
     });
     let r = r.unwrap();
     assert!(r.is_interrupted() && r.content.is_empty());
-    assert!(t.elapsed() < Duration::from_secs(2));
+    assert!(t.elapsed() < Duration::from_secs(10), "not cancelled promptly: {:?}", t.elapsed());
 }
 
 #[tokio::test]
