@@ -331,7 +331,10 @@ async fn pooled_connections_check_the_file_and_its_schema_again() {
 async fn reads_do_not_queue_behind_writes_waiting_for_a_lock() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("sessions.db");
-    let opts = SqliteOptions::default().with_max_connections(1).with_busy_timeout(Duration::from_secs(30));
+    let opts = SqliteOptions::default()
+        .with_max_connections(1)
+        .with_busy_timeout(Duration::from_secs(30))
+        .with_acquire_timeout(Duration::from_secs(30));
     let s = SqliteStorage::with_options(&path, opts);
     s.open().await.unwrap();
     let rec = s.upsert_session(UpsertSession::new(owner(), SessionConfig::new("ws"))).await.unwrap();
@@ -339,24 +342,28 @@ async fn reads_do_not_queue_behind_writes_waiting_for_a_lock() {
     // Another process holds the write lock.
     let other = rusqlite::Connection::open(&path).unwrap();
     other.execute_batch("BEGIN IMMEDIATE").unwrap();
-    let writer = {
-        let (s, key, state) = (s.clone(), key.clone(), rec.state.clone());
-        tokio::spawn(async move { s.update_session_state(&key, &state, None).await })
-    };
-    // The write has taken the only write connection and waits for the lock (a second write
-    // queues for the connection: it cannot have started).
-    let second = {
-        let (s, key, state) = (s.clone(), key.clone(), rec.state.clone());
-        tokio::spawn(async move { s.update_session_state(&key, &state, None).await })
-    };
-    tokio::task::yield_now().await;
+    // Polled once, a write takes the only write connection (its permit is taken on the first
+    // poll, when one is free) and hands the work to a blocking thread, where it waits for the
+    // lock; polled once, a second write queues for the connection. Both are in progress from
+    // here on: neither can finish before the COMMIT below (short of a 30 s timeout).
+    let mut writer = std::pin::pin!(s.update_session_state(&key, &rec.state, None));
+    let mut second = std::pin::pin!(s.update_session_state(&key, &rec.state, None));
+    assert!(poll_once(writer.as_mut()).await.is_pending(), "the write waits for the other process's lock");
+    assert!(poll_once(second.as_mut()).await.is_pending(), "the second write waits for the connection");
+    // Reads run at once (a read queued behind the writes would wait 30 s, then fail Busy).
     assert_eq!(s.get_session(&key).await.unwrap().map(|r| r.id), Some(rec.id.clone()));
     let listed = s.list_sessions(&owner(), &as_storage::PageRequest::first(5)).await.unwrap();
     assert_eq!(listed.sessions.len(), 1);
-    assert!(!writer.is_finished() && !second.is_finished(), "the reads ran while the writes still waited");
+    assert!(poll_once(writer.as_mut()).await.is_pending(), "the reads ran while the write still waited");
+    assert!(poll_once(second.as_mut()).await.is_pending(), "the reads ran while the second write still queued");
     other.execute_batch("COMMIT").unwrap();
-    writer.await.unwrap().unwrap();
-    second.await.unwrap().unwrap();
+    writer.await.unwrap();
+    second.await.unwrap();
+}
+
+/// Polls `f` once (with the caller's waker, so a later `.await` of it is woken as usual).
+async fn poll_once<F: std::future::Future>(mut f: std::pin::Pin<&mut F>) -> std::task::Poll<F::Output> {
+    std::future::poll_fn(|cx| std::task::Poll::Ready(f.as_mut().poll(cx))).await
 }
 
 /// A write queued behind writes that wait for another process's lock gives up after
