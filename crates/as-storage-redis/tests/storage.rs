@@ -379,27 +379,46 @@ async fn concurrent_writers_lose_nothing_and_delete_is_final() {
     }
     assert_eq!(wins, 1);
 
-    // Delete racing updates: once deleted, no update brings it back.
+    // Delete racing updates: once deleted, no update brings it back. The writer is surely still
+    // updating when the delete runs: it signals after some updates, the delete starts only then,
+    // and the writer keeps updating until it sees the delete (NotFound), then a few more times.
+    let (started_tx, started_rx) = tokio::sync::oneshot::channel();
     let writer = {
         let (s2, key) = (s2.clone(), key.clone());
         tokio::spawn(async move {
-            let mut ok_after_delete = 0;
-            for _ in 0..200 {
-                match s2.update_session_state(&key, &as_state::AgentState::default(), None).await {
-                    Ok(_) => {}
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            let mut started_tx = Some(started_tx);
+            let mut updates_before_delete = 0;
+            for i in 0..10_000 {
+                assert!(std::time::Instant::now() < deadline, "the delete never showed within 10 s");
+                let st = as_state::AgentState { cur_iter: i, ..Default::default() };
+                match s2.update_session_state(&key, &st, None).await {
+                    Ok(_) => updates_before_delete += 1,
                     Err(e) => {
-                        assert_eq!(e.kind(), StorageErrorKind::NotFound);
-                        ok_after_delete += 1;
+                        assert_eq!(e.kind(), StorageErrorKind::NotFound, "{e}");
+                        // Once deleted, it stays deleted for every later update.
+                        for _ in 0..20 {
+                            let e = s2.update_session_state(&key, &st, None).await.unwrap_err();
+                            assert_eq!(e.kind(), StorageErrorKind::NotFound, "{e}");
+                        }
+                        return updates_before_delete;
                     }
                 }
+                if updates_before_delete == 10 {
+                    started_tx.take().unwrap().send(()).unwrap();
+                }
             }
-            ok_after_delete
+            panic!("no NotFound after 10 000 updates: the delete never raced them");
         })
     };
+    started_rx.await.expect("the writer died before its 10th update");
     assert!(s.delete_session(&key).await.unwrap());
-    writer.await.unwrap();
+    let updates_before_delete = writer.await.unwrap();
+    assert!(updates_before_delete >= 10, "{updates_before_delete}");
     assert!(s.get_session(&key).await.unwrap().is_none(), "no zombie record");
+    assert!(s2.get_session(&key).await.unwrap().is_none(), "no zombie record for the writer either");
     let r = raw(&server.url()).await;
+    // Neither the record nor its index entry (nor anything else) came back.
     assert!(common::all_keys(&r).await.is_empty());
 }
 
