@@ -604,14 +604,17 @@ async fn session_lock_is_exclusive_token_checked_and_2_0_4_compatible() {
 
     // Acquire waits for a release; the heartbeat keeps a short lock alive.
     let short =
-        SessionLock::new(&s).unwrap().with_ttl(Duration::from_millis(300)).with_heartbeat(Duration::from_millis(50));
+        SessionLock::new(&s).unwrap().with_ttl(Duration::from_secs(3)).with_heartbeat(Duration::from_millis(100));
     let g1 = short.try_acquire("sess-2").await.unwrap().unwrap();
     let waiter = {
         let short = short.clone();
         tokio::spawn(async move { short.acquire("sess-2", Duration::from_secs(10)).await })
     };
-    // Held well past its TTL thanks to the heartbeat.
-    tokio::time::timeout(Duration::from_millis(900), g1.lost()).await.unwrap_err();
+    // Held 1 s past its 3 s TTL thanks to the heartbeat (without it, the key would expire at
+    // 3 s: the waiter would get it and the guard would say lost).
+    tokio::time::timeout(Duration::from_secs(4), g1.lost()).await.unwrap_err();
+    assert!(!g1.is_lost());
+    assert_eq!(r.get::<String, _>(g1.key()).await.unwrap(), g1.token(), "still ours");
     assert!(!waiter.is_finished());
     assert!(g1.release().await.unwrap());
     let g2 = waiter.await.unwrap().unwrap();
