@@ -69,12 +69,23 @@ impl StorageFactory for ServerFactory {
     }
 }
 
+// Each layout pins its exact skips (a new one fails its test): only the fault sweep, because
+// `ServerFactory` has no fault hook (`StorageFactory::build_faulty`), as on the real cluster
+// below. Not a capability the store lacks (it declares `atomic_turns`: a turn is one script): a
+// gap in the test's coverage.
+
 mod compat {
-    as_storage::storage_conformance_tests!(super::ServerFactory { layout: as_storage_redis::KeyLayout::Compat });
+    as_storage::storage_conformance_tests!(
+        super::ServerFactory { layout: as_storage_redis::KeyLayout::Compat },
+        skipped = [save_turn_failure_at_any_write_leaves_nothing]
+    );
 }
 
 mod cluster_layout {
-    as_storage::storage_conformance_tests!(super::ServerFactory { layout: as_storage_redis::KeyLayout::Cluster });
+    as_storage::storage_conformance_tests!(
+        super::ServerFactory { layout: as_storage_redis::KeyLayout::Cluster },
+        skipped = [save_turn_failure_at_any_write_leaves_nothing]
+    );
 }
 
 /// One shared cluster; each build gets its own random key prefix.

@@ -45,7 +45,8 @@
 //! Implement [`StorageBase`] in your own crate, map your driver's errors into [`StorageError`]
 //! kinds, declare [`Capabilities`], and run the conformance suite (feature `conformance`,
 //! module `conformance`) from `tests/conformance.rs` with one macro call,
-//! `as_storage::storage_conformance_tests!(MyFactory)`. The helpers that keep edge cases
+//! `as_storage::storage_conformance_tests!(MyFactory, skipped = [...])`, which pins the scenarios
+//! your backend is expected to skip (any other skip fails). The helpers that keep edge cases
 //! identical across backends are [`encode_record`] (with [`encode_record_split`] and
 //! [`encode_envelope`] for the envelope bytes a compare-and-set checks), [`message_range`], [`SessionCursor`],
 //! [`check_size`], [`check_record_depth`], [`check_record_timestamps`], [`check_message_depth`], [`validate_import`] and [`Timestamp::now_after`]. Four methods are optional:
