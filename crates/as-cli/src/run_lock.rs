@@ -98,12 +98,15 @@ impl SessionLock for RedisRunLock {
 pub(crate) struct FileRunLock {
     dir: std::path::PathBuf,
     wait: Duration,
+    /// Notified (once per acquire) when an acquire finds the session busy and starts waiting, so
+    /// a test can observe the wait; `None` in the runner.
+    busy_signal: Option<Arc<tokio::sync::Notify>>,
 }
 
 impl FileRunLock {
     /// Locks in `dir` (created on first use), waiting up to `wait` for a busy session.
     pub(crate) fn shared(dir: std::path::PathBuf, wait: Duration) -> Arc<dyn SessionLock> {
-        Arc::new(Self { dir, wait })
+        Arc::new(Self { dir, wait, busy_signal: None })
     }
 
     /// The lock file of `key`: a stable hash of the key (FNV-1a, the same in every build), so
@@ -210,6 +213,9 @@ impl SessionLock for FileRunLock {
             if !told {
                 told = true;
                 busy_notice(key, self.wait);
+                if let Some(signal) = &self.busy_signal {
+                    signal.notify_one();
+                }
             }
             if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
                 return Err(AgentError::Lock(format!(
@@ -267,13 +273,19 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let lock_dir = dir.path().join("locks");
         let now = FileRunLock::shared(lock_dir.clone(), Duration::ZERO);
-        let patient = FileRunLock::shared(lock_dir.clone(), Duration::from_secs(30));
+        let waiting = Arc::new(tokio::sync::Notify::new());
+        let patient = FileRunLock {
+            dir: lock_dir.clone(),
+            wait: Duration::from_secs(30),
+            busy_signal: Some(Arc::clone(&waiting)),
+        };
         let key = SessionKey::new("alice", "friday", "s1");
         let first = now.acquire(&key).await.unwrap();
-        // On this current-thread runtime the waiter runs up to its first poll sleep when this
-        // task yields: it has opened the current file and found it busy.
         let waiter = tokio::spawn(async move { patient.acquire(&key).await });
-        tokio::task::yield_now().await;
+        // The waiter has opened the current file and found it busy before it is released.
+        tokio::time::timeout(Duration::from_secs(10), waiting.notified())
+            .await
+            .expect("the waiter finds the session busy and waits");
         first.release().await.unwrap();
         let second = waiter.await.unwrap().unwrap();
         // It holds the file at the path: a third process is refused.
@@ -290,7 +302,7 @@ mod tests {
     #[tokio::test]
     async fn a_release_never_removes_another_holders_file() {
         let dir = tempfile::tempdir().unwrap();
-        let locks = FileRunLock { dir: dir.path().join("locks"), wait: Duration::ZERO };
+        let locks = FileRunLock { dir: dir.path().join("locks"), wait: Duration::ZERO, busy_signal: None };
         let key = SessionKey::new("alice", "friday", "s1");
         let first = locks.acquire(&key).await.unwrap();
         std::fs::remove_file(locks.path(&key)).unwrap(); // a cleaner, say
@@ -307,7 +319,7 @@ mod tests {
     #[tokio::test]
     async fn a_file_removed_by_its_holder_is_not_current() {
         let dir = tempfile::tempdir().unwrap();
-        let locks = FileRunLock { dir: dir.path().join("locks"), wait: Duration::ZERO };
+        let locks = FileRunLock { dir: dir.path().join("locks"), wait: Duration::ZERO, busy_signal: None };
         let key = SessionKey::new("alice", "friday", "s1");
         let held = locks.acquire(&key).await.unwrap();
         let path = locks.path(&key);
