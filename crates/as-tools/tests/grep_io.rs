@@ -23,7 +23,10 @@ async fn grep_does_not_read_files_over_its_cap() {
     }
     std::fs::write(dir.path().join("small.txt"), "needle\n").unwrap();
     let toolkit = builtin_tools().into_iter().fold(Toolkit::new(), |k, t| k.with(t));
-    let Some(before) = bytes_read() else { return };
+    let Some(before) = bytes_read() else {
+        eprintln!("skipping: /proc/self/io (rchar) is not readable here, so the bytes Grep reads cannot be counted");
+        return;
+    };
     let input = json!({"pattern": "needle", "path": dir.path().display().to_string()});
     let ctx = ToolCallContext::new("call", SharedToolState::default(), dir.path());
     let out: Vec<ToolOutput> = toolkit.call("Grep", &input.to_string(), ctx).collect().await;
