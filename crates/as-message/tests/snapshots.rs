@@ -1,5 +1,6 @@
-//! The wire form of each message type, pinned with insta (`INSTA_UPDATE=always cargo test` to
-//! regenerate, then review the `.snap` files: they are the bytes AgentScope Python 2.0.4 reads).
+//! The wire form of each message type, pinned with insta. After a change, run the tests, then
+//! `cargo insta review` (cargo-insta) and accept each changed snapshot only after reading it: the
+//! `.snap` files are the bytes AgentScope Python 2.0.4 reads.
 
 #![cfg(test)]
 
