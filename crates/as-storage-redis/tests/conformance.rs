@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use as_storage::conformance::{BuildOptions, StorageFactory};
 use as_storage::{SharedStorage, StorageBase, StorageError};
-use as_storage_redis::testing::{RedisCluster, RedisServer, redis_server_binary};
+use as_storage_redis::testing::{RedisCluster, RedisServer, redis_server_or_skip};
 use as_storage_redis::{KeyConfig, KeyLayout, RedisStorage, RedisStorageConfig, TtlPolicy};
 
 /// The layout's templates under a random prefix, so several stores can share one server.
@@ -65,7 +65,7 @@ impl StorageFactory for ServerFactory {
     }
 
     fn skip_reason(&self) -> Option<String> {
-        redis_server_binary().is_none().then(|| "redis-server not found".to_owned())
+        redis_server_or_skip().is_none().then(|| "redis-server not found".to_owned())
     }
 }
 
