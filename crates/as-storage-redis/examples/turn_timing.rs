@@ -20,7 +20,7 @@ use as_storage_redis::{RedisStorage, RedisStorageConfig};
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> Result<(), BoxError> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (Some(n), Some(turns)) = (args.first(), args.get(1)) else {
         return Err("usage: turn_timing MESSAGES TURNS [STATE_FILE]".into());
@@ -35,10 +35,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     } else {
         tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?
     };
-    rt.block_on(async {
-        let s = RedisStorage::new(RedisStorageConfig::from_url(&server.url())?)?;
+    let body = run(n, turns, args.get(2).cloned(), server.url());
+    // TURN_TIMING_SPAWN=1 runs the turns in a task spawned on the runtime, as a service's request
+    // handlers run, instead of on the thread that blocks on the runtime.
+    if std::env::var("TURN_TIMING_SPAWN").is_ok_and(|v| v == "1") {
+        rt.block_on(async { rt.spawn(body).await })??;
+    } else {
+        rt.block_on(body)?;
+    }
+    Ok(())
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+async fn run(n: usize, turns: usize, state_file: Option<String>, url: String) -> Result<(), BoxError> {
+    {
+        let s = RedisStorage::new(RedisStorageConfig::from_url(&url)?)?;
         s.open().await?;
-        let state = match args.get(2) {
+        let state = match state_file {
             Some(path) => as_state::state_from_json(&std::fs::read_to_string(path)?)?,
             None => {
                 let mut state = as_state::AgentState::default();
@@ -84,7 +98,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             s.update_session_state(&key, &state, Some(&rev)).await?;
         }
         let per_turn = start.elapsed() / u32::try_from(turns.max(1))?;
-        let raw = fred::prelude::Builder::from_config(fred::prelude::Config::from_url(&server.url())?).build()?;
+        let raw = fred::prelude::Builder::from_config(fred::prelude::Config::from_url(&url)?).build()?;
         fred::prelude::ClientLike::init(&raw).await?;
         let rkey = s.session_key(&key.user_id, &key.session_id);
         let start = Instant::now();
@@ -104,6 +118,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "{n} messages: {per_turn:?} per turn, bare GET+SET {floor:?} (wall), ratio {:.2}",
             per_turn.as_secs_f64() / floor.as_secs_f64()
         );
-        Ok::<_, Box<dyn std::error::Error>>(())
-    })
+        Ok(())
+    }
 }
