@@ -369,8 +369,7 @@ fn redis_over_tls_works() {
     if std::env::var_os("AS_TLS_URL").is_some() {
         return tls_child();
     }
-    if as_storage_redis::testing::redis_server_binary().is_none() {
-        println!("skipping: redis-server not found");
+    if as_storage_redis::testing::redis_server_or_skip().is_none() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
