@@ -8,7 +8,8 @@
 use as_message::{ContentBlock, Msg};
 use as_state::AgentState;
 use as_storage::{
-    Owner, PageRequest, SessionConfig, SessionKey, StorageBase, StorageErrorKind, UpsertSession, encode_record,
+    Owner, PageRequest, SessionConfig, SessionKey, SessionRecord, StorageBase, StorageErrorKind, UpsertSession,
+    encode_record,
 };
 use as_storage_sqlite::{SqliteOptions, SqliteStorage};
 
@@ -18,6 +19,18 @@ fn owner() -> Owner {
 
 async fn store(dir: &tempfile::TempDir) -> SqliteStorage {
     SqliteStorage::open_path(dir.path().join("sessions.db")).await.unwrap()
+}
+
+/// An open store that takes records of at most 4 KiB, holding one fresh session.
+async fn small_store_with_a_session(dir: &tempfile::TempDir) -> (SqliteStorage, SessionRecord, SessionKey) {
+    let s = SqliteStorage::with_options(
+        dir.path().join("sessions.db"),
+        SqliteOptions::default().with_max_record_bytes(4096),
+    );
+    s.open().await.unwrap();
+    let rec = s.upsert_session(UpsertSession::new(owner(), SessionConfig::new("ws"))).await.unwrap();
+    let key = owner().session(rec.id.clone());
+    (s, rec, key)
 }
 
 fn turn(state: &mut AgentState, i: usize) {
@@ -203,13 +216,7 @@ async fn upsert_update_keeps_state_and_created_at() {
 #[tokio::test]
 async fn too_large_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let s = SqliteStorage::with_options(
-        dir.path().join("sessions.db"),
-        SqliteOptions::default().with_max_record_bytes(4096),
-    );
-    s.open().await.unwrap();
-    let rec = s.upsert_session(UpsertSession::new(owner(), SessionConfig::new("ws"))).await.unwrap();
-    let key = owner().session(rec.id.clone());
+    let (s, rec, key) = small_store_with_a_session(&dir).await;
     let mut state = rec.state.clone();
     state.context.push(Msg::user("user", "x".repeat(5000)));
     let e = s.update_session_state(&key, &state, None).await.unwrap_err();
@@ -443,13 +450,7 @@ async fn connection_counts_are_clamped() {
 #[tokio::test]
 async fn a_closed_store_is_unavailable_before_content_checks() {
     let dir = tempfile::tempdir().unwrap();
-    let s = SqliteStorage::with_options(
-        dir.path().join("sessions.db"),
-        SqliteOptions::default().with_max_record_bytes(4096),
-    );
-    s.open().await.unwrap();
-    let rec = s.upsert_session(UpsertSession::new(owner(), SessionConfig::new("ws"))).await.unwrap();
-    let key = owner().session(rec.id.clone());
+    let (s, rec, key) = small_store_with_a_session(&dir).await;
     s.close().await.unwrap();
     let nest = |n: usize| (0..n).fold(as_message::JsonValue::from(1), |v, _| as_message::JsonValue::Array(vec![v]));
     let deep_depth = as_message::MAX_JSON_DEPTH + 1;
