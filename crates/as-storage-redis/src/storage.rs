@@ -217,6 +217,8 @@ impl<'de> Deserialize<'de> for Count {
 /// The `source_schedule_id` of a record that cannot be decoded as a session record (a field
 /// missing or of the wrong type elsewhere), when it is still a JSON object naming one as a string:
 /// read as leniently as a record (repeated keys as pydantic reads them), every other field ignored.
+/// Only an id a write would take ([`as_storage::validate_id`]) names an index key: a corrupt one
+/// (`{x}`, which moves a cluster key's hash slot) would make the delete itself fail.
 fn schedule_of_unreadable(raw: &[u8]) -> Option<String> {
     #[derive(Deserialize)]
     struct Schedule {
@@ -225,7 +227,7 @@ fn schedule_of_unreadable(raw: &[u8]) -> Option<String> {
     }
     let found: Schedule = as_message::from_json_slice(raw).ok()?;
     match found.source_schedule_id? {
-        serde_json::Value::String(s) if !s.is_empty() => Some(s),
+        serde_json::Value::String(s) if as_storage::validate_id("source_schedule_id", &s).is_ok() => Some(s),
         _ => None,
     }
 }
@@ -1511,6 +1513,22 @@ async fn cluster_info(pool: &Pool) -> Result<Option<String>, StorageError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The schedule index of an unreadable record is named only by an id a write would take.
+    #[test]
+    fn an_unreadable_records_schedule_is_a_valid_id_or_none() {
+        for (raw, want) in [
+            (r#"{"source_schedule_id":"h1","config":7}"#, Some("h1")),
+            (r#"{"source_schedule_id":"{x}"}"#, None),
+            (r#"{"source_schedule_id":"a:b"}"#, None),
+            (r#"{"source_schedule_id":""}"#, None),
+            (r#"{"source_schedule_id":5}"#, None),
+            (r#"{"other":1}"#, None),
+            ("not json", None),
+        ] {
+            assert_eq!(schedule_of_unreadable(raw.as_bytes()).as_deref(), want, "{raw}");
+        }
+    }
 
     /// A private server, a store open on it and its pool; `None` (after saying so) without
     /// `redis-server`.
