@@ -28,6 +28,11 @@ use crate::pool::Inner;
 /// those bytes to the blocking thread, never a copy of the state. Writes are short transactions
 /// (`BEGIN IMMEDIATE` for read-modify-write); the compare-and-set of
 /// [`StorageBase::update_session_state`] holds across processes sharing the file.
+///
+/// Needs a Tokio runtime with a time driver (`enable_time()` or `enable_all()`, as `#[tokio::main]`
+/// and `#[tokio::test]` build): a call that has to wait for a busy pool bounds that wait with
+/// [`SqliteOptions::acquire_timeout`], and Tokio panics when such a timer is made on a runtime
+/// without one. A call that finds a free connection arms no timer.
 #[derive(Clone)]
 pub struct SqliteStorage {
     inner: Arc<Inner>,
