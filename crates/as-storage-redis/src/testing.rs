@@ -3,7 +3,8 @@
 //! Enabled by the `test-utils` feature. Every server listens on a free loopback port, keeps its
 //! files in a temporary directory and is killed on drop. When `redis-server` is not on `PATH`
 //! the constructors print `skipping: redis-server not found` and return `None`, so a test can
-//! `let Some(server) = RedisServer::start() else { return };`.
+//! `let Some(server) = RedisServer::start() else { return };`. With [`REQUIRE_REDIS_VAR`]
+//! (`AS_REQUIRE_REDIS`) set, as `.ci/run` sets it, they panic instead: CI never skips the Redis tiers.
 //!
 //! ```no_run
 //! use as_storage_redis::testing::RedisServer;
@@ -35,12 +36,12 @@ fn find_on_path(name: &str) -> Option<PathBuf> {
 }
 
 /// The environment variable that turns a missing `redis-server` from a printed skip into a test
-/// failure; `.ci/run` sets it, so CI can never skip the Redis tiers unseen.
+/// failure; `.ci/run` sets it, so CI can never skip the Redis tiers unseen. Any value but an
+/// empty one, `0`, `false` or `no` (in any case) turns it on.
 pub const REQUIRE_REDIS_VAR: &str = "AS_REQUIRE_REDIS";
 
 /// [`redis_server_binary`] for a test that needs it: when it is missing, prints `skipping:
-/// redis-server not found` and returns `None`, or panics when [`REQUIRE_REDIS_VAR`] is set (to
-/// anything but `0` or nothing).
+/// redis-server not found` and returns `None`, or panics when [`REQUIRE_REDIS_VAR`] is set.
 ///
 /// # Panics
 /// When `redis-server` is missing and [`REQUIRE_REDIS_VAR`] is set (test code only).
@@ -57,7 +58,12 @@ pub fn redis_server_or_skip() -> Option<PathBuf> {
 }
 
 fn redis_required() -> bool {
-    std::env::var_os(REQUIRE_REDIS_VAR).is_some_and(|v| !v.is_empty() && v != "0")
+    std::env::var(REQUIRE_REDIS_VAR).is_ok_and(|v| turns_on(&v))
+}
+
+/// Whether a value of [`REQUIRE_REDIS_VAR`] turns the requirement on.
+fn turns_on(value: &str) -> bool {
+    !matches!(value.trim().to_ascii_lowercase().as_str(), "" | "0" | "false" | "no")
 }
 
 /// A loopback port that nothing listens on right now.
@@ -121,19 +127,23 @@ pub struct RedisServer {
 }
 
 impl RedisServer {
-    /// Starts a throw-away server (`--save '' --appendonly no`). `None` when `redis-server` is missing.
+    /// Starts a throw-away server (`--save '' --appendonly no`). `None` when `redis-server` is missing
+    /// (see [`redis_server_or_skip`]).
     ///
     /// # Panics
-    /// When the server cannot be started or does not answer `PING` in time (test code only).
+    /// When the server cannot be started or does not answer `PING` in time, or `redis-server` is
+    /// missing while [`REQUIRE_REDIS_VAR`] is set (test code only).
     #[allow(clippy::panic)]
     pub fn start() -> Option<Self> {
         Self::start_with(&["--save", "", "--appendonly", "no"])
     }
 
     /// Starts a server with extra arguments (for example `--appendonly yes --appendfsync always`).
+    /// `None` when `redis-server` is missing (see [`redis_server_or_skip`]).
     ///
     /// # Panics
-    /// When the server cannot be started or does not answer `PING` in time (test code only).
+    /// When the server cannot be started or does not answer `PING` in time, or `redis-server` is
+    /// missing while [`REQUIRE_REDIS_VAR`] is set (test code only).
     #[allow(clippy::panic)]
     pub fn start_with(args: &[&str]) -> Option<Self> {
         let binary = redis_server_or_skip()?;
@@ -245,10 +255,11 @@ fn cluster_port() -> std::io::Result<u16> {
 
 impl RedisCluster {
     /// Starts three `--cluster-enabled yes` servers and joins them with `redis-cli --cluster create`.
-    /// `None` when `redis-server` (or `redis-cli`) is missing.
+    /// `None` when `redis-server` (or `redis-cli`) is missing (see [`redis_server_or_skip`]).
     ///
     /// # Panics
-    /// When the cluster cannot be formed in time (test code only).
+    /// When the cluster cannot be formed in time, or either binary is missing while
+    /// [`REQUIRE_REDIS_VAR`] is set (test code only).
     #[allow(clippy::panic)]
     pub fn start() -> Option<Self> {
         let binary = redis_server_or_skip()?;
@@ -327,5 +338,17 @@ impl RedisCluster {
     /// The nodes.
     pub fn nodes(&self) -> &[RedisServer] {
         &self.nodes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn require_redis_values() {
+        for (value, on) in
+            [("1", true), ("yes", true), ("true", true), ("", false), ("0", false), ("false", false), (" No ", false)]
+        {
+            assert_eq!(super::turns_on(value), on, "{value:?}");
+        }
     }
 }
