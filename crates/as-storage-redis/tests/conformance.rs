@@ -1,5 +1,7 @@
 //! The as-storage conformance suite against RedisStorage, in both key layouts, on a private
 //! redis-server per scenario, and once more (the cluster layout) on a real 3-master cluster.
+//! The fault sweep runs the store through a proxy that refuses chosen writes
+//! (`common::fault_proxy`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // helpers outside #[test] fns
 
 mod common;
@@ -7,10 +9,11 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use as_storage::conformance::{BuildOptions, StorageFactory};
+use as_storage::conformance::{BuildOptions, Faulty, StorageFactory};
 use as_storage::{SharedStorage, StorageBase, StorageError};
 use as_storage_redis::testing::{RedisCluster, RedisServer, redis_server_or_skip};
 use as_storage_redis::{KeyConfig, KeyLayout, RedisStorage, RedisStorageConfig, TtlPolicy};
+use common::fault_proxy::FaultProxy;
 
 /// The layout's templates under a random prefix, so several stores can share one server.
 fn prefixed(layout: KeyLayout, prefix: &str) -> KeyConfig {
@@ -49,19 +52,42 @@ struct ServerFactory {
     layout: KeyLayout,
 }
 
-impl StorageFactory for ServerFactory {
-    type Guard = RedisServer;
+/// A scenario's server, and the fault proxy in front of it for the fault sweep (dropped first).
+struct Served {
+    _proxy: Option<FaultProxy>,
+    server: RedisServer,
+}
 
-    async fn build(&self, options: &BuildOptions) -> Result<(RedisServer, SharedStorage), StorageError> {
-        let server = RedisServer::start().ok_or_else(|| {
-            StorageError::new(as_storage::StorageErrorKind::Unavailable, "redis", "build", "redis-server not found")
-        })?;
+fn start_server() -> Result<RedisServer, StorageError> {
+    RedisServer::start().ok_or_else(|| {
+        StorageError::new(as_storage::StorageErrorKind::Unavailable, "redis", "build", "redis-server not found")
+    })
+}
+
+impl StorageFactory for ServerFactory {
+    type Guard = Served;
+
+    async fn build(&self, options: &BuildOptions) -> Result<(Served, SharedStorage), StorageError> {
+        let server = start_server()?;
         let s = open(&server.url(), self.layout, "", options).await?;
-        Ok((server, s))
+        Ok((Served { _proxy: None, server }, s))
     }
 
-    async fn reopen(&self, guard: &RedisServer) -> Result<Option<SharedStorage>, StorageError> {
-        Ok(Some(open(&guard.url(), self.layout, "", &BuildOptions::default()).await?))
+    async fn reopen(&self, guard: &Served) -> Result<Option<SharedStorage>, StorageError> {
+        Ok(Some(open(&guard.server.url(), self.layout, "", &BuildOptions::default()).await?))
+    }
+
+    /// The store connects through a [`FaultProxy`] in front of the server: its faults are writes
+    /// the proxy refuses instead of forwarding (the server never sees them).
+    async fn build_faulty(&self, options: &BuildOptions) -> Result<Option<Faulty<Served>>, StorageError> {
+        let server = start_server()?;
+        let proxy = FaultProxy::start(([127, 0, 0, 1], server.port()).into()).await.map_err(|e| {
+            StorageError::new(as_storage::StorageErrorKind::Backend, "redis-test", "build_faulty", "start the proxy")
+                .with_source(e)
+        })?;
+        let s = open(&format!("redis://{}", proxy.addr()), self.layout, "", options).await?;
+        let faults = proxy.faults();
+        Ok(Some(Faulty::new(Served { _proxy: Some(proxy), server }, s, faults)))
     }
 
     fn skip_reason(&self) -> Option<String> {
@@ -69,22 +95,20 @@ impl StorageFactory for ServerFactory {
     }
 }
 
-// Each layout pins its exact skips (a new one fails its test): only the fault sweep, because
-// `ServerFactory` has no fault hook (`StorageFactory::build_faulty`), as on the real cluster
-// below. Not a capability the store lacks (it declares `atomic_turns`: a turn is one script): a
-// gap in the test's coverage.
+// Each layout pins its exact skips (a new one fails its test): none. The fault sweep runs through
+// `FaultProxy` (`ServerFactory::build_faulty`); only the real cluster below still skips it.
 
 mod compat {
     as_storage::storage_conformance_tests!(
         super::ServerFactory { layout: as_storage_redis::KeyLayout::Compat },
-        skipped = [save_turn_failure_at_any_write_leaves_nothing]
+        skipped = []
     );
 }
 
 mod cluster_layout {
     as_storage::storage_conformance_tests!(
         super::ServerFactory { layout: as_storage_redis::KeyLayout::Cluster },
-        skipped = [save_turn_failure_at_any_write_leaves_nothing]
+        skipped = []
     );
 }
 

@@ -1,6 +1,8 @@
 //! Helpers shared by the Redis test binaries.
 #![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod fault_proxy;
+
 use std::time::Duration;
 
 use as_storage::{Owner, SessionConfig, StorageBase, UpsertSession};
