@@ -519,17 +519,43 @@ async fn a_column_of_the_wrong_type_is_a_serialization_error() {
 
 /// The file holds conversations: a new one is readable by its owner only (0600, whatever the
 /// umask lets through), and so are the WAL and shared-memory files SQLite creates beside it
-/// (it gives them the database file's mode).
+/// (it gives them the database file's mode). The check runs in a child process under umask 022,
+/// where a file made with the default mode would be readable by everyone (under a umask of 077 it
+/// could not tell).
 #[cfg(unix)]
-#[tokio::test]
-async fn a_new_file_is_private_to_its_owner() {
+#[test]
+fn a_new_file_is_private_to_its_owner() {
     use std::os::unix::fs::PermissionsExt as _;
-    let dir = tempfile::tempdir().unwrap();
-    let s = store(&dir).await;
-    s.upsert_session(UpsertSession::new(owner(), SessionConfig::new("ws"))).await.unwrap();
-    for name in ["sessions.db", "sessions.db-wal", "sessions.db-shm"] {
-        let mode = std::fs::metadata(dir.path().join(name)).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o600, "{name}: {mode:o}");
+    const CHILD: &str = "AS_SQLITE_MODE_CHILD";
+    let name = "a_new_file_is_private_to_its_owner";
+    if std::env::var_os(CHILD).is_none() {
+        let exe = std::env::current_exe().unwrap();
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("umask 022 && exec \"$0\" --exact \"$1\" --nocapture --test-threads 1")
+            .arg(&exe)
+            .arg(name)
+            .env(CHILD, "1")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+        assert!(stdout.contains("1 passed"), "the child ran no test: {stdout}");
+        return;
     }
-    s.close().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let probe = dir.path().join("probe");
+    std::fs::write(&probe, b"").unwrap();
+    let probe_mode = std::fs::metadata(&probe).unwrap().permissions().mode() & 0o777;
+    assert_eq!(probe_mode, 0o644, "umask 022 in the child");
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let s = store(&dir).await;
+        s.upsert_session(UpsertSession::new(owner(), SessionConfig::new("ws"))).await.unwrap();
+        for name in ["sessions.db", "sessions.db-wal", "sessions.db-shm"] {
+            let mode = std::fs::metadata(dir.path().join(name)).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "{name}: {mode:o}");
+        }
+        s.close().await.unwrap();
+    });
 }
