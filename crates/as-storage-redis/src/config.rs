@@ -19,7 +19,8 @@ pub enum TtlPolicy {
     #[default]
     Persist,
     /// 2.0.4's `key_ttl`, made atomic: `SET … EX` on records, `EXPIRE` on the message list and on
-    /// the index sets (which 2.0.4 never expires) on every write. Whole seconds, kept within
+    /// the index sets (which 2.0.4 never expires; [`RedisStorageConfig::with_index_ttl`]`(false)`
+    /// leaves them alone) on every write. Whole seconds, kept within
     /// 1 s ..= 100 years ([`MAX_KEY_TTL`]): Redis refuses an expiry past its clock's range, and a
     /// refused `EXPIRE` would come after the record was already written.
     Sliding(Duration),
@@ -32,11 +33,15 @@ pub enum TtlPolicy {
 pub const MAX_KEY_TTL: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
 impl TtlPolicy {
-    /// The TTL mode and seconds passed to the scripts.
-    pub(crate) fn script_args(self) -> (&'static str, u64) {
+    /// The TTL mode and seconds passed to the scripts. Without `index_ttl`, a sliding TTL is
+    /// `sliding-records`: records and message lists expire, index sets are left alone.
+    pub(crate) fn script_args(self, index_ttl: bool) -> (&'static str, u64) {
         match self {
             Self::Persist => ("persist", 0),
-            Self::Sliding(d) => ("sliding", d.as_secs().clamp(1, MAX_KEY_TTL.as_secs())),
+            Self::Sliding(d) => {
+                let mode = if index_ttl { "sliding" } else { "sliding-records" };
+                (mode, d.as_secs().clamp(1, MAX_KEY_TTL.as_secs()))
+            }
             Self::Keep => ("keep", 0),
         }
     }
@@ -90,6 +95,9 @@ pub struct RedisStorageConfig {
     pub key_config: Option<KeyConfig>,
     /// TTL policy (2.0.4's `key_ttl`).
     pub key_ttl: TtlPolicy,
+    /// Whether a [`TtlPolicy::Sliding`] TTL is also put on the index sets (default `true`); see
+    /// [`RedisStorageConfig::with_index_ttl`].
+    pub index_ttl: bool,
     /// Longest time one storage call may take before it fails with `Unavailable` (default 5 s).
     pub timeout: Duration,
     /// Longest time `open` waits for the first connection (default 5 s).
@@ -116,7 +124,7 @@ fn bad_url(url: &str, why: impl std::fmt::Display) -> StorageError {
 /// or `@` (a URL that does not even parse) is hidden whole. A Redis-family scheme missing a slash
 /// (`redis:/:pw@h`, a typo) is treated the same way. Query options show their values only when
 /// their (decoded) name is one of the options [`RedisStorageConfig::from_url`] knows to hold none
-/// (`layout`, `ttl`, `timeout_ms`, `pool_size`, `node`); every other value becomes `***`, so a
+/// (`layout`, `ttl`, `index_ttl`, `timeout_ms`, `pool_size`, `node`); every other value becomes `***`, so a
 /// password under any name (`pwd=`, `auth=`, `sentinel%50assword=`) is never shown.
 ///
 /// ```
@@ -142,7 +150,7 @@ pub fn redact_url(url: &str) -> String {
 }
 
 /// The query options of ours that hold nothing secret: [`redact_query`] shows their values.
-const PLAIN_OPTIONS: [&str; 5] = ["layout", "ttl", "timeout_ms", "pool_size", "node"];
+const PLAIN_OPTIONS: [&str; 6] = ["layout", "ttl", "index_ttl", "timeout_ms", "pool_size", "node"];
 
 /// The query options of `url`, each value hidden (`name=***`) unless the option is one of
 /// [`PLAIN_OPTIONS`] (its name percent-decoded first); an option with no `=` is hidden whole.
@@ -204,6 +212,7 @@ impl RedisStorageConfig {
             layout: KeyLayout::Compat,
             key_config: None,
             key_ttl: TtlPolicy::Persist,
+            index_ttl: true,
             timeout: Duration::from_secs(5),
             connect_timeout: Duration::from_secs(5),
             pool_size: 2,
@@ -214,7 +223,7 @@ impl RedisStorageConfig {
     /// Parses `redis://[user:password@]host[:port][/db]`, `rediss://…` (TLS with the system
     /// roots), `redis-cluster://host:port?node=host:port&…` (cluster), plus these query
     /// parameters of ours: `layout=compat|cluster`, `ttl=SECONDS` (sliding TTL),
-    /// `timeout_ms=N`, `pool_size=N`.
+    /// `index_ttl=true|false|1|0` (see [`Self::with_index_ttl`]), `timeout_ms=N`, `pool_size=N`.
     pub fn from_url(url: &str) -> Result<Self, StorageError> {
         let mut parsed = url::Url::parse(url).map_err(|e| bad_url(url, e))?;
         let scheme = parsed.scheme().to_owned();
@@ -233,6 +242,7 @@ impl RedisStorageConfig {
         }
         let mut layout = None;
         let mut ttl = None;
+        let mut index_ttl = None;
         let mut timeout = None;
         let mut pool_size = None;
         let mut rest = Vec::new();
@@ -243,6 +253,13 @@ impl RedisStorageConfig {
             match k.as_ref() {
                 "layout" => layout = Some(v.parse::<KeyLayout>()?),
                 "ttl" => ttl = Some(num("ttl")?),
+                "index_ttl" => {
+                    index_ttl = Some(match v.as_ref() {
+                        "true" | "1" => true,
+                        "false" | "0" => false,
+                        _ => return Err(bad_url(url, format!("index_ttl must be true, false, 1 or 0, not {v:?}"))),
+                    });
+                }
                 "timeout_ms" => timeout = Some(num("timeout_ms")?),
                 "pool_size" => pool_size = Some(num("pool_size")?),
                 // fred's own (cluster nodes).
@@ -261,14 +278,16 @@ impl RedisStorageConfig {
                 _ if v.is_empty() => {
                     return Err(bad_url(
                         url,
-                        "an option without a value (known: layout, ttl, timeout_ms, pool_size, node)",
+                        "an option without a value (known: layout, ttl, index_ttl, timeout_ms, pool_size, node)",
                     ));
                 }
                 // A misspelt option (`?tll=60`) would otherwise be ignored without a word.
                 other => {
                     return Err(bad_url(
                         url,
-                        format!("unknown option {other:?} (known: layout, ttl, timeout_ms, pool_size, node)"),
+                        format!(
+                            "unknown option {other:?} (known: layout, ttl, index_ttl, timeout_ms, pool_size, node)"
+                        ),
                     ));
                 }
             }
@@ -289,6 +308,9 @@ impl RedisStorageConfig {
             Some(0) => return Err(bad_url(url, "ttl must be positive")),
             Some(s) => c.key_ttl = TtlPolicy::Sliding(Duration::from_secs(s)),
             None => {}
+        }
+        if let Some(on) = index_ttl {
+            c.index_ttl = on;
         }
         if let Some(ms) = timeout {
             c.timeout = Duration::from_millis(ms.max(1));
@@ -353,6 +375,33 @@ impl RedisStorageConfig {
     /// Sets the TTL policy.
     pub fn with_ttl_policy(mut self, policy: TtlPolicy) -> Self {
         self.key_ttl = policy;
+        self
+    }
+
+    /// Whether a [`TtlPolicy::Sliding`] TTL also expires the index sets (the agent's and the
+    /// schedule's `…:sessions` sets); default `true`. Other policies ignore it.
+    ///
+    /// `false` is for a fleet that mixes Rust and AgentScope Python 2.0.4 writers under `key_ttl`:
+    /// records and message lists still get the sliding TTL on every write, exactly as with `true`,
+    /// but index sets are written without one, exactly as 2.0.4 writes them, so an agent whose
+    /// sessions only Python writes never loses its index set while its records live. The
+    /// trade-off is 2.0.4's: the index sets never expire and keep the ids of expired sessions
+    /// (they grow as in 2.0.4); a listing prunes the ids whose record is gone. It does not remove
+    /// a TTL an index set already has (from an earlier write with `true`). URL option:
+    /// `index_ttl=false`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use as_storage_redis::RedisStorageConfig;
+    /// let c = RedisStorageConfig::host_port("localhost", 6379)
+    ///     .with_key_ttl(Duration::from_secs(3600))
+    ///     .with_index_ttl(false);
+    /// assert!(!c.index_ttl);
+    /// let c = RedisStorageConfig::from_url("redis://localhost:6379/0?ttl=3600&index_ttl=false").unwrap();
+    /// assert!(!c.index_ttl);
+    /// ```
+    pub fn with_index_ttl(mut self, index_ttl: bool) -> Self {
+        self.index_ttl = index_ttl;
         self
     }
 
@@ -422,6 +471,32 @@ mod tests {
         assert!(c.is_clustered());
         assert_eq!(c.layout, KeyLayout::Cluster);
         assert_eq!(c.effective_key_config(), KeyConfig::cluster());
+    }
+
+    #[test]
+    fn index_ttl_option() {
+        assert!(RedisStorageConfig::from_url("redis://h?ttl=60").unwrap().index_ttl, "default: true");
+        for (v, want) in [("true", true), ("1", true), ("false", false), ("0", false)] {
+            let c = RedisStorageConfig::from_url(&format!("redis://h?ttl=60&index_ttl={v}")).unwrap();
+            assert_eq!(c.index_ttl, want, "{v}");
+            assert_eq!(c.key_ttl, TtlPolicy::Sliding(Duration::from_secs(60)));
+        }
+        assert!(!RedisStorageConfig::host_port("h", 6379).with_index_ttl(false).index_ttl);
+        for v in ["no", "yes", "TRUE", "2", "", "off"] {
+            let url = format!("redis://:hunter2@h?ttl=60&index_ttl={v}");
+            let e = RedisStorageConfig::from_url(&url).unwrap_err();
+            assert_eq!(e.kind(), StorageErrorKind::InvalidInput, "{v}");
+            assert!(!e.to_string().contains("hunter2"), "{e}");
+            if !v.is_empty() {
+                assert!(e.to_string().contains(&format!("index_ttl={v}")), "a plain option's value is shown: {e}");
+            }
+        }
+        assert_eq!(redact_url("redis://h/0?index_ttl=false&pwd=x"), "redis://h/0?index_ttl=false&pwd=***");
+        let sliding = TtlPolicy::Sliding(Duration::from_secs(60));
+        assert_eq!(sliding.script_args(true), ("sliding", 60));
+        assert_eq!(sliding.script_args(false), ("sliding-records", 60));
+        assert_eq!(TtlPolicy::Keep.script_args(false), ("keep", 0));
+        assert_eq!(TtlPolicy::Persist.script_args(false), ("persist", 0));
     }
 
     #[test]

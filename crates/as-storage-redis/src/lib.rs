@@ -104,9 +104,10 @@
 //! catch: 2.0.4 never touches an index set's TTL (its create only `SADD`s, its updates skip the
 //! index), so an agent whose sessions only Python writes can see its index set expire, once the
 //! last Rust write to that agent is older than the TTL, while its records are alive. Those sessions
-//! then drop out of listings (Rust's and Python's) until a Rust update re-adds them. Either let
-//! Rust write each agent's sessions at least once per TTL, or use [`TtlPolicy::Keep`] or
-//! [`TtlPolicy::Persist`] until the Python side is gone.
+//! then drop out of listings (Rust's and Python's) until a Rust update re-adds them. Such a fleet
+//! should set [`RedisStorageConfig::with_index_ttl`]`(false)` (URL: `index_ttl=false`): records and
+//! message lists keep the sliding TTL, and index sets are written without one, exactly as 2.0.4
+//! writes them (so they grow as in 2.0.4; a listing prunes the ids of expired sessions).
 //!
 //! # Differences from 2.0.4 a Python peer can notice
 //!

@@ -3,7 +3,10 @@
 //! Conventions shared by the scripts:
 //! * TTL mode (`ARGV` pair `mode, ttl`): `persist` (plain `SET`, which clears a TTL exactly like
 //!   a 2.0.4 writer without `key_ttl`), `sliding` (`SET … EX ttl` and `EXPIRE ttl` on every
-//!   other key written, index sets included), `keep` (`SET … KEEPTTL`).
+//!   other key written, index sets included), `sliding-records` (the same on records and message
+//!   lists, but index sets get no `EXPIRE`, as 2.0.4 writes them: `with_index_ttl(false)`),
+//!   `keep` (`SET … KEEPTTL`). `apply_ttl` and `set_record` treat both sliding modes alike;
+//!   index sets go through `index_ttl`, which expires only under `sliding`.
 //! * A CAS token is a prefix of the stored record (its envelope up to `"state":`); with
 //!   `exact = 1` it is the whole stored value.
 //! * A cluster client (and a caller's fred pool) re-sends a command whose reply a dropped
@@ -34,7 +37,17 @@ const HELPERS: &[(&str, &str)] = &[
     (
         "apply_ttl",
         r#"
+-- For records and message lists: both sliding modes expire them.
 local function apply_ttl(key, mode, ttl)
+  if mode == 'sliding' or mode == 'sliding-records' then redis.call('EXPIRE', key, ttl) end
+end
+"#,
+    ),
+    (
+        "index_ttl",
+        r#"
+-- For index sets: only `sliding` expires them (`sliding-records` leaves them as 2.0.4 does).
+local function index_ttl(key, mode, ttl)
   if mode == 'sliding' then redis.call('EXPIRE', key, ttl) end
 end
 "#,
@@ -43,7 +56,7 @@ end
         "set_record",
         r#"
 local function set_record(key, value, mode, ttl)
-  if mode == 'sliding' then
+  if mode == 'sliding' or mode == 'sliding-records' then
     redis.call('SET', key, value, 'EX', ttl)
   elseif mode == 'keep' then
     redis.call('SET', key, value, 'KEEPTTL')
@@ -59,7 +72,7 @@ end
 local function add_to_indexes(first, id, mode, ttl)
   for i = first, #KEYS do
     redis.call('SADD', KEYS[i], id)
-    apply_ttl(KEYS[i], mode, ttl)
+    index_ttl(KEYS[i], mode, ttl)
   end
 end
 "#,
@@ -328,7 +341,7 @@ end
 local keep = -1
 if ARGV[4] == 'keep' then keep = redis.call('PTTL', KEYS[1]) end
 redis.call('RENAME', KEYS[2], KEYS[1])
-if ARGV[4] == 'sliding' then
+if ARGV[4] == 'sliding' or ARGV[4] == 'sliding-records' then
   redis.call('EXPIRE', KEYS[1], ARGV[5])
 elseif keep > 0 then
   redis.call('PEXPIRE', KEYS[1], keep)
@@ -385,8 +398,8 @@ return 1
 /// KEYS: messages, record, agent index. ARGV: msg json, msg id, needle, owner fragment, user, agent,
 /// mode, ttl, session id.
 /// Returns 1 (appended), 2 (replaced the last), 0 (no such session), -2 (last message is corrupt),
-/// or `owner_check`'s -4 / -5. A sliding TTL restarts on the record and on the agent's index set too
-/// (2.0.4 expires only the list here), so neither the record nor its listing entry expires before
+/// or `owner_check`'s -4 / -5. A sliding TTL restarts on the record and (mode `sliding` only) on the
+/// agent's index set too (2.0.4 expires only the list here), so neither the record nor its listing entry expires before
 /// the conversation written after it; a missing index entry is re-added, as an update re-adds it.
 /// (The schedule index, whose key the record names, is refreshed by the next state write.)
 const UPSERT_MESSAGE: &str = r#"
@@ -486,7 +499,7 @@ if #ARGV >= 8 then
 end
 for i = 3, last do
   redis.call('SADD', KEYS[i], ARGV[2])
-  apply_ttl(KEYS[i], ARGV[3], ARGV[4])
+  index_ttl(KEYS[i], ARGV[3], ARGV[4])
 end
 return 1
 "#;
@@ -589,7 +602,7 @@ mod tests {
     fn each_script_defines_exactly_the_helpers_it_calls() {
         let s = Scripts::new();
         let all = [
-            ("create", &s.create, &["check_sets", "set_record", "add_to_indexes", "apply_ttl"][..]),
+            ("create", &s.create, &["check_sets", "set_record", "add_to_indexes", "index_ttl"][..]),
             (
                 "update",
                 &s.update,
@@ -601,6 +614,7 @@ mod tests {
                     "tail_is",
                     "append_log",
                     "apply_ttl",
+                    "index_ttl",
                     "add_to_indexes",
                 ],
             ),
@@ -616,6 +630,7 @@ mod tests {
                     "append_log",
                     "set_record",
                     "apply_ttl",
+                    "index_ttl",
                     "add_to_indexes",
                 ],
             ),
@@ -623,13 +638,13 @@ mod tests {
             (
                 "upsert_message",
                 &s.upsert_message,
-                &["check_sets", "top_level_is", "owner_check", "tail_is", "apply_ttl", "add_to_indexes"],
+                &["check_sets", "top_level_is", "owner_check", "tail_is", "apply_ttl", "index_ttl", "add_to_indexes"],
             ),
             ("list_messages", &s.list_messages, &["top_level_is", "owner_check"]),
             ("get_message", &s.get_message, &["top_level_is", "owner_check"]),
             ("prune", &s.prune, &[]),
             ("delete_unreadable", &s.delete_unreadable, &["check_sets", "top_level_is", "owner_check"]),
-            ("import", &s.import, &["check_sets", "token_state", "set_record", "apply_ttl"]),
+            ("import", &s.import, &["check_sets", "token_state", "set_record", "apply_ttl", "index_ttl"]),
         ];
         for (script, lua, want) in all {
             for (name, _) in HELPERS {

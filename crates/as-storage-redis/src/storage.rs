@@ -407,7 +407,7 @@ impl RedisStorage {
     }
 
     fn ttl_args(&self) -> (Value, Value) {
-        let (mode, secs) = self.inner.config.key_ttl.script_args();
+        let (mode, secs) = self.inner.config.key_ttl.script_args(self.inner.config.index_ttl);
         (str_value(mode), int_value(secs))
     }
 

@@ -165,6 +165,100 @@ async fn ttl_policies_match_2_0_4_and_cover_index_sets() {
     }
 }
 
+/// `with_index_ttl(false)` (for a fleet with Python 2.0.4 writers): every write path still puts
+/// the sliding TTL on the record and the message list, but leaves the agent and schedule index
+/// sets without one, as 2.0.4 does; with the default, every path expires them too.
+#[tokio::test]
+async fn index_ttl_false_expires_records_and_logs_but_not_index_sets() {
+    let Some(server) = RedisServer::start() else { return };
+    let r = raw(&server.url()).await;
+    let index = "agentscope:user:user-1:agent:agent-1:sessions";
+    let sched = "agentscope:user:user-1:schedule:sched-1:sessions";
+    let msg = |id: &str, text: &str| {
+        let mut m = Msg::assistant("Friday", text);
+        m.id = id.into();
+        m
+    };
+    for index_ttl in [false, true] {
+        r.flushall::<()>(false).await.unwrap();
+        let cfg = RedisStorageConfig::from_url(&server.url())
+            .unwrap()
+            .with_ttl_policy(TtlPolicy::Sliding(Duration::from_secs(3600)))
+            .with_index_ttl(index_ttl)
+            .with_timeout(Duration::from_secs(2));
+        assert_eq!(cfg.index_ttl, index_ttl);
+        let s = RedisStorage::new(cfg).unwrap();
+        s.open().await.unwrap();
+        let o = owner();
+        // Before each write the index sets lose their TTL and the record and log get a short one:
+        // the write must restart the latter and (only with `index_ttl`) expire the former.
+        let reset = |keys: Vec<String>| {
+            let r = r.clone();
+            async move {
+                for k in [index, sched] {
+                    r.persist::<(), _>(k).await.unwrap();
+                }
+                for k in keys {
+                    r.expire::<(), _>(k, 100, None).await.unwrap();
+                }
+            }
+        };
+        let check = |step: &'static str, keys: Vec<String>| {
+            let r = r.clone();
+            async move {
+                for k in keys {
+                    let ttl: i64 = r.ttl(&k).await.unwrap();
+                    assert!(ttl > 3000, "index_ttl={index_ttl}, {step}: {k} ttl {ttl}");
+                }
+                // upsert_message restarts only the agent index (the schedule's is the next state
+                // write's), so with `index_ttl` the schedule index keeps no TTL there.
+                for k in [index, sched] {
+                    assert_eq!(r.exists::<i64, _>(k).await.unwrap(), 1, "{step}: {k} missing");
+                    let ttl: i64 = r.ttl(k).await.unwrap();
+                    if index_ttl && !(step == "upsert_message" && k == sched) {
+                        assert!(ttl > 3000, "index_ttl=true, {step}: {k} ttl {ttl}");
+                    } else {
+                        assert_eq!(ttl, -1, "index_ttl=false, {step}: {k} has a TTL");
+                    }
+                }
+            }
+        };
+        let rec = s.upsert_session(req(&o).with_schedule("sched-1")).await.unwrap();
+        let key = o.session(rec.id.clone());
+        let rkey = format!("agentscope:user:user-1:session:{}", rec.id);
+        let mkey = format!("{rkey}:messages");
+        check("create", vec![rkey.clone()]).await;
+        // Small records are written inline by the script, large ones through a staging key.
+        for (n, state) in [(2, rich_state()), (60, common::state_with(60))] {
+            reset(vec![rkey.clone()]).await;
+            s.update_session_state(&key, &state, None).await.unwrap();
+            check("update_session_state", vec![rkey.clone()]).await;
+            let turn = [msg(&format!("q{n}"), "question"), msg(&format!("a{n}"), "answer")];
+            s.save_turn(&key, &state, None, &turn).await.unwrap();
+            check("save_turn (new log)", vec![rkey.clone(), mkey.clone()]).await;
+            reset(vec![rkey.clone(), mkey.clone()]).await;
+            s.save_turn(&key, &state, None, &[msg(&format!("b{n}"), "more")]).await.unwrap();
+            check("save_turn", vec![rkey.clone(), mkey.clone()]).await;
+        }
+        reset(vec![rkey.clone(), mkey.clone()]).await;
+        s.upsert_message(&key, &Msg::user("u", "hi")).await.unwrap();
+        check("upsert_message", vec![rkey.clone(), mkey.clone()]).await;
+        reset(vec![rkey.clone(), mkey.clone()]).await;
+        let mut imported = rec.clone();
+        imported.id = "imported".into();
+        let ikey = "agentscope:user:user-1:session:imported".to_owned();
+        let ilog = format!("{ikey}:messages");
+        s.import_record(&imported, &[msg("m1", "one")], as_storage::ImportMode::CreateOnly).await.unwrap();
+        check("import_record", vec![ikey.clone(), ilog.clone()]).await;
+        reset(vec![ikey.clone(), ilog.clone()]).await;
+        s.import_record(&imported, &[msg("m2", "two")], as_storage::ImportMode::Overwrite).await.unwrap();
+        check("import_record (overwrite)", vec![ikey, ilog]).await;
+        // Listing still finds both sessions.
+        let listed = s.list_sessions(&o, &PageRequest::first(10)).await.unwrap();
+        assert_eq!(listed.sessions.len(), 2, "index_ttl={index_ttl}");
+    }
+}
+
 #[tokio::test]
 async fn small_and_large_updates_store_exact_bytes_and_leave_no_staging_keys() {
     let Some(server) = RedisServer::start() else { return };
