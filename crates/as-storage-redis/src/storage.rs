@@ -448,9 +448,10 @@ impl RedisStorage {
     ) -> Result<i64, StorageError> {
         let (mode, ttl) = self.ttl_args();
         let exact_arg = str_value(if exact { "1" } else { "0" });
-        // A script error names the record, unless it is the scripts' own check of the message list.
-        let mkey = self.inner.keys.messages(&meta.user_id, &meta.id);
+        // A script error names the record, unless it is the scripts' own check of the message list
+        // (that key is only built for an error, not on every write).
         let fail = |e: FredError| {
+            let mkey = self.inner.keys.messages(&meta.user_id, &meta.id);
             let list_error = e.details().contains(&format!("WRONGTYPE {mkey} "));
             map_fred(op, Some(if list_error { &mkey } else { rkey }), e)
         };
@@ -1232,11 +1233,11 @@ impl RedisStorage {
     /// client: a cluster, whatever `INFO` says or whether the account may run it at all).
     async fn check_layout(&self, pool: &Pool, server_is_cluster: Option<bool>) -> Result<(), StorageError> {
         const OP: &str = "open";
-        let server_is_cluster = match server_is_cluster {
-            Some(known) => known || pool.is_clustered(),
-            None if pool.is_clustered() => true,
-            None => cluster_info(pool).await?.is_some_and(|i| i.contains("cluster_enabled:1")),
-        };
+        let server_is_cluster = pool.is_clustered()
+            || match server_is_cluster {
+                Some(known) => known,
+                None => cluster_info(pool).await?.is_some_and(|i| i.contains("cluster_enabled:1")),
+            };
         if server_is_cluster && !pool.is_clustered() {
             return Err(err(
                 StorageErrorKind::Unsupported,
