@@ -162,9 +162,7 @@ impl Inner {
         T: Send + 'static,
         F: FnOnce(&mut Connection, &Inner) -> Result<T, OpError> + Send + 'static,
     {
-        if !self.is_open() {
-            return Err(Self::closed().into_storage(op));
-        }
+        self.ready(op)?;
         // A permit that is free is taken at once, without the timer: only a wait for a busy pool
         // arms it (so a runtime without a time driver runs the store until the pool is full).
         let permit = match Arc::clone(permits).try_acquire_owned() {
